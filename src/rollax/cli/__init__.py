@@ -1,0 +1,45 @@
+"""The ``rollax`` command line. Each sub-command lives in its own module with a
+``register(subparsers)`` function that adds its parser and sets ``func``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Sub-command modules (rollax.cli.<name>); each defines register(subparsers).
+_COMMANDS = ("basin", "steady", "floquet", "friction", "robot", "penny")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rollax",
+        description="Simulate rigid bodies rolling, slipping and colliding under nonholonomic contact.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMANDS:
+        try:
+            mod = importlib.import_module(f"rollax.cli.{name}")
+        except ModuleNotFoundError as err:
+            if err.name == f"rollax.cli.{name}":
+                continue  # that capability is not built yet
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except ValueError as err:
+        print(f"rollax {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
