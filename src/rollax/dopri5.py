@@ -1,0 +1,112 @@
+"""The Dormand-Prince 5(4) Runge-Kutta pair with its continuous extension (Hairer's DOPRI5).
+
+Written for the batched ensemble kernel: one step is a pure function of ``(t, y, h, k1)`` with
+first-same-as-last reuse of ``k1``, and the stage *states* are returned too, so event functions
+can be sampled inside the step at no extra right-hand-side cost. Reference: Hairer, Norsett and
+Wanner, *Solving ODEs I*, Sect. II.5 and II.6 (dense output coefficients of DOPRI5).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+# Nodes c2..c7 and the Butcher tableau rows a_i (i = 2..7); row 7 is the 5th-order solution b.
+C = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
+A = (
+    (1 / 5,),
+    (3 / 40, 9 / 40),
+    (44 / 45, -56 / 15, 32 / 9),
+    (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+    (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+    (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84),
+)
+# Error weights b - b_hat for k1..k7.
+E = (71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40)
+# Dense output (Hairer's contd5) weights for k1..k7.
+D = (
+    -12715105075 / 11282082432,
+    0.0,
+    87487479700 / 32700410799,
+    -10690763975 / 1880347072,
+    701980252875 / 199316789632,
+    -1453857185 / 822651844,
+    69997945 / 29380423,
+)
+# Times (as fractions of the step) of the stage states that approximate the solution, used as
+# event samples inside a step: Y2..Y5 and the new state (Y6 shares c = 1 with it).
+SAMPLE_STAGES = (1, 2, 3, 4, 6)
+SAMPLE_THETAS = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0)
+
+
+def step(
+    f: Callable[[Float[Array, ""], Float[Array, " d"]], Float[Array, " d"]],
+    t: Float[Array, ""],
+    y: Float[Array, " d"],
+    h: Float[Array, ""],
+    k1: Float[Array, " d"],
+) -> tuple[Float[Array, " d"], Float[Array, " d"], Float[Array, "7 d"], Float[Array, "7 d"]]:
+    """One DOPRI5 step of ``y' = f(t, y)`` from ``(t, y)`` with ``k1 = f(t, y)``.
+
+    Returns ``(y_new, err, ks, states)``: the 5th-order solution, the local error estimate
+    (5th minus 4th order), the seven stage derivatives (``ks[6] = f(y_new)`` is the next
+    ``k1``) and the seven stage states (``states[6] = y_new``).
+    """
+    ks = [k1]
+    states = [y]
+    for c, row in zip(C, A):
+        yi = y + h * sum(a * k for a, k in zip(row, ks) if a != 0.0)
+        states.append(yi)
+        ks.append(f(t + c * h, yi))
+    y_new = states[-1]
+    err = h * sum(e * k for e, k in zip(E, ks) if e != 0.0)
+    return y_new, err, jnp.stack(ks), jnp.stack(states)
+
+
+def interpolate(
+    y0: Float[Array, " d"],
+    y1: Float[Array, " d"],
+    ks: Float[Array, "7 d"],
+    h: Float[Array, ""],
+    theta: Float[Array, ""],
+) -> Float[Array, " d"]:
+    """4th-order continuous extension of a DOPRI5 step at ``t0 + theta * h``, ``theta`` in [0, 1]."""
+    dy = y1 - y0
+    bspl = h * ks[0] - dy
+    r4 = dy - h * ks[6] - bspl
+    r5 = h * sum(d * ks[i] for i, d in enumerate(D) if d != 0.0)
+    return y0 + theta * (dy + (1 - theta) * (bspl + theta * (r4 + (1 - theta) * r5)))
+
+
+def error_norm(
+    err: Float[Array, " d"],
+    y0: Float[Array, " d"],
+    y1: Float[Array, " d"],
+    rtol: float,
+    atol: float,
+) -> Float[Array, ""]:
+    """RMS norm of the error scaled by ``atol + rtol * max(|y0|, |y1|)`` (Hairer's, as in diffrax)."""
+    scale = atol + rtol * jnp.maximum(jnp.abs(y0), jnp.abs(y1))
+    return jnp.sqrt(jnp.mean((err / scale) ** 2))
+
+
+def initial_step(
+    f: Callable[[Float[Array, ""], Float[Array, " d"]], Float[Array, " d"]],
+    t0: Float[Array, ""],
+    y0: Float[Array, " d"],
+    k1: Float[Array, " d"],
+    rtol: float,
+    atol: float,
+) -> Float[Array, ""]:
+    """Hairer's starting step-size heuristic for a method of order 5 (Solving ODEs I, II.4)."""
+    scale = atol + rtol * jnp.abs(y0)
+    d0 = jnp.sqrt(jnp.mean((y0 / scale) ** 2))
+    d1 = jnp.sqrt(jnp.mean((k1 / scale) ** 2))
+    h0 = jnp.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / d1)
+    k2 = f(t0 + h0, y0 + h0 * k1)
+    d2 = jnp.sqrt(jnp.mean(((k2 - k1) / scale) ** 2)) / h0
+    dmax = jnp.maximum(d1, d2)
+    h1 = jnp.where(dmax <= 1e-15, jnp.maximum(1e-6, h0 * 1e-3), (0.01 / dmax) ** (1 / 5))
+    return jnp.minimum(100 * h0, h1)

@@ -1,0 +1,234 @@
+"""A basketball rolling on the rim of the hoop.
+
+Equations follow *Basketball rolling on the rim* (``shared/papers/basketball_rolling_on_rim.txt``),
+with the parameters and errata of ``shared/NOTES.md``. The reduced rolling state is
+``x = (beta, w1, w2, w3)`` of eq. (38): beta is the angle around the tube's cross-section
+(0 = inside at rim height, pi/2 = top), w1, w2, w3 the ball's angular velocity in the contact
+frame (n1, n2, n3) of eqs. (2)-(4).
+"""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+
+from rollax._validate import check_nonnegative, check_positive, check_range
+
+State = Float[Array, "4"]
+
+
+class Rim(eqx.Module):
+    """Ball-and-rim parameters (Table 1 as reconstructed in NOTES.md) and the rolling model.
+
+    Fields: ball radius ``r`` [m], tube (minor) radius ``a`` [m], rim (major) radius ``R`` [m],
+    dimensionless moment of inertia ``j`` (J = j m r^2), gravity ``g`` [m/s^2], friction
+    coefficient ``mu`` (``inf`` = no slipping), mass ``m`` [kg] (cancels from the dynamics), and
+    the dissipation rates ``k_d = C_d/(j m R^2)`` (drilling) and ``k_r = C_r/(j m R^2)``
+    (rolling resistance) in 1/s of eq. (83).
+    """
+
+    r: float = 0.12
+    a: float = 0.01
+    R: float = 0.225
+    j: float = 2.0 / 3.0
+    g: float = 9.81
+    mu: float = 1.0
+    m: float = 0.6
+    k_d: float = 0.0
+    k_r: float = 0.0
+
+    def __check_init__(self):
+        check_positive("r", self.r)
+        check_positive("a", self.a)
+        check_positive("R", self.R)
+        check_range("j", self.j, 0.0, 1.0, lo_open=True)
+        check_positive("g", self.g)
+        check_range("mu", self.mu, 0.0, math.inf)
+        check_positive("m", self.m)
+        check_nonnegative("k_d", self.k_d)
+        check_nonnegative("k_r", self.k_r)
+        rho = self.r + self.a
+        try:
+            ok = float(rho) < float(self.R)
+        except TypeError:  # traced parameters: cannot check here
+            return
+        if not ok:
+            raise ValueError(
+                f"rho = r + a = {float(rho)!r} must be smaller than R = {float(self.R)!r} "
+                f"(allowed range: 0 < r + a < R)"
+            )
+
+    @property
+    def rho(self) -> float:
+        """Distance rho = r + a of the ball centre from the tube's core circle."""
+        return self.r + self.a
+
+    @property
+    def dissipative(self) -> bool:
+        """Whether eq. (83) has any dissipation (then Proposition 4 no longer applies)."""
+        try:
+            return float(self.k_d) > 0.0 or float(self.k_r) > 0.0
+        except TypeError:
+            return True
+
+    # ------------------------------------------------------------------ rolling dynamics
+    def vector_field(self, x: State) -> State:
+        """Rolling equations of motion (33)-(36), with the dissipation terms of (83).
+
+        Returns ``dx/dt`` for ``x = (beta, w1, w2, w3)``.
+        """
+        beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
+        r, R, j, g, rho = self.r, self.R, self.j, self.g, self.rho
+        s, c = jnp.sin(beta), jnp.cos(beta)
+        D = R - rho * c
+        dw1 = ((1 + j) * r * w3**2 * s - j * r * w2 * w3 * c) / ((1 + j) * D) - g * c / (
+            r * (1 + j)
+        )
+        dw2 = r * R * w1 * w3 / (rho * D)
+        dw3 = -r * w1 * w3 * s / D - j * r * w1 * w2 / (rho * (1 + j))
+        dbeta = r / rho * w1
+        return jnp.stack(
+            [dbeta, dw1 - self.k_r * w1, dw2 - self.k_d * w2, dw3 - self.k_r * w3]
+        )
+
+    def contact_forces(self, x: State) -> Float[Array, "3"]:
+        """Contact force components (F1, F2, F3) in the contact frame while rolling, eqs. (30)-(32).
+
+        F2 is the normal force; (F1, F3) the static friction. (The small extra force from the
+        dissipative moment (82) is not included, as in the paper.)
+        """
+        beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
+        r, R, j, g, rho, m = self.r, self.R, self.j, self.g, self.rho, self.m
+        s, c = jnp.sin(beta), jnp.cos(beta)
+        D = R - rho * c
+        F1 = j * m * r**2 * w1 * w2 / (rho * (1 + j))
+        F2 = m * r**2 * w3**2 * c / D - m * r**2 * w1**2 / rho + m * g * s
+        F3 = j * m * g * c / (1 + j) - j * m * r**2 * w2 * w3 * c / ((1 + j) * D)
+        return jnp.stack([F1, F2, F3])
+
+    def normal_force(self, x: State) -> Float[Array, ""]:
+        """Normal contact force F2 of eq. (31) (= eq. (73))."""
+        beta, w1, w3 = x[0], x[1], x[3]
+        c = jnp.cos(beta)
+        r2 = self.r**2
+        return self.m * (
+            r2 * w3**2 * c / (self.R - self.rho * c) - r2 * w1**2 / self.rho + self.g * jnp.sin(beta)
+        )
+
+    def no_slip_margin(self, x: State) -> Float[Array, ""]:
+        """mu F2 - sqrt(F1^2 + F3^2): rolling is realisable while this is >= 0, eq. (39)."""
+        F1, F2, F3 = self.contact_forces(x)
+        return self.mu * F2 - jnp.sqrt(F1**2 + F3**2)
+
+    def energy(self, x: State) -> Float[Array, ""]:
+        """Total mechanical energy, eq. (60) with the potential corrected to m g rho sin(beta).
+
+        (The paper prints m g r sin(beta); NOTES.md: the centre's height is rho sin(beta).)
+        """
+        beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
+        m, r, j = self.m, self.r, self.j
+        return (
+            0.5 * m * j * r**2 * w2**2
+            + 0.5 * m * (1 + j) * r**2 * (w1**2 + w3**2)
+            + m * self.g * self.rho * jnp.sin(beta)
+        )
+
+    # ------------------------------------------------------------------ full-state reconstruction
+    def alpha_dot(self, x: State) -> Float[Array, ""]:
+        """Rate of the angle alpha around the rim while rolling, eq. (19) with u1 = 0."""
+        return -self.r * x[3] / (self.R - self.rho * jnp.cos(x[0]))
+
+    def centre(self, x: State, alpha: Float[Array, ""] | float = 0.0) -> Float[Array, "3"]:
+        """Ball centre G in the rim frame (e1, e2, e3), eq. (12)."""
+        beta = x[0]
+        s, c = jnp.sin(beta), jnp.cos(beta)
+        n2, n3 = _n2(alpha, beta), _n3(alpha, beta)
+        return (self.rho - self.R * c) * n2 + self.R * s * n3
+
+    def centre_velocity(
+        self, x: State, alpha: Float[Array, ""] | float = 0.0
+    ) -> Float[Array, "3"]:
+        """Velocity of the ball centre in the rim frame while rolling, eq. (13) with (19)-(20)."""
+        beta = x[0]
+        dalpha = self.alpha_dot(x)
+        dbeta = self.r / self.rho * x[1]
+        n1, n3 = _n1(alpha), _n3(alpha, beta)
+        return dalpha * (self.R - self.rho * jnp.cos(beta)) * n1 + dbeta * self.rho * n3
+
+    # ------------------------------------------------------------------ steady motions
+    def steady_omega2(self, beta0, omega30):
+        """omega_20(beta0, omega30) of the non-trivial steady motions, eq. (48)."""
+        j, r, g, R, rho = self.j, self.r, self.g, self.R, self.rho
+        return (1 + j) * omega30 * jnp.sin(beta0) / (j * jnp.cos(beta0)) - g * (
+            R - rho * jnp.cos(beta0)
+        ) / (j * r**2 * omega30)
+
+    def steady_state(self, beta0, omega30) -> State:
+        """Non-trivial steady motion x0 = (beta0, 0, omega_20, omega30) of eq. (47)."""
+        beta0 = jnp.asarray(beta0, dtype=float)
+        omega30 = jnp.asarray(omega30, dtype=float)
+        return jnp.stack([beta0, 0.0 * beta0, self.steady_omega2(beta0, omega30), omega30])
+
+    def stability_h(self, beta0, omega30):
+        """h(beta0, omega30) of eq. (54): the non-zero eigenvalues of the linearisation are +-sqrt(h)."""
+        j, r, g, R, rho = self.j, self.r, self.g, self.R, self.rho
+        c, s = jnp.cos(beta0), jnp.sin(beta0)
+        D = R - rho * c
+        return (
+            omega30**2 * r**2 * (R * c - (1 + j) * rho) / ((1 + j) * rho * D**2)
+            - 2 * g * s * c / ((1 + j) * D)
+            + g**2 * c * D / (r**2 * rho * (1 + j) ** 2 * omega30**2)
+        )
+
+    # ------------------------------------------------------------------ falling
+    def flight(self, x: State, n_samples: int = 128) -> tuple[
+        Bool[Array, ""], Bool[Array, ""], Float[Array, ""]
+    ]:
+        """Free flight of the ball centre after separation (F2 = 0) at state ``x``.
+
+        The centre flies as a projectile until it reaches the rim plane (height 0). Returns
+        ``(inside, recontact, t_flight)``: ``inside`` if its horizontal distance from the rim
+        axis is then below R ('in', a score), ``recontact`` if on the way the centre comes back
+        within rho of the tube's core circle (the ball would hit the rim again; the paper ignores
+        this), and the flight time. A centre already at or below the rim plane lands at once.
+        """
+        beta = x[0]
+        d0 = self.R - self.rho * jnp.cos(beta)  # horizontal distance from the axis
+        z0 = self.rho * jnp.sin(beta)
+        v = self.centre_velocity(x, 0.0)  # alpha = 0: n1 = e1, outward radial = -e2
+        v_t, v_r, v_z = v[0], -v[1], v[2]
+        g = self.g
+        disc = v_z**2 + 2.0 * g * z0
+        t_land = jnp.where(z0 > 0.0, (v_z + jnp.sqrt(jnp.maximum(disc, 0.0))) / g, 0.0)
+        dist_land = jnp.hypot(d0 + v_r * t_land, v_t * t_land)
+        inside = dist_land < self.R
+        # distance of the centre from the core circle along the flight; it starts at rho
+        s = jnp.linspace(0.0, 1.0, n_samples + 1)[1:] * t_land
+        horiz = jnp.hypot(d0 + v_r * s, v_t * s)
+        z = z0 + v_z * s - 0.5 * g * s**2
+        dist = jnp.hypot(horiz - self.R, z)
+        recontact = jnp.any(dist < self.rho * (1.0 - 1e-6))
+        return inside, recontact, t_land
+
+
+def _n1(alpha) -> Float[Array, "3"]:
+    """Tangent n1 of eq. (2)."""
+    alpha = jnp.asarray(alpha, dtype=float)
+    return jnp.stack([jnp.cos(alpha), jnp.sin(alpha), 0.0 * alpha])
+
+
+def _n3(alpha, beta) -> Float[Array, "3"]:
+    """Tangent n3 of eq. (3)."""
+    alpha = jnp.asarray(alpha, dtype=float)
+    s = jnp.sin(beta)
+    return jnp.stack([s * jnp.sin(alpha), -s * jnp.cos(alpha), jnp.cos(beta)])
+
+
+def _n2(alpha, beta) -> Float[Array, "3"]:
+    """Normal n2 = n3 x n1 of eq. (4)."""
+    alpha = jnp.asarray(alpha, dtype=float)
+    c = jnp.cos(beta)
+    return jnp.stack([-c * jnp.sin(alpha), c * jnp.cos(alpha), jnp.sin(beta)])
