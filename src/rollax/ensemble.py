@@ -176,7 +176,7 @@ def _queue(
     def advance(carry):
         ln, qp, out = carry
         active = ln.idx >= 0
-        y1, err, ks, states = jax.vmap(lambda t, y, h, k: dopri5.step(fy, t, y, h, k))(
+        y1, err, ks, _, gs = jax.vmap(lambda t, y, h, k: dopri5.step(fy, t, y, h, k, gy))(
             ln.t, ln.y, ln.h, ln.k1
         )
         en = jax.vmap(lambda e, a, b: dopri5.error_norm(e, a, b, rtol, atol))(err, ln.y, y1)
@@ -184,10 +184,7 @@ def _queue(
         accept = active & finite & (en <= 1.0)
 
         # Event signs at the stage states (inside the step) and at the new state.
-        thetas = jnp.asarray(dopri5.SAMPLE_THETAS, dtype)
-        st = states[:, jnp.asarray(dopri5.SAMPLE_STAGES)]  # (L, 5, d)
-        ts = ln.t[:, None] + thetas[None, :] * ln.h[:, None]
-        vals = jax.vmap(jax.vmap(gy))(ts, st)  # (L, 5, n)
+        vals = gs[:, jnp.asarray(dopri5.SAMPLE_STAGES)]  # (L, 5, n)
         fired, _, sign2, count2 = jax.vmap(lambda v, s, c: scan_samples(events, v, s, c))(
             vals, ln.sign, ln.count
         )
@@ -281,7 +278,8 @@ def _locate(
     """
     fy = lambda t_, y_: f(t_, y_, args)  # noqa: E731
     k1 = fy(t, y)
-    y1, _, ks, states = dopri5.step(fy, t, y, h, k1)
+    gy = lambda t_, y_: events.fn(t_, y_, args)  # noqa: E731
+    y1, _, ks, _, gs = dopri5.step(fy, t, y, h, k1, gy)
     dtype = y.dtype
 
     def g_at(theta):
@@ -292,9 +290,7 @@ def _locate(
     fired, first, _, _ = scan_samples(events, vals, sign, count)
     # Fallback: the stage states that made the kernel stop.
     st_th = jnp.asarray(dopri5.SAMPLE_THETAS, dtype)
-    st_vals = jax.vmap(lambda th, s: events.fn(t + th * h, s, args))(
-        st_th, states[jnp.asarray(dopri5.SAMPLE_STAGES)]
-    )
+    st_vals = gs[jnp.asarray(dopri5.SAMPLE_STAGES)]
     fired_s, first_s, _, _ = scan_samples(events, st_vals, sign, count)
     use_stage = ~jnp.any(fired)
     fired = jnp.where(use_stage, fired_s, fired)
@@ -338,7 +334,7 @@ def _finish(
         e = jnp.argmin(th)
         te = t + th[e] * h
         fy = lambda t_, y_: f(t_, y_, args)  # noqa: E731
-        y1, _, ks, _ = dopri5.step(fy, t, y, jnp.where(zero, 1.0, h), fy(t, y))
+        y1, _, ks, _, _ = dopri5.step(fy, t, y, jnp.where(zero, 1.0, h), fy(t, y))
         ye = jnp.where(zero, y, dopri5.interpolate(y, y1, ks, h, th[e]))
         crossing = jnp.asarray(events.kinds, jnp.int32) == CROSSING
         cnt = count + (crossing & (jnp.arange(n) == e)).astype(count.dtype)
@@ -350,9 +346,13 @@ def _finish(
             jnp.where(pending, cnt, count),
         )
 
-    status, event, t_end, y_end, counts = jax.vmap(end_one)(
-        out.status, out.t, out.y, out.h, out.sign, out.count
-    )
+    if n:
+        status, event, t_end, y_end, counts = jax.vmap(end_one)(
+            out.status, out.t, out.y, out.h, out.sign, out.count
+        )
+    else:  # no events: nothing to locate
+        status, t_end, y_end, counts = out.status, out.t, out.y, out.count
+        event = jnp.full(out.t.shape, -1, jnp.int32)
 
     first_events = EventSet(events.fn, events.kinds, tuple(1 for _ in events.kinds))
 

@@ -122,11 +122,14 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
     """Run diffrax from the current state to the next event root (or t1); update the state."""
     t0, y0, sign, count = state["t"], state["y"], state["sign"], state["count"]
     done = state["done"]
+    # A finished run passes through unchanged; no gradient may flow through its empty solve.
+    t0_in = jnp.where(done, jax.lax.stop_gradient(t0), t0)
+    y0_in = jnp.where(done, jax.lax.stop_gradient(y0), y0)
     n = ev.n
     dtype = y0.dtype
     kinds = jnp.asarray(ev.kinds, jnp.int32) if n else jnp.zeros(0, jnp.int32)
     # A finished run integrates over an empty interval (diffrax returns at once).
-    t_end = jnp.where(done, t0, t1)
+    t_end = jnp.where(done, t0_in + 1e-6 * jnp.maximum(1.0, jnp.abs(t0_in)), t1)
 
     def cond_value(t, y, args, **kwargs):
         # Boundary events stop diffrax when they reach <= 0 at a step end; crossing events
@@ -142,10 +145,10 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
     sol = diffrax.diffeqsolve(
         term,
         _SOLVERS[solver](),
-        t0,
-        jnp.maximum(t_end, t0),
+        t0_in,
+        t_end,
         None,
-        y0,
+        y0_in,
         args=args,
         stepsize_controller=controller,
         saveat=diffrax.SaveAt(t1=True, dense=True),
@@ -154,17 +157,19 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
         throw=False,
     )
     n_acc = sol.stats["num_accepted_steps"]
-    ts = sol.interpolation.ts  # (max_steps + 1,), padded beyond n_acc
+    ts = jax.lax.stop_gradient(sol.interpolation.ts)  # (max_steps + 1,), padded beyond n_acc
     ta = ts[:-1]
     tb = ts[1:]
 
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=dtype)[1:]
     interp = sol.interpolation
 
-    def local(i):
-        # the dense output of step i alone (avoids a search over all steps per evaluation)
-        info = jax.tree_util.tree_map(lambda x: x[i], interp.infos)
-        return interp.interpolation_cls(t0=ta[i], t1=tb[i], **info)
+    def local(i, differentiable=False):
+        # The dense output of step i alone (avoids a search over all steps per evaluation).
+        # The root search runs on constants; only the final implicit step carries gradients.
+        src = interp if differentiable else jax.lax.stop_gradient(interp)
+        info = jax.tree_util.tree_map(lambda x: x[i], src.infos)
+        return src.interpolation_cls(t0=src.ts[i], t1=src.ts[i + 1], **info)
 
     def step_values(i):
         loc = local(i)
@@ -220,11 +225,18 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
         e_star = jnp.argmin(roots)
         t_star = jax.lax.stop_gradient(roots[e_star])
         # Implicit differentiation of the event time: t* = t*_0 - g(t*_0) / g'(t*_0).
-        g_star, dg_dt = jax.jvp(lambda tt: g_t(tt, e_star), (t_star,), (jnp.ones_like(t_star),))
+        loc_d = local(k, differentiable=True)
+
+        def g_d(tt):
+            return ev.fn(tt, loc_d.evaluate(tt), args)[e_star]
+
+        g_star, dg_dt = jax.jvp(g_d, (t_star,), (jnp.ones_like(t_star),))
         dg_dt = jax.lax.stop_gradient(dg_dt)
         safe = jnp.abs(dg_dt) > 0
-        t_ev = t_star - jnp.where(safe, (g_star - jax.lax.stop_gradient(g_star)) / jnp.where(safe, dg_dt, 1.0), 0.0)
-        y_ev = loc_k.evaluate(t_ev)
+        # zero in value, -dg/g' in derivative
+        shift = (g_star - jax.lax.stop_gradient(g_star)) / jnp.where(safe, dg_dt, 1.0)
+        t_ev = t_star - jnp.where(safe, shift, 0.0)
+        y_ev = loc_d.evaluate(t_ev)
     else:
         e_star, t_ev, y_ev = jnp.asarray(-1), t0, y0
 

@@ -11,13 +11,14 @@ import sys
 _COMMANDS = ("basin", "steady", "floquet", "friction", "robot", "penny")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; with ``only``, just that sub-command's module is imported."""
     parser = argparse.ArgumentParser(
         prog="rollax",
         description="Simulate rigid bodies rolling, slipping and colliding under nonholonomic contact.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMANDS:
+    for name in _COMMANDS if only is None else (only,):
         try:
             mod = importlib.import_module(f"rollax.cli.{name}")
         except ModuleNotFoundError as err:
@@ -29,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in _COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -1,0 +1,102 @@
+"""``rollax basin``: outcome maps of the ball on the rim (Figs. 11-13 of the rim paper)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "basin",
+        help="basin map of the ball on the rim (periodic / in / out)",
+        description=(
+            "Outcome map over a (beta, omega1) section of rolling starts: periodic rolling, "
+            "falls in, falls out, undecided (time cap) or failed. Writes OUT/basin.npz and "
+            "OUT/basin.png. With no arguments: the Fig. 11 no-slip map into ./rollax-out/."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--preset", choices=["fig11", "fig12", "fig13"], default=None,
+                   help="a section of Figs. 11-13 (omega2 = 35, 65, 105; omega3 = 10)")
+    p.add_argument("--dissipation", choices=["none", "drilling", "rolling"], default="none",
+                   help="with --preset: none, drilling (k_d = 0.02 1/s) or rolling (k_r = 0.02 1/s)")
+    p.add_argument("--omega2", type=float, default=None, help="fixed omega2 [1/s] (default 35)")
+    p.add_argument("--omega3", type=float, default=None, help="fixed omega3 [1/s] (default 10)")
+    p.add_argument("--beta", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                   help="beta range [rad] (default 0.8 1.8)")
+    p.add_argument("--omega1", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                   help="omega1 range [1/s] (default -20 20)")
+    p.add_argument("--grid", type=int, nargs=2, metavar=("NB", "NW"), default=None,
+                   help="grid points in beta and omega1 (default 360 240)")
+    p.add_argument("--k-d", type=float, default=None, help="drilling resistance rate [1/s], eq. (83)")
+    p.add_argument("--k-r", type=float, default=None, help="rolling resistance rate [1/s], eq. (83)")
+    p.add_argument("--t-max", type=float, default=60.0, help="time cap [s] (then 'undecided')")
+    p.add_argument("--rtol", type=float, default=1e-9)
+    p.add_argument("--atol", type=float, default=1e-9)
+    p.add_argument("--max-steps", type=int, default=200_000, help="step limit per start ('failed')")
+    for name, default, unit in (("r", 0.12, "m"), ("a", 0.01, "m"), ("R", 0.225, "m"),
+                                ("j", 2 / 3, "-"), ("g", 9.81, "m/s^2")):
+        p.add_argument(f"--{name}", dest=f"param_{name}", type=float, default=default,
+                       help=f"ball/rim parameter {name} [{unit}]")
+    p.add_argument("--chunk-size", type=int, default=1 << 16, help="starts per resumable chunk")
+    p.add_argument("--lanes", type=int, default=512, help="lanes of each device's work queue")
+    p.add_argument("--devices", type=int, default=None, help="JAX devices to use (default: all)")
+    p.add_argument("--no-resume", action="store_true", help="do not keep or reuse finished chunks")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print a JSON summary to stdout")
+    p.add_argument("--out", default="rollax-out", help="output directory")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from rollax.basin import Axis, basin_map, preset
+    from rollax.rim import Rim
+
+    base = Rim(r=args.param_r, a=args.param_a, R=args.param_R, j=args.param_j, g=args.param_g)
+    name = args.preset or "fig11"
+    rim, kw = preset(name, args.dissipation, base)
+    if args.k_d is not None or args.k_r is not None:
+        rim = dataclasses.replace(
+            rim,
+            k_d=args.k_d if args.k_d is not None else rim.k_d,
+            k_r=args.k_r if args.k_r is not None else rim.k_r,
+        )
+    grid = args.grid or (kw["x"].n, kw["y"].n)
+    beta = args.beta or (kw["x"].lo, kw["x"].hi)
+    omega1 = args.omega1 or (kw["y"].lo, kw["y"].hi)
+    fixed = dict(kw["fixed"])
+    if args.omega2 is not None:
+        fixed["omega2"] = args.omega2
+    if args.omega3 is not None:
+        fixed["omega3"] = args.omega3
+    x = Axis("beta", beta[0], beta[1], grid[0])
+    y = Axis("omega1", omega1[0], omega1[1], grid[1])
+    t0 = time.perf_counter()
+    bmap = basin_map(
+        rim, x=x, y=y, fixed=fixed, t_max=args.t_max, rtol=args.rtol, atol=args.atol,
+        max_steps=args.max_steps, chunk_size=args.chunk_size, lanes=args.lanes,
+        devices=args.devices, cache_dir=None if args.no_resume else f"{args.out}/.chunks",
+        progress=not args.no_progress,
+    )
+    elapsed = time.perf_counter() - t0
+    path = bmap.save(args.out)
+    summary = {
+        "out": str(path),
+        "figure": str(path.with_suffix(".png")),
+        "grid": list(grid),
+        "fixed": fixed,
+        "k_d": float(rim.k_d),
+        "k_r": float(rim.k_r),
+        "counts": bmap.counts(),
+        "seconds": round(elapsed, 3),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items())
+        print(f"rollax basin: {grid[0]} x {grid[1]} starts in {elapsed:.2f} s ({counts})")
+        print(f"wrote {path} and {summary['figure']}")
+    return 0

@@ -1,0 +1,156 @@
+"""Basin maps of the ball on the rim (rollax.basin): outcomes, sweeps, resumption, CLI."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax.basin as basin
+from rollax import ensemble
+from rollax.basin import IN, OUT, PERIODIC, Axis, basin_map, preset, simulate
+from rollax.cli import main
+from rollax.integrate import solve
+from rollax.rim import Rim
+
+RIM = Rim()
+COARSE = dict(x=Axis("beta", 0.8, 1.8, 60), y=Axis("omega1", -20.0, 20.0, 40),
+              fixed={"omega2": 35.0, "omega3": 10.0})
+
+
+@pytest.fixture(scope="module")
+def fig11():
+    return basin_map(RIM, progress=False, **COARSE)
+
+
+def test_fig11_section_structure(fig11):
+    out = fig11.outcome
+    B, W = np.meshgrid(fig11.x.values, fig11.y.values, indexing="ij")
+    per = out == PERIODIC
+    assert per.sum() > 10
+    # the periodic tongue: beta ~ 1.0-1.15, |w1| < ~4, around the steady motion beta0 = 1.125
+    assert B[per].min() > 0.95 and B[per].max() < 1.17
+    assert np.abs(W[per]).max() < 4.5
+    (b0,) = basin.steady_beta(RIM, 35.0, 10.0, 0.8, 1.8)
+    assert B[per].min() < b0 < B[per].max()
+    # bounded by 'in' on one side (smaller beta) and 'out' on the other, along w1 ~ 0
+    row = out[:, np.argmin(np.abs(fig11.y.values))]
+    idx = np.nonzero(row == PERIODIC)[0]
+    assert row[idx[0] - 1] == IN and row[idx[-1] + 1] == OUT
+    assert set(np.unique(out)) <= {PERIODIC, IN, OUT}  # nothing undecided or failed
+    # time-reversal symmetry (61): the map is symmetric under w1 -> -w1 for periodic starts
+    assert np.array_equal(per, per[:, ::-1])
+    # periods of periodic rolling are positive and finite, nan elsewhere
+    assert np.all(np.isfinite(fig11.period[per])) and np.all(fig11.period[per] > 0)
+    assert np.all(np.isnan(fig11.period[~per]))
+
+
+def test_dissipation_decides_in_or_out(fig11):
+    """Sect. 5.3.2: drilling makes all formerly periodic starts fall out, rolling resistance in."""
+    B, W = np.meshgrid(fig11.x.values, fig11.y.values, indexing="ij")
+    per = fig11.outcome == PERIODIC
+    starts = np.stack([B[per], W[per], np.full(per.sum(), 35.0), np.full(per.sum(), 10.0)], 1)
+    for kind, expect in (("drilling", OUT), ("rolling", IN)):
+        rim, _ = preset("fig11", kind)
+        res = simulate(rim, starts, t_max=60.0)
+        assert np.all(res["outcome"] == expect), kind
+        assert np.median(res["t_end"]) > 5.0  # most roll for a long time first
+
+
+def test_kernel_agrees_with_diffrax_path():
+    """Outcomes and event times of the ensemble kernel and diffrax, on 300 random starts."""
+    rng = np.random.default_rng(7)
+    n = 300
+    x0 = np.stack([rng.uniform(0.8, 1.8, n), rng.uniform(-20, 20, n), np.full(n, 35.0),
+                   np.full(n, 10.0)], 1)
+    x0[:150, 0] = rng.uniform(0.95, 1.2, 150)  # many near the periodic tongue
+    x0[:150, 1] = rng.uniform(-5, 5, 150)
+    tol = 1e-12
+    rim = jax.tree_util.tree_map(jnp.asarray, RIM)
+    res = ensemble.solve_ensemble(basin._rolling, basin.ROLLING_EVENTS, x0, rim, t_max=60.0,
+                                  rtol=tol, atol=tol)
+    run = jax.jit(jax.vmap(lambda x: solve(basin._rolling, x, 0.0, 60.0, rim,
+                                           basin.ROLLING_EVENTS, rtol=tol, atol=tol,
+                                           max_steps=8192)))
+    sol = run(jnp.asarray(x0))
+    assert not np.any(np.asarray(sol.failed))
+    assert np.array_equal(np.asarray(sol.event), res.event)
+    assert set(np.unique(res.event)) == {0, 1}
+    assert np.max(np.abs(np.asarray(sol.t) - res.t)) < 1e-8
+    periodic = res.event == 1
+    assert np.max(np.abs(np.asarray(sol.t_first)[periodic, 1] - res.t_first[periodic, 1])) < 1e-8
+
+
+def test_starts_with_negative_normal_force_fall_at_once():
+    x = np.array([[1.0, 19.0, 35.0, 10.0], [1.1, 0.0, 35.0, 10.0]])
+    assert float(RIM.normal_force(jnp.asarray(x[0]))) < 0
+    res = simulate(RIM, x)
+    assert res["t_end"][0] == 0.0 and res["outcome"][0] in (IN, OUT)
+    assert res["outcome"][1] == PERIODIC and res["t_end"][1] > 0
+
+
+def test_failed_and_undecided_are_their_own_outcomes():
+    x = np.array([[1.1, 0.0, 35.0, 10.0], [1.1, 1.0, 35.0, 10.0]])
+    res = simulate(RIM, x, max_steps=3)
+    assert np.all(res["outcome"] == basin.FAILED)
+    rim, _ = preset("fig11", "drilling")
+    res = simulate(rim, x, t_max=1.0)
+    assert np.all(res["outcome"] == basin.UNDECIDED)
+
+
+def test_resume_and_chunking_do_not_change_results(tmp_path, monkeypatch, fig11):
+    kw = dict(COARSE, chunk_size=700, progress=False)
+    calls = []
+    real = basin._run_chunk
+
+    def dying(*a, **k):
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the sweep is killed after two chunks
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(basin, "_run_chunk", dying)
+    with pytest.raises(KeyboardInterrupt):
+        basin_map(RIM, cache_dir=tmp_path, **kw)
+    monkeypatch.setattr(basin, "_run_chunk", lambda *a, **k: calls.append(1) or real(*a, **k))
+    resumed = basin_map(RIM, cache_dir=tmp_path, **kw)
+    assert len(calls) == 2 + (2400 // 700 + 1) - 2  # only the unfinished chunks were run
+    assert np.array_equal(resumed.outcome, fig11.outcome)
+    assert np.allclose(resumed.t_end, fig11.t_end, rtol=0, atol=1e-9)
+    one_device = basin_map(RIM, devices=1, chunk_size=2400, progress=False, **COARSE)
+    assert np.array_equal(one_device.outcome, fig11.outcome)
+    assert np.allclose(one_device.t_end, fig11.t_end, rtol=0, atol=1e-9)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="omega7"):
+        Axis("omega7", 0, 1, 10)
+    with pytest.raises(ValueError, match="beta range"):
+        Axis("beta", 1.0, 0.5, 10)
+    with pytest.raises(ValueError, match="grid size"):
+        Axis("beta", 0.0, 1.0, 1)
+    with pytest.raises(ValueError, match="preset"):
+        preset("fig99")
+    with pytest.raises(ValueError, match="dissipation"):
+        preset("fig11", "air")
+    with pytest.raises(ValueError, match="omega3"):
+        basin.section_starts(Axis("beta", 0, 1, 2), Axis("omega1", 0, 1, 2), {"omega2": 1.0})
+    with pytest.raises(ValueError, match="rtol"):
+        simulate(RIM, np.zeros((1, 4)) + 1.0, rtol=2.0)
+
+
+def test_cli_writes_npz_and_png(tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(["basin", "--grid", "12", "8", "--out", str(out), "--no-progress", "--json"])
+    assert rc == 0
+    z = np.load(out / "basin.npz")
+    assert z["outcome"].dtype == np.int8 and z["outcome"].shape == (12, 8)
+    assert np.allclose(z["beta"], np.linspace(0.8, 1.8, 12))
+    assert np.allclose(z["omega1"], np.linspace(-20, 20, 8))
+    assert z["recontact"].shape == (12, 8) and z["t_end"].shape == (12, 8)
+    assert float(z["param_R"]) == 0.225 and float(z["t_max"]) == 60.0
+    assert (out / "basin.png").stat().st_size > 1000
+    assert '"counts"' in capsys.readouterr().out
+    assert main(["basin", "--grid", "12", "8", "--r", "-1", "--out", str(out)]) == 2
+    assert "r = -1.0" in capsys.readouterr().err

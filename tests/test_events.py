@@ -1,0 +1,134 @@
+"""Event semantics (rollax.events) and their agreement between the two integrators."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rollax import ensemble
+from rollax.events import BOUNDARY, CROSSING, Event, EventSet, locate_root, scan_samples
+from rollax.integrate import solve
+
+TWO = EventSet(lambda t, y, a: y, (BOUNDARY, CROSSING), (1, 2))
+
+
+def test_scan_boundary_fires_at_first_nonpositive_sample():
+    vals = jnp.array([[1.0, 1.0], [0.5, 1.0], [0.0, 1.0], [-1.0, 1.0]])
+    fired, first, _, _ = scan_samples(TWO, vals, jnp.array([1.0, 1.0]), jnp.array([0, 0]))
+    assert bool(fired[0]) and int(first[0]) == 2
+    assert not bool(fired[1]) and int(first[1]) == 4
+
+
+def test_scan_counts_crossings_and_steps_over_zeros():
+    # +, 0, -, 0, +: two transversal crossings; the second one fires (target 2)
+    vals = jnp.array([[1.0, 1.0], [1.0, 0.0], [1.0, -1.0], [1.0, 0.0], [1.0, 2.0]])
+    fired, first, sign, count = scan_samples(TWO, vals, jnp.array([1.0, 1.0]), jnp.array([0, 0]))
+    assert bool(fired[1]) and int(first[1]) == 4 and int(count[1]) == 2
+    # a touch of zero without a sign change is not a crossing
+    vals = jnp.array([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    fired, _, _, count = scan_samples(TWO, vals, jnp.array([1.0, 1.0]), jnp.array([0, 0]))
+    assert not bool(fired[1]) and int(count[1]) == 0
+
+
+@pytest.mark.parametrize("a,b,root", [(1.0, 2.0, np.pi / 2), (0.0, 1.0, 0.3)])
+def test_locate_root_accuracy(a, b, root):
+    g = (lambda t: jnp.cos(t)) if root > 1 else (lambda t: (t - 0.3) ** 3 + 1e-3 * (t - 0.3))
+    r = locate_root(g, jnp.asarray(a), jnp.asarray(b), g(jnp.asarray(a)), g(jnp.asarray(b)))
+    assert abs(float(r) - root) < 1e-12
+
+
+def test_event_validation():
+    with pytest.raises(ValueError, match="kind"):
+        Event(lambda t, y, a: y[0], kind="sometimes")
+    with pytest.raises(ValueError, match="count"):
+        Event(lambda t, y, a: y[0], kind="crossing", count=0)
+    with pytest.raises(ValueError, match="count"):
+        Event(lambda t, y, a: y[0], kind="boundary", count=2)
+
+
+# --- a harmonic oscillator: x = cos(t), v = -sin(t); exact event times are known ----------------
+def _osc(t, y, args):
+    return jnp.stack([y[1], -y[0]])
+
+
+def _osc_events(t, y, args):
+    # boundary: x > -0.5 (fires at t = 2 pi / 3); crossing: sign changes of x (t = pi/2, 3 pi/2, ...)
+    return jnp.stack([y[0] + 0.5, y[0]])
+
+
+OSC_EARLY = EventSet(_osc_events, (BOUNDARY, CROSSING), (1, 1))  # crossing at pi/2 comes first
+OSC_COUNT3 = EventSet(lambda t, y, a: y[:1], (CROSSING,), (3,))  # third zero of x: 5 pi / 2
+
+
+def test_earliest_event_and_counting_both_paths():
+    y0 = jnp.array([1.0, 0.0])
+    for ev, idx, t_exact in ((OSC_EARLY, 1, np.pi / 2), (OSC_COUNT3, 0, 2.5 * np.pi)):
+        sol = solve(_osc, y0, 0.0, 20.0, None, ev, rtol=1e-12, atol=1e-12)
+        assert int(sol.event) == idx and not bool(sol.failed)
+        assert abs(float(sol.t) - t_exact) < 1e-10
+        res = ensemble.solve_ensemble(_osc, ev, np.array([[1.0, 0.0]]), None, t_max=20.0,
+                                      rtol=1e-12, atol=1e-12, lanes=16)
+        assert res.status[0] == ensemble.EVENT and res.event[0] == idx
+        assert abs(res.t[0] - t_exact) < 1e-10
+        assert abs(res.t_first[0, idx] - np.pi / 2) < 1e-10
+
+
+# --- a function that dips through zero and back inside one step -----------------------------
+def _drift(t, y, args):
+    return jnp.ones_like(y)  # y = t: integrated exactly, so the steps grow huge
+
+
+def _dip(t, y, args):
+    # negative only for 0.40 < y < 0.52; positive at every step end of this solve
+    return jnp.stack([(y[0] - 0.40) * (y[0] - 0.52)])
+
+
+DIP = EventSet(_dip, (BOUNDARY,), (1,))
+
+
+def test_dip_inside_one_step_is_found_exactly():
+    sol = solve(_drift, jnp.array([0.0]), 0.0, 5.0, None, DIP, rtol=1e-9, atol=1e-9)
+    assert int(sol.event) == 0 and abs(float(sol.t) - 0.40) < 1e-10
+    res = ensemble.solve_ensemble(_drift, DIP, np.array([[0.0]]), None, t_max=5.0, lanes=16)
+    assert res.event[0] == 0 and abs(res.t[0] - 0.40) < 1e-10
+    # no step end of this solve lies inside the dip: a step-end sign check would miss it
+    import diffrax
+
+    steps = diffrax.diffeqsolve(
+        diffrax.ODETerm(_drift), diffrax.Dopri5(), 0.0, 5.0, None, jnp.array([0.0]),
+        stepsize_controller=diffrax.PIDController(rtol=1e-9, atol=1e-9),
+        saveat=diffrax.SaveAt(steps=True),
+    ).ts
+    steps = np.asarray(steps)[np.isfinite(np.asarray(steps))]
+    assert not np.any((steps > 0.40) & (steps < 0.52))
+
+
+def test_failures_are_reported_not_hidden():
+    blow = lambda t, y, a: y**2  # noqa: E731  (y = 1/(1 - t) blows up at t = 1)
+    none = EventSet(lambda t, y, a: jnp.zeros((0,)), (), ())
+    res = ensemble.solve_ensemble(blow, none, np.array([[1.0], [0.1]]), None, t_max=2.0, lanes=16)
+    assert res.status[0] in (ensemble.FAILED_NAN, ensemble.FAILED_STEPS)
+    assert res.status[1] == ensemble.T_MAX and abs(res.y[1, 0] - 0.1 / (1 - 0.2)) < 1e-7
+    res = ensemble.solve_ensemble(_osc, OSC_COUNT3, np.array([[1.0, 0.0]]), None, t_max=20.0,
+                                  max_steps=5, lanes=16)
+    assert res.status[0] == ensemble.FAILED_STEPS
+    sol = solve(blow, jnp.array([1.0]), 0.0, 2.0, None, (), max_steps=256)
+    assert bool(sol.failed)
+
+
+def test_event_time_gradient_matches_closed_form():
+    # projectile z'' = -g from height z0 with speed v: lands at t* = (v + sqrt(v^2 + 2 g z0)) / g
+    g = 9.81
+    ev = (Event(lambda t, y, a: y[0]),)
+
+    def t_land(z0, v):
+        sol = solve(lambda t, y, a: jnp.stack([y[1], -g + 0.0 * y[0]]), jnp.stack([z0, v]),
+                    0.0, 10.0, None, ev, rtol=1e-12, atol=1e-12)
+        return sol.t
+
+    z0, v = 1.3, 2.0
+    exact = lambda z0, v: (v + jnp.sqrt(v**2 + 2 * g * z0)) / g  # noqa: E731
+    assert abs(float(t_land(z0, v)) - float(exact(z0, v))) < 1e-10
+    gz, gv = jax.grad(t_land, argnums=(0, 1))(z0, v)
+    ez, evv = jax.grad(exact, argnums=(0, 1))(z0, v)
+    assert abs(float(gz) - float(ez)) < 1e-8 and abs(float(gv) - float(evv)) < 1e-8
