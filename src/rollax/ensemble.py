@@ -54,7 +54,9 @@ class EnsembleResult(NamedTuple):
 
 
 class _Lanes(NamedTuple):
-    idx: Int[Array, " L"]
+    idx: Int[Array, " L"]  # the start held by the lane (-1: none); its record is written on refill
+    live: Bool[Array, " L"]  # still integrating
+    status: Int[Array, " L"]  # record status once the lane has finished
     t: Float[Array, " L"]
     y: Float[Array, "L d"]
     h: Float[Array, " L"]
@@ -82,6 +84,9 @@ class _Out(NamedTuple):
     fc_sign: Float[Array, "M n"]
 
 
+_RECORD = ("status", "t", "y", "h", "sign", "count", "steps", "fc_t", "fc_y", "fc_h", "fc_sign")
+
+
 def _queue(
     f: Callable,
     events: EventSet,
@@ -104,14 +109,18 @@ def _queue(
     gy = lambda t, y: events.fn(t, y, args)  # noqa: E731
     dtype = y0s.dtype
 
-    # Starts that are over before they begin (a boundary already violated) need no solve.
+    # Per-start set-up, vectorised once: event values, k1 and the first step size.
     g0 = jax.vmap(lambda y: gy(t0, y))(y0s)
+    k10 = jax.vmap(lambda y: fy(t0, y))(y0s)
+    h0 = jax.vmap(lambda y, k: dopri5.initial_step(fy, t0, y, k, rtol, atol))(y0s, k10)
+    h0 = jnp.minimum(jnp.minimum(h0, dt_max), t_max - t0)
+    # Starts that are over before they begin (a boundary already violated) need no solve.
     at_start = jax.vmap(events.fired_at_start)(g0).any(axis=1) if n else jnp.zeros(N, bool)
     needs = valid & ~at_start
     order = jnp.argsort(~needs, stable=True).astype(jnp.int32)
     nq = jnp.sum(needs).astype(jnp.int32)
 
-    # Records, with one spare row (index N) that absorbs the writes of idle lanes.
+    # Records, with one spare row (index N) that absorbs the writes of empty lanes.
     M = N + 1
     out = _Out(
         status=jnp.concatenate(
@@ -119,8 +128,8 @@ def _queue(
         ).astype(jnp.int32),
         t=jnp.full((M,), t0, dtype),
         y=jnp.concatenate([y0s, jnp.zeros((1, d), dtype)]),
-        h=jnp.zeros((M,), dtype),
-        sign=jnp.zeros((M, n), dtype),  # starts that end at t0: a pending step with h = 0
+        h=jnp.zeros((M,), dtype),  # starts that end at t0: a pending 'step' with h = 0
+        sign=jnp.zeros((M, n), dtype),
         count=jnp.zeros((M, n), jnp.int32),
         steps=jnp.zeros((M,), jnp.int32),
         fc_t=jnp.full((M, n), jnp.nan, dtype),
@@ -128,9 +137,10 @@ def _queue(
         fc_h=jnp.zeros((M, n), dtype),
         fc_sign=jnp.zeros((M, n), dtype),
     )
-
     lanes0 = _Lanes(
         idx=jnp.full((L,), -1, jnp.int32),
+        live=jnp.zeros((L,), bool),
+        status=jnp.zeros((L,), jnp.int32),
         t=jnp.full((L,), t0, dtype),
         y=jnp.zeros((L, d), dtype),
         h=jnp.ones((L,), dtype),
@@ -144,78 +154,78 @@ def _queue(
         fc_sign=jnp.zeros((L, n), dtype),
     )
 
+    def flush(ln, out):
+        # finished lanes write their records (others write to the spare row)
+        w = jnp.where((ln.idx >= 0) & ~ln.live, ln.idx, N)
+        out = _Out(*(getattr(out, k).at[w].set(getattr(ln, k)) for k in _RECORD))
+        return ln._replace(idx=jnp.where(ln.live, ln.idx, -1)), out
+
     def refill(carry):
         ln, qp, out = carry
-        free = ln.idx < 0
+        ln, out = flush(ln, out)
+        free = ~ln.live
         rank = jnp.cumsum(free) - 1
         take = free & (qp + rank < nq)
         src = order[jnp.clip(qp + rank, 0, N - 1)]
-        idx = jnp.where(take, src, ln.idx)
-        y_new = y0s[src]
-        k1_new = jax.vmap(fy)(jnp.full((L,), t0, dtype), y_new)
-        h_new = jax.vmap(lambda y, k: dopri5.initial_step(fy, t0, y, k, rtol, atol))(y_new, k1_new)
-        h_new = jnp.minimum(jnp.minimum(h_new, dt_max), t_max - t0)
-        s_new = jnp.sign(g0[src])
         tk = take[:, None]
-        ln = _Lanes(
-            idx=idx,
+        ln = ln._replace(
+            idx=jnp.where(take, src, ln.idx),
+            live=ln.live | take,
             t=jnp.where(take, t0, ln.t),
-            y=jnp.where(tk, y_new, ln.y),
-            h=jnp.where(take, h_new, ln.h),
-            k1=jnp.where(tk, k1_new, ln.k1),
-            sign=jnp.where(tk, s_new, ln.sign),
+            y=jnp.where(tk, y0s[src], ln.y),
+            h=jnp.where(take, h0[src], ln.h),
+            k1=jnp.where(tk, k10[src], ln.k1),
+            sign=jnp.where(tk, jnp.sign(g0[src]), ln.sign),
             count=jnp.where(tk, 0, ln.count),
             steps=jnp.where(take, 0, ln.steps),
             fc_t=jnp.where(tk, jnp.nan, ln.fc_t),
-            fc_y=ln.fc_y,
-            fc_h=ln.fc_h,
-            fc_sign=ln.fc_sign,
         )
         return ln, qp + jnp.sum(take).astype(jnp.int32), out
 
+    crossing = jnp.asarray(events.kinds, jnp.int32) == CROSSING
+    sample_stages = jnp.asarray(dopri5.SAMPLE_STAGES)
+
     def advance(carry):
         ln, qp, out = carry
-        active = ln.idx >= 0
+        live = ln.live
         y1, err, ks, _, gs = jax.vmap(lambda t, y, h, k: dopri5.step(fy, t, y, h, k, gy))(
             ln.t, ln.y, ln.h, ln.k1
         )
         en = jax.vmap(lambda e, a, b: dopri5.error_norm(e, a, b, rtol, atol))(err, ln.y, y1)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1), axis=1)
-        accept = active & finite & (en <= 1.0)
+        accept = live & finite & (en <= 1.0)
 
         # Event signs at the stage states (inside the step) and at the new state.
-        vals = gs[:, jnp.asarray(dopri5.SAMPLE_STAGES)]  # (L, 5, n)
         fired, _, sign2, count2 = jax.vmap(lambda v, s, c: scan_samples(events, v, s, c))(
-            vals, ln.sign, ln.count
+            gs[:, sample_stages], ln.sign, ln.count
         )
         hit = accept & jnp.any(fired, axis=1)
         go = accept & ~hit
         t1 = ln.t + ln.h
         at_end = go & (t1 >= t_max)
-        steps = ln.steps + active.astype(jnp.int32)
+        steps = ln.steps + live.astype(jnp.int32)
 
         # First crossings: remember the step that holds them, to locate them afterwards.
-        crossing = jnp.asarray(events.kinds, jnp.int32) == CROSSING
         first = go[:, None] & crossing[None, :] & (ln.count == 0) & (count2 > 0)
         fk = first[:, :, None]
-        fc_t = jnp.where(first, ln.t[:, None], ln.fc_t)
-        fc_y = jnp.where(fk, ln.y[:, None, :], ln.fc_y)
-        fc_h = jnp.where(first, ln.h[:, None], ln.fc_h)
-        fc_sign = jnp.where(first, ln.sign, ln.fc_sign)
 
         # Step-size control (elementary controller with safety 0.9, factor in [0.2, 10]).
         fac = jnp.where(finite, jnp.clip(0.9 * en ** (-0.2), 0.2, 10.0), 0.2)
         fac = jnp.where(accept, fac, jnp.minimum(fac, 1.0))
         t_new = jnp.where(go, t1, ln.t)
         h_new = jnp.minimum(jnp.minimum(ln.h * fac, dt_max), t_max - t_new)
-        h_new = jnp.where(hit, ln.h, h_new)
+        # a hit keeps its step (the post-pass redoes it); finished lanes keep their record
+        h_new = jnp.where(hit | ~live, ln.h, h_new)
         tiny = ln.h < 1e-14 * jnp.maximum(1.0, jnp.abs(ln.t))
-        nan_fail = active & (~jnp.all(jnp.isfinite(ln.y), axis=1) | tiny)
-        step_fail = active & ~nan_fail & ~hit & ~at_end & (steps >= max_steps)
+        nan_fail = live & (~jnp.all(jnp.isfinite(ln.y), axis=1) | tiny)
+        step_fail = live & ~nan_fail & ~hit & ~at_end & (steps >= max_steps)
         done = hit | at_end | nan_fail | step_fail
-
-        ln2 = _Lanes(
-            idx=jnp.where(done, -1, ln.idx),
+        status = jnp.select(
+            [hit, at_end, nan_fail], [_PENDING, T_MAX, FAILED_NAN], FAILED_STEPS
+        ).astype(jnp.int32)
+        ln = ln._replace(
+            live=live & ~done,
+            status=jnp.where(done, status, ln.status),
             t=t_new,
             y=jnp.where(go[:, None], y1, ln.y),
             h=h_new,
@@ -223,38 +233,22 @@ def _queue(
             sign=jnp.where(go[:, None], sign2, ln.sign),
             count=jnp.where(go[:, None], count2, ln.count),
             steps=steps,
-            fc_t=fc_t,
-            fc_y=fc_y,
-            fc_h=fc_h,
-            fc_sign=fc_sign,
+            fc_t=jnp.where(first, ln.t[:, None], ln.fc_t),
+            fc_y=jnp.where(fk, ln.y[:, None, :], ln.fc_y),
+            fc_h=jnp.where(first, ln.h[:, None], ln.fc_h),
+            fc_sign=jnp.where(first, ln.sign, ln.fc_sign),
         )
-        status = jnp.select(
-            [hit, at_end, nan_fail], [_PENDING, T_MAX, FAILED_NAN], FAILED_STEPS
-        ).astype(jnp.int32)
-        w = jnp.where(done, ln.idx, N)  # idle or running lanes write to the spare row
-        out = _Out(
-            status=out.status.at[w].set(status),
-            t=out.t.at[w].set(jnp.where(hit, ln.t, ln2.t)),
-            y=out.y.at[w].set(jnp.where(hit[:, None], ln.y, ln2.y)),
-            h=out.h.at[w].set(ln.h),
-            sign=out.sign.at[w].set(ln.sign),
-            count=out.count.at[w].set(jnp.where(hit[:, None], ln.count, ln2.count)),
-            steps=out.steps.at[w].set(steps),
-            fc_t=out.fc_t.at[w].set(fc_t),
-            fc_y=out.fc_y.at[w].set(fc_y),
-            fc_h=out.fc_h.at[w].set(fc_h),
-            fc_sign=out.fc_sign.at[w].set(fc_sign),
-        )
-        n_free = jnp.sum(ln2.idx < 0)
+        n_free = jnp.sum(~ln.live)
         need = (qp < nq) & ((n_free >= max(1, L // 16)) | (n_free == L))
-        return jax.lax.cond(need, refill, lambda c: c, (ln2, qp, out))
+        return jax.lax.cond(need, refill, lambda c: c, (ln, qp, out))
 
     def cond(carry):
         ln, qp, _ = carry
-        return jnp.any(ln.idx >= 0) | (qp < nq)
+        return jnp.any(ln.live) | (qp < nq)
 
     carry = refill((lanes0, jnp.int32(0), out))
-    _, _, out = jax.lax.while_loop(cond, advance, carry)
+    ln, _, out = jax.lax.while_loop(cond, advance, carry)
+    _, out = flush(ln, out)
     return out
 
 
@@ -268,10 +262,11 @@ def _locate(
     h: Float[Array, ""],
     sign: Float[Array, " n"],
     count: Int[Array, " n"],
-) -> tuple[Bool[Array, " n"], Float[Array, " n"]]:
+) -> tuple[Bool[Array, " n"], Float[Array, " n"], Float[Array, " d"]]:
     """Redo the step ``(t, y, h)`` and locate each event's firing root on its dense output.
 
-    Returns ``(fired, theta)``: which events fire in the step and where (as a fraction of h).
+    Returns ``(fired, theta, y_at)``: which events fire in the step, where (as a fraction of
+    h), and the interpolated state at the earliest of them.
     The bracket comes from ``n_samples`` equally spaced samples of the interpolant; if the
     interpolant shows no firing (a graze seen only at a stage state, within the tolerance) the
     stage samples give it.
@@ -311,75 +306,90 @@ def _locate(
         return jnp.where(ok, root, b)
 
     theta = jnp.stack([one(e) for e in range(events.n)]) if events.n else jnp.zeros(0, dtype)
-    return fired, theta
+    th = jnp.where(fired, theta, jnp.inf)
+    e = jnp.argmin(th) if events.n else jnp.asarray(0)
+    y_at = dopri5.interpolate(y, y1, ks, h, jnp.where(jnp.isfinite(th[e]), th[e], 1.0))
+    return fired, theta, y_at
+
+
+def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
+    """Apply ``fn`` (vmapped) only to the entries selected by ``mask``, ``block`` at a time.
+
+    ``outputs`` are the default per-entry values (leading axis M, whose last row is a spare
+    that absorbs the writes of padding). The cost scales with the number of selected entries,
+    not with M, which matters because most starts need no root finding.
+    """
+    M = mask.shape[0]
+    order = jnp.argsort(~mask, stable=True)
+    order = jnp.concatenate([order, jnp.full((block,), M - 1, order.dtype)])
+    count = jnp.sum(mask)
+    vfn = jax.vmap(fn)
+
+    def body(b, outs):
+        idx = jax.lax.dynamic_slice(order, (b * block,), (block,))
+        ok = b * block + jnp.arange(block) < count
+        res = vfn(*(x[idx] for x in inputs))
+        w = jnp.where(ok, idx, M - 1)
+        return tuple(o.at[w].set(r) for o, r in zip(outs, res))
+
+    n_blocks = (count + block - 1) // block
+    return jax.lax.fori_loop(0, n_blocks, body, tuple(outputs))
 
 
 def _finish(
-    f: Callable, events: EventSet, n_samples: int, out: _Out, args
+    f: Callable, events: EventSet, n_samples: int, out: _Out, args, block: int = 512
 ) -> tuple[Int[Array, " M"], Int[Array, " M"], Float[Array, " M"], Float[Array, "M d"],
            Int[Array, "M n"], Float[Array, "M n"]]:
-    """Vectorised post-pass: locate the ending event of every pending start, and the first
-    crossings of the crossing events."""
+    """Post-pass: locate the ending event of every pending start, and the first crossings of
+    the crossing events, on the dense output of the step that holds them."""
     n = events.n
-    dtype = out.t.dtype
+    M = out.t.shape[0]
+    if n == 0:  # no events: nothing to locate
+        return (out.status, jnp.full((M,), -1, jnp.int32), out.t, out.y, out.count,
+                jnp.zeros((M, 0), out.t.dtype))
+    is_cross = jnp.asarray(events.kinds, jnp.int32) == CROSSING
+    pending = out.status == _PENDING
+    at_start = pending & (out.h == 0.0)  # ended at the very start: no step to search
 
-    def end_one(status, t, y, h, sign, count):
-        pending = status == _PENDING
-        zero = h == 0.0  # ended at the very start
-        fired, theta = _locate(f, events, n_samples, args, t, y, jnp.where(zero, 1.0, h), sign, count)
-        g0 = events.fn(t, y, args)
-        fired = jnp.where(zero, events.fired_at_start(g0), fired)
-        theta = jnp.where(zero, 0.0, theta)
+    # Starts that ended at t0: the first boundary already violated there.
+    g0 = jax.vmap(lambda t, y: events.fn(t, y, args))(out.t, out.y)
+    e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
+
+    def end_one(t, y, h, sign, count):
+        fired, theta, y_at = _locate(f, events, n_samples, args, t, y, h, sign, count)
         th = jnp.where(fired, theta, jnp.inf)
-        e = jnp.argmin(th)
-        te = t + th[e] * h
-        fy = lambda t_, y_: f(t_, y_, args)  # noqa: E731
-        y1, _, ks, _, _ = dopri5.step(fy, t, y, jnp.where(zero, 1.0, h), fy(t, y))
-        ye = jnp.where(zero, y, dopri5.interpolate(y, y1, ks, h, th[e]))
-        crossing = jnp.asarray(events.kinds, jnp.int32) == CROSSING
-        cnt = count + (crossing & (jnp.arange(n) == e)).astype(count.dtype)
-        return (
-            jnp.where(pending, EVENT, status),
-            jnp.where(pending, e.astype(jnp.int32), -1),
-            jnp.where(pending, te, t),
-            jnp.where(pending, ye, y),
-            jnp.where(pending, cnt, count),
-        )
+        e = jnp.argmin(th).astype(jnp.int32)
+        return e, t + th[e] * h, y_at
 
-    if n:
-        status, event, t_end, y_end, counts = jax.vmap(end_one)(
-            out.status, out.t, out.y, out.h, out.sign, out.count
-        )
-    else:  # no events: nothing to locate
-        status, t_end, y_end, counts = out.status, out.t, out.y, out.count
-        event = jnp.full(out.t.shape, -1, jnp.int32)
+    event, t_end, y_end = _blocked(
+        end_one, pending & ~at_start, block, (out.t, out.y, out.h, out.sign, out.count),
+        (jnp.where(at_start, e0, -1), out.t, out.y),
+    )
+    counts = out.count + (
+        pending[:, None] & is_cross[None, :] & (event[:, None] == jnp.arange(n)[None, :])
+    ).astype(out.count.dtype)
+    status = jnp.where(pending, EVENT, out.status)
 
+    # First crossings (only of crossing events, only where one was seen).
     first_events = EventSet(events.fn, events.kinds, tuple(1 for _ in events.kinds))
+    t_first = jnp.full((M, n), jnp.nan, out.t.dtype)
+    for e in range(n):
+        if events.kinds[e] != CROSSING:
+            continue
 
-    def first_one(fc_t, fc_y, fc_h, fc_sign):
-        def per_event(e):
-            ok = jnp.isfinite(fc_t[e])
-            t = jnp.where(ok, fc_t[e], 0.0)
-            h = jnp.where(ok, fc_h[e], 1.0)
-            fired, theta = _locate(
-                f, first_events, n_samples, args, t, fc_y[e], h, fc_sign, jnp.zeros(n, jnp.int32)
+        def first_one(t, y, h, sign, e=e):
+            fired, theta, _ = _locate(
+                f, first_events, n_samples, args, t, y, h, sign, jnp.zeros(n, jnp.int32)
             )
-            return jnp.where(ok & fired[e], t + theta[e] * h, jnp.nan)
+            return (jnp.where(fired[e], t + theta[e] * h, jnp.nan),)
 
-        return jnp.stack([per_event(e) for e in range(n)]) if n else jnp.zeros(0, dtype)
-
-    crossing_any = any(k == CROSSING for k in events.kinds)
-    if crossing_any:
-        t_first = jax.vmap(first_one)(out.fc_t, out.fc_y, out.fc_h, out.fc_sign)
-        # a crossing that ends the run is also the first one when no earlier one was stored
-        is_cross = jnp.asarray(events.kinds) == CROSSING
-        t_first = jnp.where(
-            jnp.isnan(t_first) & (event[:, None] == jnp.arange(n)[None, :]) & is_cross[None, :],
-            t_end[:, None],
-            t_first,
-        )
-    else:
-        t_first = jnp.full((out.t.shape[0], n), jnp.nan, dtype)
+        seen = jnp.isfinite(out.fc_t[:, e])
+        (tf,) = _blocked(first_one, seen, block,
+                         (out.fc_t[:, e], out.fc_y[:, e], out.fc_h[:, e], out.fc_sign),
+                         (t_first[:, e],))
+        # a crossing that ends the run is also the first one when none was seen before
+        tf = jnp.where(~seen & (event == e), t_end, tf)
+        t_first = t_first.at[:, e].set(tf)
     return status, event, t_end, y_end, counts, t_first
 
 
