@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from rollax._validate import check_nonnegative, check_positive, check_range
+from rollax.fastmath import sincos
 
 State = Float[Array, "4"]
 
@@ -82,7 +83,7 @@ class Rim(eqx.Module):
         """
         beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
         r, R, j, g, rho = self.r, self.R, self.j, self.g, self.rho
-        s, c = jnp.sin(beta), jnp.cos(beta)
+        s, c = sincos(beta)
         D = R - rho * c
         dw1 = ((1 + j) * r * w3**2 * s - j * r * w2 * w3 * c) / ((1 + j) * D) - g * c / (
             r * (1 + j)
@@ -102,7 +103,7 @@ class Rim(eqx.Module):
         """
         beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
         r, R, j, g, rho, m = self.r, self.R, self.j, self.g, self.rho, self.m
-        s, c = jnp.sin(beta), jnp.cos(beta)
+        s, c = sincos(beta)
         D = R - rho * c
         F1 = j * m * r**2 * w1 * w2 / (rho * (1 + j))
         F2 = m * r**2 * w3**2 * c / D - m * r**2 * w1**2 / rho + m * g * s
@@ -112,11 +113,9 @@ class Rim(eqx.Module):
     def normal_force(self, x: State) -> Float[Array, ""]:
         """Normal contact force F2 of eq. (31) (= eq. (73))."""
         beta, w1, w3 = x[0], x[1], x[3]
-        c = jnp.cos(beta)
+        s, c = sincos(beta)
         r2 = self.r**2
-        return self.m * (
-            r2 * w3**2 * c / (self.R - self.rho * c) - r2 * w1**2 / self.rho + self.g * jnp.sin(beta)
-        )
+        return self.m * (r2 * w3**2 * c / (self.R - self.rho * c) - r2 * w1**2 / self.rho + self.g * s)
 
     def no_slip_margin(self, x: State) -> Float[Array, ""]:
         """mu F2 - sqrt(F1^2 + F3^2): rolling is realisable while this is >= 0, eq. (39)."""
