@@ -1,0 +1,45 @@
+"""Rolling ball and disk robots actuated by internal point masses on rails.
+
+Putkaradze & Rogers, *On the normal force and static friction acting on a rolling ball
+actuated by internal point masses*: rolling dynamics (3.2)/(4.1), normal force (3.3)/(4.3),
+static friction (3.4)/(4.4), the minimum friction coefficient mu_hat (1.3), detachment at
+N = 0 and free flight (Appendix B).
+"""
+
+from rollax.robot.ball import Ball, ConstantForce
+from rollax.robot.controls import (
+    Control,
+    PiecewisePolynomialControl,
+    RampControl,
+    SplineControl,
+    ZeroControl,
+)
+from rollax.robot.disk import Disk
+from rollax.robot.examples import paper_ball, paper_disk
+from rollax.robot.flight import BallFlight, DiskFlight, detach, flight_model, fly
+from rollax.robot.rails import (
+    CircleRail,
+    CurveRail,
+    EllipseRail,
+    FigureEightRail,
+    Rail,
+    SegmentRail,
+    circle_from_spherical,
+    duff_basis,
+)
+from rollax.robot.trajectory import (
+    Trajectory,
+    contact_extrema,
+    min_normal_force,
+    mu_hat,
+    quaternion_drift,
+    simulate,
+)
+
+__all__ = [
+    "Ball", "BallFlight", "CircleRail", "ConstantForce", "Control", "CurveRail", "Disk",
+    "DiskFlight", "EllipseRail", "FigureEightRail", "PiecewisePolynomialControl", "Rail",
+    "RampControl", "SegmentRail", "SplineControl", "Trajectory", "ZeroControl",
+    "circle_from_spherical", "contact_extrema", "detach", "duff_basis", "flight_model", "fly",
+    "min_normal_force", "mu_hat", "paper_ball", "paper_disk", "quaternion_drift", "simulate",
+]

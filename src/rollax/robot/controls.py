@@ -1,0 +1,190 @@
+"""Prescribed accelerations of the internal masses, ``u(t) = theta''(t)`` (Sect. 5-6).
+
+Each control is an equinox module: its numeric parameters are array fields (so gradients with
+respect to them work), and its break points are static ``kinks``: times where ``u`` or one of
+its derivatives jumps. The integrators stop and restart there (diffrax ``jump_ts``), so no
+Runge-Kutta step straddles a kink.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from rollax._validate import check_range
+
+
+def _as_array(x):
+    return jnp.asarray(x, dtype=float)
+
+
+def _check_increasing(name: str, ts: tuple[float, ...]) -> None:
+    if len(ts) < 2 or any(not b > a for a, b in zip(ts[:-1], ts[1:])):
+        raise ValueError(f"{name} = {ts} must be at least two strictly increasing times")
+
+
+class Control(eqx.Module):
+    """Base class: ``control(t) -> u(t)``, one acceleration per mass."""
+
+    @abc.abstractmethod
+    def __call__(self, t: Float[Array, ""]) -> Float[Array, " n"]:
+        """``u(t) = theta''(t)`` (5.2), (6.4)."""
+
+    @property
+    @abc.abstractmethod
+    def n(self) -> int:
+        """Number of masses driven."""
+
+    @property
+    @abc.abstractmethod
+    def kinks(self) -> tuple[float, ...]:
+        """Times at which ``u`` is not smooth (integration stops and restarts there)."""
+
+
+class ZeroControl(Control):
+    """Masses moving at constant rate along their rails (``u = 0``); frozen if ``theta' = 0``."""
+
+    size: int = eqx.field(static=True)
+
+    def __call__(self, t):
+        return jnp.zeros(self.size)
+
+    @property
+    def n(self):
+        return self.size
+
+    @property
+    def kinks(self):
+        return ()
+
+
+class RampControl(Control):
+    """The paper's ramp (5.5)/(6.11): ``u_i = a_i`` for ``start <= t <= t_flat``, falling
+    linearly to 0 at ``t_end``, and 0 afterwards (and before ``start``).
+
+    The disk example uses ``a = (-1)^i`` (5.5); the ball example ``a = 1`` (6.11); both with
+    ``t_flat = 0.1``, ``t_end = 0.2``.
+    """
+
+    amplitude: Float[Array, " n"] = eqx.field(converter=_as_array)
+    t_flat: float = eqx.field(static=True, default=0.1)
+    t_end: float = eqx.field(static=True, default=0.2)
+    start: float = eqx.field(static=True, default=0.0)
+
+    def __check_init__(self):
+        if jnp.ndim(self.amplitude) != 1:
+            raise ValueError(f"amplitude must be a 1-d array, got shape {jnp.shape(self.amplitude)}")
+        check_range("t_flat", self.t_flat, self.start, float("inf"), lo_open=True)
+        check_range("t_end", self.t_end, self.t_flat, float("inf"), lo_open=True)
+
+    def profile(self, t):
+        """The scalar ramp of Fig. 5.1 (1, then linear down to 0, then 0)."""
+        down = (self.t_end - t) / (self.t_end - self.t_flat)
+        return jnp.where(
+            t < self.start, 0.0, jnp.where(t <= self.t_flat, 1.0, jnp.clip(down, 0.0, 1.0))
+        )
+
+    def __call__(self, t):
+        return self.amplitude * self.profile(t)
+
+    @property
+    def n(self):
+        return self.amplitude.shape[0]
+
+    @property
+    def kinks(self):
+        return (self.start, self.t_flat, self.t_end)
+
+
+class PiecewisePolynomialControl(Control):
+    """``u(t) = sum_p coeffs[k, p] (t - breaks[k])^p`` on ``[breaks[k], breaks[k+1])``, zero
+    outside ``[breaks[0], breaks[-1]]``. ``coeffs`` has shape ``(K, P, n)``."""
+
+    coeffs: Float[Array, "K P n"] = eqx.field(converter=_as_array)
+    breaks: tuple[float, ...] = eqx.field(static=True, converter=lambda b: tuple(float(x) for x in b))
+
+    def __check_init__(self):
+        _check_increasing("breaks", self.breaks)
+        if jnp.ndim(self.coeffs) != 3 or self.coeffs.shape[0] != len(self.breaks) - 1:
+            raise ValueError(
+                f"coeffs must have shape (K, P, n) with K = len(breaks) - 1 = "
+                f"{len(self.breaks) - 1}, got {jnp.shape(self.coeffs)}"
+            )
+
+    def __call__(self, t):
+        b = jnp.asarray(self.breaks)
+        K = len(self.breaks) - 1
+        k = jnp.clip(jnp.searchsorted(b, t, side="right") - 1, 0, K - 1)
+        tau = t - b[k]
+        c = self.coeffs[k]  # (P, n)
+        u = c[-1]
+        for p in range(c.shape[0] - 2, -1, -1):  # Horner
+            u = u * tau + c[p]
+        inside = (t >= b[0]) & (t <= b[-1])
+        return jnp.where(inside, u, 0.0)
+
+    @property
+    def n(self):
+        return self.coeffs.shape[2]
+
+    @property
+    def kinks(self):
+        return self.breaks
+
+
+class SplineControl(Control):
+    """Natural cubic spline through ``values[k]`` at ``knots[k]`` (``values`` shape ``(K+1, n)``),
+    zero outside ``[knots[0], knots[-1]]``. Differentiable with respect to ``values``."""
+
+    values: Float[Array, "K1 n"] = eqx.field(converter=_as_array)
+    knots: tuple[float, ...] = eqx.field(static=True, converter=lambda b: tuple(float(x) for x in b))
+
+    def __check_init__(self):
+        _check_increasing("knots", self.knots)
+        if jnp.ndim(self.values) != 2 or self.values.shape[0] != len(self.knots):
+            raise ValueError(
+                f"values must have shape (len(knots), n) = ({len(self.knots)}, n), "
+                f"got {jnp.shape(self.values)}"
+            )
+
+    def second_derivatives(self) -> Float[Array, "K1 n"]:
+        """Spline second derivatives at the knots (natural end conditions M_0 = M_K = 0)."""
+        x = jnp.asarray(self.knots)
+        y = self.values
+        K = x.shape[0] - 1
+        if K < 2:
+            return jnp.zeros_like(y)
+        h = jnp.diff(x)
+        slope = jnp.diff(y, axis=0) / h[:, None]
+        rhs = 6.0 * (slope[1:] - slope[:-1])  # (K-1, n)
+        A = (
+            jnp.diag(2.0 * (h[:-1] + h[1:]))
+            + jnp.diag(h[1:-1], 1)
+            + jnp.diag(h[1:-1], -1)
+        )
+        M = jnp.linalg.solve(A, rhs)
+        z = jnp.zeros((1, y.shape[1]))
+        return jnp.concatenate([z, M, z], axis=0)
+
+    def __call__(self, t):
+        x = jnp.asarray(self.knots)
+        K = x.shape[0] - 1
+        M = self.second_derivatives()
+        k = jnp.clip(jnp.searchsorted(x, t, side="right") - 1, 0, K - 1)
+        h = x[k + 1] - x[k]
+        a, b = x[k + 1] - t, t - x[k]
+        y0, y1, M0, M1 = self.values[k], self.values[k + 1], M[k], M[k + 1]
+        s = (M0 * a**3 + M1 * b**3) / (6 * h) + (y0 / h - M0 * h / 6) * a + (y1 / h - M1 * h / 6) * b
+        inside = (t >= x[0]) & (t <= x[-1])
+        return jnp.where(inside, s, 0.0)
+
+    @property
+    def n(self):
+        return self.values.shape[1]
+
+    @property
+    def kinks(self):
+        return self.knots

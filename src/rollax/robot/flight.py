@@ -1,0 +1,308 @@
+"""Detachment (N = 0) and free flight of the ball and disk robots (Appendix B).
+
+Putkaradze & Rogers, *On the normal force and static friction acting on a rolling ball
+actuated by internal point masses*, Appendix B. While rolling, the run ends at the first time
+the normal force (3.3)/(4.3) reaches zero (a terminating event, located on the dense output
+with :func:`rollax.events.locate_root`). From there the body flies: no contact force acts, and
+
+* the ball follows (B.15)/(B.17) for Omega' and (B.6) for the GC's acceleration
+  (:class:`BallFlight`, state ``[theta, theta', q, Omega, z_GC (3), z_GC' (3)]``);
+* the disk follows (B.18)-(B.19) (:class:`DiskFlight`, state
+  ``[theta, theta', phi, phi', x, z, x', z']`` with the GC at ``(x, 0, z)``),
+
+until the GC comes back to the height of rolling contact (``z_GC,3 = 0`` reached from above):
+the touchdown is reported (the impact itself is not modelled here). At detachment the GC's
+velocity is continuous, ``z_GC' = Lambda (Omega x r Gamma)`` (2.3).
+
+Integration is split at the control's kinks, so no step straddles one.
+"""
+
+from __future__ import annotations
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+
+from rollax.events import locate_root
+from rollax.robot.ball import E3, Ball
+from rollax.robot.disk import Disk
+from rollax.robot.quaternion import rotation_matrix, versor_rate
+
+
+def _hat(v):
+    return jnp.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+class BallFlight(eqx.Module):
+    """The detached ball, (B.17) (the 1-d rail form of (B.15)) and (B.6)."""
+
+    ball: Ball
+
+    def split(self, y):
+        """``(theta, theta', q, Omega, z_GC, z_GC')``."""
+        n = self.ball.n
+        return (y[:n], y[n : 2 * n], y[2 * n : 2 * n + 4], y[2 * n + 4 : 2 * n + 7],
+                y[2 * n + 7 : 2 * n + 10], y[2 * n + 10 :])
+
+    def from_rolling(self, y_roll):
+        """Flight state continuing a rolling state (6.1) at the detachment instant."""
+        b = self.ball
+        theta, thd, q, Om, z = b.split(y_roll)
+        Lam = rotation_matrix(q)
+        v = Lam @ jnp.cross(Om, b.radius * (Lam.T @ E3))
+        return jnp.concatenate([theta, thd, q, Om, z, jnp.zeros(1), v])
+
+    def _c(self, t, y, control):
+        theta, thd, q, Om, _, _ = self.split(y)
+        b = self.ball
+        zeta, zp, zpp = b.rail_geometry(theta)
+        thd1 = jnp.concatenate([jnp.zeros(1), thd])
+        u1 = jnp.concatenate([jnp.zeros(1), control(t)])
+        c = (jnp.cross(Om, jnp.cross(Om, zeta) + 2 * thd1[:, None] * zp)
+             + (thd1**2)[:, None] * zpp + u1[:, None] * zp)
+        return zeta, zp, c
+
+    def accelerations(self, t, y, control):
+        """``(Omega', z_GC'')`` from (B.17)."""
+        b = self.ball
+        _, _, q, Om, _, _ = self.split(y)
+        Lam = rotation_matrix(q)
+        Fe = jnp.asarray(b.F_e(t), dtype=float)
+        Gt = Lam.T @ Fe
+        zeta, _, c = self._c(t, y, control)
+        m = b.all_masses()
+        M = b.total_mass
+        zbar = m @ zeta / M
+        cbar = m @ c / M
+        # sum_j (m_j/M - delta_ij) hat(zeta_j) = hat(zbar - zeta_i)
+        W = jax.vmap(lambda z: _hat(zbar - z))(zeta)
+        H = jax.vmap(_hat)(zeta)
+        A = jnp.diag(b.inertia) + jnp.einsum("i,ijk,ikl->jl", m, H, W)
+        rhs = jnp.cross(b.inertia * Om, Om) - jnp.einsum(
+            "i,ij->j", m, jnp.cross(zeta, Gt / M - (cbar - c))
+        )
+        Omd = jnp.linalg.solve(A, rhs)
+        acc = Fe / M - b.g * E3 - Lam @ (m @ (jnp.cross(Omd, zeta) + c)) / M
+        return Omd, acc
+
+    def vector_field(self, t, y, control):
+        """Right-hand side of the flight ODE."""
+        _, thd, q, Om, _, v = self.split(y)
+        Omd, acc = self.accelerations(t, y, control)
+        return jnp.concatenate([thd, control(t), versor_rate(q, Om, self.ball.quat_gain), Omd, v, acc])
+
+    def height(self, y):
+        """``z_GC,3``: the GC's height above its rolling height (touchdown at 0)."""
+        return self.split(y)[4][2]
+
+    def cm_position(self, y):
+        """Spatial position of the whole system's centre of mass."""
+        b = self.ball
+        theta, _, q, _, x, _ = self.split(y)
+        zeta, _, _ = b.rail_geometry(theta)
+        return x + rotation_matrix(q) @ (b.all_masses() @ zeta) / b.total_mass
+
+    def energy(self, y):
+        """Kinetic plus potential energy in flight."""
+        b = self.ball
+        theta, thd, q, Om, x, v = self.split(y)
+        Lam = rotation_matrix(q)
+        zeta, zp, _ = b.rail_geometry(theta)
+        thd1 = jnp.concatenate([jnp.zeros(1), thd])
+        m = b.all_masses()
+        vel = v + (jnp.cross(Om, zeta) + thd1[:, None] * zp) @ Lam.T
+        T = 0.5 * Om @ (b.inertia * Om) + 0.5 * m @ jnp.sum(vel * vel, axis=1)
+        return T + b.g * m @ (x[2] + zeta @ (Lam.T @ E3))
+
+
+class DiskFlight(eqx.Module):
+    """The detached disk, (B.18)-(B.19)."""
+
+    disk: Disk
+
+    def split(self, y):
+        """``(theta, theta', phi, phi', x_GC (x, z), v_GC (x', z'))``."""
+        n = self.disk.n
+        return y[:n], y[n : 2 * n], y[2 * n], y[2 * n + 1], y[2 * n + 2 : 2 * n + 4], y[2 * n + 4 :]
+
+    def from_rolling(self, y_roll, x=None):
+        """Flight state continuing a rolling disk state (5.1); the GC is at ``x = -r phi``
+        unless given (Sect. 5 with ``z_a = phi_a = 0``) and moves at ``(-r phi', 0)``."""
+        d = self.disk
+        theta, thd, phi, phid = d.split(y_roll)
+        x = -d.radius * phi if x is None else x
+        return jnp.concatenate([theta, thd, jnp.stack([phi, phid, x, 0.0 * x, -d.radius * phid, 0.0 * x])])
+
+    def _terms(self, t, y, control):
+        d = self.disk
+        theta, thd, phi, phid, _, _ = self.split(y)
+        yr = jnp.concatenate([theta, thd, jnp.stack([phi, phid])])
+        return d._terms(t, yr, control)
+
+    def accelerations(self, t, y, control):
+        """``(phi'', (x'', z''))`` from (B.18)."""
+        d = self.disk
+        phi, phid, z1, z3, P, Q, Fe = self._terms(t, y, control)
+        m, M = d.all_masses(), d.total_mass
+        s, c = jnp.sin(phi), jnp.cos(phi)
+        F1, F3 = Fe[0], Fe[2]
+        # sum_j (m_j - M delta_ij) V_ij with V_ij = zeta_i1 P_j - zeta_i3 Q_j (B.19)
+        sumV = z1 * (m @ P - M * P) - z3 * (m @ Q - M * Q)
+        num = m @ (F1 * (z1 * s + z3 * c) - F3 * (z1 * c - z3 * s) + sumV)
+        pair = jnp.outer(m, m) * (jnp.outer(z1, z1) + jnp.outer(z3, z3))
+        den = M * d.d2 - m @ ((m - M) * (z1**2 + z3**2)) - 2 * jnp.sum(jnp.triu(pair, 1))
+        phdd = num / den
+        ax = (F1 - m @ (c * (-phdd * z3 + Q) - s * (phdd * z1 + P))) / M
+        az = (F3 - M * d.g - m @ (s * (-phdd * z3 + Q) + c * (phdd * z1 + P))) / M
+        return phdd, jnp.stack([ax, az])
+
+    def vector_field(self, t, y, control):
+        """Right-hand side of the flight ODE."""
+        _, thd, _, phid, _, v = self.split(y)
+        phdd, acc = self.accelerations(t, y, control)
+        return jnp.concatenate([thd, control(t), jnp.stack([phid, phdd]), v, acc])
+
+    def height(self, y):
+        return self.split(y)[4][1]
+
+    def cm_position(self, y):
+        """``(x, z)`` of the whole system's centre of mass (Lambda of (A.1))."""
+        d = self.disk
+        theta, _, phi, _, x, _ = self.split(y)
+        zeta, _, _ = d.rail_geometry(theta)
+        zb = d.all_masses() @ zeta / d.total_mass
+        s, c = jnp.sin(phi), jnp.cos(phi)
+        return x + jnp.stack([c * zb[0] - s * zb[2], s * zb[0] + c * zb[2]])
+
+    def energy(self, y):
+        """Kinetic plus potential energy in flight."""
+        d = self.disk
+        theta, thd, phi, phid, x, v = self.split(y)
+        zeta, zp, _ = d.rail_geometry(theta)
+        m = d.all_masses()
+        thd1 = jnp.concatenate([jnp.zeros(1), thd])
+        s, c = jnp.sin(phi), jnp.cos(phi)
+        # body-frame velocity relative to the GC: Omega x zeta + theta' zeta', Omega = -phi' E2
+        b1 = -phid * zeta[:, 2] + thd1 * zp[:, 0]
+        b3 = phid * zeta[:, 0] + thd1 * zp[:, 2]
+        vx = v[0] + c * b1 - s * b3
+        vz = v[1] + s * b1 + c * b3
+        T = 0.5 * d.d2 * phid**2 + 0.5 * m @ (vx**2 + vz**2)
+        return T + d.g * m @ (x[1] + s * zeta[:, 0] + c * zeta[:, 2])
+
+
+def flight_model(model):
+    """The flight counterpart of a rolling :class:`Ball` or :class:`Disk`."""
+    if isinstance(model, Ball):
+        return BallFlight(model)
+    if isinstance(model, Disk):
+        return DiskFlight(model)
+    raise ValueError(f"no flight model for {type(model).__name__}")
+
+
+class PhaseEnd(eqx.Module):
+    """End of an event-terminated phase: time, state, whether the event fired, failure flag."""
+
+    t: Float[Array, ""]
+    y: Float[Array, " d"]
+    hit: Bool[Array, ""]
+    failed: Bool[Array, ""]
+
+
+def _phase_solve(vector_field, y0, t0, t1, args, g, kinks, *, rtol, atol, max_steps,
+                 solver) -> PhaseEnd:
+    """Integrate from ``t0`` until the scalar ``g(t, y, args)`` first drops to ``<= 0`` at a
+    step end (or ``t1``), with the control's kinks declared to the solver (``jump_ts``: no
+    step straddles one), then locate the root inside that step on its dense output with
+    :func:`rollax.events.locate_root` (Illinois regula falsi to ~1e-13). The event time is
+    differentiable through the implicit function theorem, ``dt* = -dg/(dg/dt)``.
+
+    This is diffrax directly rather than :func:`rollax.integrate.solve`, which cannot declare
+    the kinks: splitting there into one solve per kink interval costs minutes of compile time.
+    """
+    t0 = jnp.asarray(t0, dtype=float)
+    t1 = jnp.asarray(t1, dtype=float)
+    y0 = jnp.asarray(y0, dtype=float)
+    jump = jnp.asarray(kinks, dtype=float) if kinks else None
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(vector_field),
+        solver,
+        t0,
+        t1,
+        None,
+        y0,
+        args=args,
+        saveat=diffrax.SaveAt(t1=True, dense=True),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, jump_ts=jump),
+        event=diffrax.Event(lambda t, y, a, **kw: g(t, y, a) <= 0),
+        max_steps=max_steps,
+        throw=False,
+    )
+    hit = sol.result == diffrax.RESULTS.event_occurred
+    failed = ~hit & (sol.result != diffrax.RESULTS.successful)
+    interp = sol.interpolation
+    k = jnp.clip(sol.stats["num_accepted_steps"] - 1, 0, interp.ts.shape[0] - 2)
+    ta, tb = interp.ts[k], interp.ts[k + 1]
+    loc = interp.interpolation_cls(t0=ta, t1=tb, **jax.tree_util.tree_map(lambda x: x[k], interp.infos))
+    gt = lambda tt: g(tt, loc.evaluate(tt), args)  # noqa: E731
+    ga, gb = gt(ta), gt(tb)
+    ok = hit & (ga > 0) & (gb <= 0)
+    root = locate_root(gt, ta, tb, jnp.where(ok, ga, 1.0), jnp.where(ok, gb, -1.0))
+    t_star = jax.lax.stop_gradient(jnp.where(ok, root, tb))
+    g_star, dg = jax.jvp(gt, (t_star,), (jnp.ones_like(t_star),))
+    dg = jax.lax.stop_gradient(dg)
+    safe = ok & (jnp.abs(dg) > 0)
+    t_ev = t_star - jnp.where(safe, (g_star - jax.lax.stop_gradient(g_star)) / jnp.where(safe, dg, 1.0), 0.0)
+    t_end = jnp.where(hit, t_ev, sol.ts[-1])
+    y_end = jnp.where(hit, loc.evaluate(t_ev), sol.ys[-1])
+    return PhaseEnd(t_end, y_end, hit, failed)
+
+
+def _solver(solver):
+    return diffrax.Dopri8() if solver is None else solver
+
+
+@eqx.filter_jit
+def detach(model, control, y0, t1, *, t0: float = 0.0, rtol: float = 1e-10, atol: float = 1e-10,
+           max_steps: int = 16384, solver=None) -> PhaseEnd:
+    """Roll from ``(t0, y0)`` until the normal force vanishes (``N <= 0``, detachment) or ``t1``.
+
+    Returns a :class:`PhaseEnd` with ``hit = True`` and ``t = t_detach`` if the ball (or disk)
+    detaches; ``t`` is differentiable (implicit function theorem at ``N(t) = 0``). A start
+    with ``N <= 0`` is reported as detachment at ``t0``."""
+    N = lambda t, y, c: model.contact_forces(t, y, c)[0]  # noqa: E731
+    kinks = tuple(k for k in control.kinks if t0 < k < t1)
+    end = _phase_solve(model.vector_field, y0, t0, t1, control, N, kinks, rtol=rtol, atol=atol,
+                       max_steps=max_steps, solver=_solver(solver))
+    at_start = N(jnp.asarray(t0, dtype=float), y0, control) <= 0
+    return PhaseEnd(jnp.where(at_start, t0, end.t), jnp.where(at_start, y0, end.y),
+                    end.hit | at_start, end.failed & ~at_start)
+
+
+def _fly(model, control, yf0, t_start, t1, rtol, atol, max_steps, solver):
+    fm = flight_model(model)
+    start = jnp.asarray(t_start, dtype=float)
+    # the GC may start at height 0 (detachment): watch the height only after the start
+    height = lambda t, y, c: jnp.where(t > start, fm.height(y), 1.0)  # noqa: E731
+    return _phase_solve(fm.vector_field, yf0, start, t1, control, height, control.kinks,
+                        rtol=rtol, atol=atol, max_steps=max_steps, solver=_solver(solver))
+
+
+@eqx.filter_jit
+def fly(model, control, y_roll, t_detach, t1, *, rtol: float = 1e-10, atol: float = 1e-10,
+        max_steps: int = 16384, solver=None):
+    """Free flight from the rolling state ``y_roll`` at ``t_detach`` until touchdown (the GC
+    back at rolling height, ``z_GC,3 = 0``, reached from above) or ``t1``.
+
+    Returns ``(end, lifts_off, y_flight0)``: the :class:`PhaseEnd` (``hit`` = touched down),
+    whether the flight's initial vertical acceleration is upward (if not, the body cannot leave
+    the surface: the flight ends at once, ``end.t = t_detach``), and the flight state at
+    detachment."""
+    fm = flight_model(model)
+    yf0 = fm.from_rolling(y_roll)
+    lifts_off = fm.vector_field(t_detach, yf0, control)[-1] > 0
+    end = _fly(model, control, yf0, t_detach, jnp.where(lifts_off, t1, t_detach), rtol, atol,
+               max_steps, solver)
+    return end, lifts_off, yf0
