@@ -1,0 +1,77 @@
+"""Bouncing penny (Clark & Bloch, Sect. VI): Figs. 1-4, Fig. 5 and finite-time Lyapunov exponents.
+
+Writes into this folder:
+  fig1_elastic_circle.png, fig2_plastic_circle.png, fig3_elastic_ellipse.png, fig4_plastic_ellipse.png
+      first 20 impacts from x = y = theta = 0, phi = pi/2, theta_dot = 10, phi_dot = 0.2 (Table I)
+  sequences.json   impact times, post-impact states and energies of those four runs
+  fig5_<law>_<table>.png   100 initial conditions (theta_dot, phi_dot perturbed by < 0.005) at
+      several times
+  ftle.json        FTLE of the impact map (autodiff through the impact sequence), elastic vs
+      plastic, circle vs ellipse
+  summary.md       the numbers in a table
+Run: python experiments/penny/run.py   (about 2 minutes on 2 CPU cores)
+"""
+
+import json
+import os
+
+from rollax.cli.penny import _billiard, chaos, plot_sequence, sequence_records
+from rollax.penny import simulate
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIGS = {
+    ("elastic", "circle"): "fig1",
+    ("plastic", "circle"): "fig2",
+    ("elastic", "ellipse"): "fig3",
+    ("plastic", "ellipse"): "fig4",
+}
+
+
+def main() -> None:
+    seqs = {}
+    for (law, table), fig in FIGS.items():
+        b = _billiard(table, law, 1.0, 1e-6)
+        s0 = b.penny.state()
+        seq = simulate(b, s0, 20)
+        seqs[f"{law}_{table}"] = {"figure": fig, **sequence_records(b, s0, seq)}
+        plot_sequence(b, s0, seq, os.path.join(HERE, f"{fig}_{law}_{table}.png"),
+                      f"Fig. {fig[-1]}: {law} impacts, {table} table, first 20 impacts")
+    with open(os.path.join(HERE, "sequences.json"), "w") as fh:
+        json.dump(seqs, fh, indent=1)
+    res = chaos(HERE, n_samples=100, seed=0)
+
+    lines = ["# Bouncing penny: results of run.py", "",
+             "## First 20 impacts (Sect. VI-A)", "",
+             "| run | status | impacts done | t_1 (s) | t_20 or last (s) | E_0 (J) | E after last (J) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, s in seqs.items():
+        done = [r for r in s["impacts"] if r["status"] == "impact"]
+        lines.append(f"| {name} | {s['status']} | {s['n_completed']} | {done[0]['time']:.12f} | "
+                     f"{done[-1]['time']:.12f} | {s['initial_energy']:.6e} | {done[-1]['energy']:.6e} |")
+    lines += ["", "## FTLE of the impact map (per impact; per second), 100 impacts", "",
+              "| case | nominal /impact | nominal /s | impacts used | ensemble mean /impact | std |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for name, c in res["cases"].items():
+        lines.append(f"| {name} | {c['ftle_per_impact_nominal']:.4f} | {c['ftle_per_second_nominal']:.4f} | "
+                     f"{c['impacts_used_nominal']} | {c['ftle_per_impact_ensemble_mean']:.4f} | "
+                     f"{c['ftle_per_impact_ensemble_std']:.4f} |")
+    lines += ["", "FTLE after n impacts (nominal state): " + "; ".join(
+        f"{k}: " + ", ".join(f"n={n}: {v:.3f}" for n, v in c["ftle_per_impact_nominal_after_n"].items())
+        for k, c in res["cases"].items()), "",
+        "RMS spread of the ensemble's positions (m) at the Fig. 5 times: " + "; ".join(
+        f"{k} at t={c['times']}: " + ", ".join("-" if v is None else f"{v:.2g}" for v in c["position_spread_rms_m"])
+        for k, c in res["cases"].items()), "",
+        "Reading: elastic/circle has an FTLE that decays like log(n)/n (regular motion); elastic/ellipse",
+        "keeps about 0.5 per impact and its ensemble spreads over the whole table by t = 30 s (chaos).",
+        "Plastic runs converge, the normal approach shrinking by about e_p = 1/3 per impact, to a penny",
+        "spinning in place whose ends graze the edge; after 15 impacts the approach is below the glancing",
+        "tolerance 1e-6 and the sequence stops with status 'glancing'. Their positive FTLE comes from",
+        "the grazing singularity of the impact time (d tau ~ 1/approach), not from mixing: the ensemble",
+        "spread stays at about 1e-3 m over the 6 s shown."]
+    with open(os.path.join(HERE, "summary.md"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
