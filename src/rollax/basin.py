@@ -202,7 +202,7 @@ def basin_map(
     rtol: float = 1e-9,
     atol: float = 1e-9,
     max_steps: int = 200_000,
-    chunk_size: int = 1 << 15,
+    chunk_size: int = 1 << 16,
     lanes: int = 512,
     devices: int | None = None,
     cache_dir: str | os.PathLike | None = None,
