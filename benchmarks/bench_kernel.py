@@ -1,0 +1,72 @@
+"""Micro-benchmarks behind the design of the ensemble kernel (CPU).
+
+* float64 sin+cos: XLA's own against rollax.fastmath.sincos (ns per element);
+* one DOPRI5 step of the rim model per lane, with each;
+* the Fig. 11 panel with 1 and 2 devices and several lane counts (warm, best of 3).
+
+    python benchmarks/bench_kernel.py
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import rollax  # noqa: F401
+from rollax import dopri5, ensemble
+from rollax.basin import ROLLING_EVENTS, Axis, _events, _rolling, section_starts
+from rollax.fastmath import sincos
+from rollax.rim import Rim
+
+
+def per_call(fn, *args, n=20):
+    jax.block_until_ready(fn(*args))
+    t = time.perf_counter()
+    for _ in range(n):
+        jax.block_until_ready(fn(*args))
+    return (time.perf_counter() - t) / n
+
+
+def main() -> None:
+    out = {}
+    a = jnp.asarray(np.random.default_rng(0).uniform(-10, 10, 2_000_000))
+    xla = jax.jit(lambda a: jnp.sin(a) + jnp.cos(a))
+    poly = jax.jit(lambda a: sum(sincos(a)))
+    out["sincos_ns_per_elem"] = {"xla": per_call(xla, a) / a.size * 1e9,
+                                 "fastmath": per_call(poly, a) / a.size * 1e9}
+
+    rim = jax.tree_util.tree_map(jnp.asarray, Rim())
+    L = 512
+    y = jnp.asarray(np.random.default_rng(1).random((L, 4)) + np.array([1, 0, 35, 10]))
+    h = jnp.full(L, 1e-2)
+
+    def steps(f, g):
+        def body(i, y):
+            return jax.vmap(lambda y, h: dopri5.step(f, 0.0, y, h, f(0.0, y), g)[0])(y, h)
+
+        return jax.jit(lambda y: jax.lax.fori_loop(0, 200, body, y))
+
+    f = lambda t, y: _rolling(t, y, rim)  # noqa: E731
+    g = lambda t, y: _events(t, y, rim)  # noqa: E731
+    out["dopri5_step_ns_per_lane"] = per_call(steps(f, g), y, n=3) / 200 / L * 1e9
+
+    y0 = section_starts(Axis("beta", 0.8, 1.8, 360), Axis("omega1", -20, 20, 240),
+                        {"omega2": 35.0, "omega3": 10.0})
+    panel = {}
+    for devices in (1, 2):
+        for lanes in (256, 512, 1024, 2048):
+            run = lambda: ensemble.solve_ensemble(  # noqa: E731
+                _rolling, ROLLING_EVENTS, y0, rim, t_max=60.0, lanes=lanes, devices=devices)
+            run()
+            panel[f"devices={devices} lanes={lanes}"] = min(
+                per_call(lambda: run().t, n=1) for _ in range(3))
+    out["fig11_panel_kernel_s"] = panel
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
