@@ -108,17 +108,12 @@ def test_pendulum_subcase():
         assert float(_flow_jit(x0, T)[1]) > 0
 
 
-def _alpha_dynamics(rim):
-    """d/dt of (x, alpha) for the reconstruction checks."""
-    return lambda z: jnp.concatenate([rim.vector_field(z[:4]), rim.alpha_dot(z[:4])[None]])
-
-
 def test_contact_forces_from_newton_euler():
     # m a_G = F_G + F_C and j m r^2 eps = r_GC x F_C, with a_G and eps differentiated
     # independently (autodiff along the flow) from the reconstructed centre velocity (13) and
     # the angular velocity (16).
     rim = RIM
-    fz = _alpha_dynamics(rim)
+    fz = rim.vector_field_with_alpha
     rng = np.random.default_rng(2)
     for beta, w1, w2, w3, alpha in rng.uniform([-1, -5, -40, -15, 0], [2.5, 5, 40, 15, 6], (6, 5)):
         z = jnp.array([beta, w1, w2, w3, alpha])

@@ -140,6 +140,11 @@ class Rim(eqx.Module):
         """Rate of the angle alpha around the rim while rolling, eq. (19) with u1 = 0."""
         return -self.r * x[3] / (self.R - self.rho * jnp.cos(x[0]))
 
+    def vector_field_with_alpha(self, z: Float[Array, "5"]) -> Float[Array, "5"]:
+        """Rolling equations for ``z = (beta, w1, w2, w3, alpha)``: (33)-(36) with (83), plus the
+        cyclic angle around the rim from (19), so that positions can be reconstructed."""
+        return jnp.concatenate([self.vector_field(z[:4]), self.alpha_dot(z[:4])[None]])
+
     def centre(self, x: State, alpha: Float[Array, ""] | float = 0.0) -> Float[Array, "3"]:
         """Ball centre G in the rim frame (e1, e2, e3), eq. (12)."""
         beta = x[0]
