@@ -132,3 +132,12 @@ def test_event_time_gradient_matches_closed_form():
     gz, gv = jax.grad(t_land, argnums=(0, 1))(z0, v)
     ez, evv = jax.grad(exact, argnums=(0, 1))(z0, v)
     assert abs(float(gz) - float(ez)) < 1e-8 and abs(float(gv) - float(evv)) < 1e-8
+
+
+def test_gradient_without_event_is_the_flow_jacobian():
+    # no event fires before t1: d y(t1) / d y0 is the rotation of the oscillator
+    never = (Event(lambda t, y, a: y[0] + 2.0),)
+    jac = jax.jacrev(lambda y0: solve(_osc, y0, 0.0, 1.0, None, never, rtol=1e-12,
+                                      atol=1e-12).y)(jnp.array([1.0, 0.0]))
+    c, s = np.cos(1.0), np.sin(1.0)
+    assert np.allclose(jac, [[c, s], [-s, c]], atol=1e-9)

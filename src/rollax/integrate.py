@@ -80,25 +80,26 @@ def solve(
     t0 = jnp.asarray(t0, dtype=y0.dtype)
     t1 = jnp.asarray(t1, dtype=y0.dtype)
     n = ev.n
+    if n == 0:
+        return _solve_plain(vector_field, y0, t0, t1, args, rtol, atol, max_steps, solver, dt_max)
     # one segment per non-final crossing, plus the last, plus one for a start exactly at a zero
     n_segments = 2 + sum(max(c - 1, 0) for k, c in zip(ev.kinds, ev.targets) if k == CROSSING)
 
     g0 = ev.fn(t0, y0, args)
     sign, count = ev.initial_state(g0)
-    if n:
-        # A crossing function that starts exactly at zero takes the side it moves to.
-        _, dg0 = jax.jvp(
-            lambda t, y: ev.fn(t, y, args), (t0, y0), (jnp.ones_like(t0), vector_field(t0, y0, args))
-        )
-        sign = jnp.where(sign == 0, jnp.sign(dg0), sign)
-    at_start = jnp.any(ev.fired_at_start(g0)) if n else jnp.asarray(False)
+    # A crossing function that starts exactly at zero takes the side it moves to.
+    _, dg0 = jax.jvp(
+        lambda t, y: ev.fn(t, y, args), (t0, y0), (jnp.ones_like(t0), vector_field(t0, y0, args))
+    )
+    sign = jnp.where(sign == 0, jnp.sign(dg0), sign)
+    at_start = jnp.any(ev.fired_at_start(g0))
     state = dict(
         t=t0,
         y=y0,
         sign=sign,
         count=count,
         done=at_start,
-        event=jnp.where(at_start, jnp.argmax(ev.fired_at_start(g0)) if n else -1, -1),
+        event=jnp.where(at_start, jnp.argmax(ev.fired_at_start(g0)), -1),
         failed=jnp.asarray(False),
         t_first=jnp.full((n,), jnp.nan, y0.dtype),
         steps=jnp.asarray(0),
@@ -118,6 +119,27 @@ def solve(
     )
 
 
+def _controller(rtol, atol, dt_max):
+    # an integral controller, as in the ensemble kernel (pcoeff = 0)
+    return diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0)
+
+
+def _solve_plain(vector_field, y0, t0, t1, args, rtol, atol, max_steps, solver, dt_max):
+    """No events: one diffrax solve to t1."""
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(vector_field), _SOLVERS[solver](), t0, t1, None, y0, args=args,
+        stepsize_controller=_controller(rtol, atol, dt_max), saveat=diffrax.SaveAt(t1=True),
+        max_steps=max_steps, throw=False,
+    )
+    y = sol.ys[-1]
+    ok = (sol.result == diffrax.RESULTS.successful) & jnp.all(jnp.isfinite(y))
+    return Solution(
+        t=sol.ts[-1], y=y, event=jnp.asarray(-1, jnp.int32), failed=~ok,
+        counts=jnp.zeros((0,), jnp.int32), t_first=jnp.zeros((0,), y0.dtype),
+        steps=sol.stats["num_accepted_steps"],
+    )
+
+
 def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n_samples, dt_max):
     """Run diffrax from the current state to the next event root (or t1); update the state."""
     t0, y0, sign, count = state["t"], state["y"], state["sign"], state["count"]
@@ -127,7 +149,7 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
     y0_in = jnp.where(done, jax.lax.stop_gradient(y0), y0)
     n = ev.n
     dtype = y0.dtype
-    kinds = jnp.asarray(ev.kinds, jnp.int32) if n else jnp.zeros(0, jnp.int32)
+    kinds = jnp.asarray(ev.kinds, jnp.int32)
     # A finished run integrates over an empty interval (diffrax returns at once).
     t_end = jnp.where(done, t0_in + 1e-6 * jnp.maximum(1.0, jnp.abs(t0_in)), t1)
 
@@ -138,21 +160,17 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
         hit = jnp.where(kinds == BOUNDARY, g <= 0, (jnp.sign(g) != 0) & (jnp.sign(g) == -sign))
         return jnp.any(hit)
 
-    term = diffrax.ODETerm(vector_field)
-    controller = diffrax.PIDController(
-        rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0
-    )
     sol = diffrax.diffeqsolve(
-        term,
+        diffrax.ODETerm(vector_field),
         _SOLVERS[solver](),
         t0_in,
         t_end,
         None,
         y0_in,
         args=args,
-        stepsize_controller=controller,
+        stepsize_controller=_controller(rtol, atol, dt_max),
         saveat=diffrax.SaveAt(t1=True, dense=True),
-        event=diffrax.Event(cond_value) if n else None,
+        event=diffrax.Event(cond_value),
         max_steps=max_steps,
         throw=False,
     )
@@ -178,7 +196,7 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
 
     # Walk the accepted steps in order; stop at the first that holds a root of any event (every
     # crossing, final or not, ends the segment so that its time is known).
-    stop_targets = jnp.where(kinds == CROSSING, count + 1, 1) if n else None
+    stop_targets = jnp.where(kinds == CROSSING, count + 1, 1)
 
     def walk_cond(c):
         _, _, found, i = c
@@ -190,21 +208,16 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
         fire = jnp.any(fired)
         return jnp.where(fire, s, s2), jnp.where(fire, cnt, c2), fire, jnp.where(fire, i, i + 1)
 
-    if n:
-        sign_f, count_f, found, k = jax.lax.while_loop(
-            walk_cond, walk, (sign, count, jnp.asarray(False), jnp.asarray(0))
-        )
-        found = found & ~done
-        k = jnp.clip(k, 0, ta.shape[0] - 1)
-    else:
-        sign_f, count_f, found, k = sign, count, jnp.asarray(False), jnp.asarray(0)
+    sign_f, count_f, found, k = jax.lax.while_loop(
+        walk_cond, walk, (sign, count, jnp.asarray(False), jnp.asarray(0))
+    )
+    found = found & ~done
+    k = jnp.clip(k, 0, ta.shape[0] - 1)
 
     # Locate the root(s) in the firing step.
     a_k, b_k = ta[k], tb[k]
     loc_k = local(k)
-    fired, first, _, _ = (
-        scan_samples(ev, step_values(k), sign_f, count_f, stop_targets) if n else (None,) * 4
-    )
+    fired, first, _, _ = scan_samples(ev, step_values(k), sign_f, count_f, stop_targets)
 
     def g_t(tt, e):
         return ev.fn(tt, loc_k.evaluate(tt), args)[e]
@@ -220,25 +233,23 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
         )
         return jnp.where(fired[e], jnp.where(ok, r, hi), jnp.inf)
 
-    if n:
-        roots = jnp.stack([root(e) for e in range(n)])
-        e_star = jnp.argmin(roots)
-        t_star = jax.lax.stop_gradient(roots[e_star])
-        # Implicit differentiation of the event time: t* = t*_0 - g(t*_0) / g'(t*_0).
-        loc_d = local(k, differentiable=True)
+    roots = jnp.stack([root(e) for e in range(n)])
+    e_star = jnp.argmin(roots)
+    # (a finite placeholder when nothing fired keeps NaNs out of the gradients)
+    t_star = jax.lax.stop_gradient(jnp.where(jnp.isfinite(roots[e_star]), roots[e_star], b_k))
+    # Implicit differentiation of the event time: t* = t*_0 - g(t*_0) / g'(t*_0).
+    loc_d = local(k, differentiable=True)
 
-        def g_d(tt):
-            return ev.fn(tt, loc_d.evaluate(tt), args)[e_star]
+    def g_d(tt):
+        return ev.fn(tt, loc_d.evaluate(tt), args)[e_star]
 
-        g_star, dg_dt = jax.jvp(g_d, (t_star,), (jnp.ones_like(t_star),))
-        dg_dt = jax.lax.stop_gradient(dg_dt)
-        safe = jnp.abs(dg_dt) > 0
-        # zero in value, -dg/g' in derivative
-        shift = (g_star - jax.lax.stop_gradient(g_star)) / jnp.where(safe, dg_dt, 1.0)
-        t_ev = t_star - jnp.where(safe, shift, 0.0)
-        y_ev = loc_d.evaluate(t_ev)
-    else:
-        e_star, t_ev, y_ev = jnp.asarray(-1), t0, y0
+    g_star, dg_dt = jax.jvp(g_d, (t_star,), (jnp.ones_like(t_star),))
+    dg_dt = jax.lax.stop_gradient(dg_dt)
+    safe = jnp.abs(dg_dt) > 0
+    # zero in value, -dg/g' in derivative
+    shift = (g_star - jax.lax.stop_gradient(g_star)) / jnp.where(safe, dg_dt, 1.0)
+    t_ev = t_star - jnp.where(safe, shift, 0.0)
+    y_ev = loc_d.evaluate(t_ev)
 
     y_last = sol.ys[-1]
     t_last = sol.ts[-1]
@@ -247,12 +258,12 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
     failed_now = ~done & ~found & ~reached & ~event_stop
     failed_now = failed_now | (~done & ~jnp.all(jnp.isfinite(jnp.where(found, y_ev, y_last))))
 
-    is_cross = kinds == CROSSING if n else kinds
-    targets = jnp.asarray(ev.targets, jnp.int32) if n else kinds
-    onehot = (jnp.arange(n) == e_star) if n else kinds.astype(bool)
-    new_count = count_f + (found & is_cross & onehot).astype(jnp.int32) if n else count_f
+    is_cross = kinds == CROSSING
+    targets = jnp.asarray(ev.targets, jnp.int32)
+    onehot = jnp.arange(n) == e_star
+    new_count = count_f + (found & is_cross & onehot).astype(jnp.int32)
     final_cross = is_cross & onehot & (targets > 0) & (new_count >= targets)
-    final = found & (jnp.any(final_cross) | jnp.any(onehot & ~is_cross)) if n else jnp.asarray(False)
+    final = found & (jnp.any(final_cross) | jnp.any(onehot & ~is_cross))
     first_cross = found & is_cross & onehot & (count_f == 0) & jnp.isnan(state["t_first"])
     t_first = jnp.where(first_cross, t_ev, state["t_first"])
 
