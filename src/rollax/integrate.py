@@ -235,7 +235,7 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
 
     roots = jnp.stack([root(e) for e in range(n)])
     e_star = jnp.argmin(roots)
-    # (a finite placeholder when nothing fired keeps NaNs out of the gradients)
+    # (a finite stand-in when nothing fired keeps NaNs out of the gradients)
     t_star = jax.lax.stop_gradient(jnp.where(jnp.isfinite(roots[e_star]), roots[e_star], b_k))
     # Implicit differentiation of the event time: t* = t*_0 - g(t*_0) / g'(t*_0).
     loc_d = local(k, differentiable=True)

@@ -29,6 +29,10 @@ from jaxtyping import Array, Float
 
 from rollax._validate import check_positive
 
+_EPS_SWITCH = 4.0  # lines through the ICR for eps <= 4, centre-polar above
+_GRADE_MIN = 1e-6  # smallest grading scale of the line angle (below it the feature is < 1e-12)
+_GRADE_MAX = 4.0  # largest: the grading is then nearly uniform
+
 
 class UniformPressure(eqx.Module):
     """Uniform pressure p = P/(pi R^2) on the disc of radius R, (56)."""
@@ -107,47 +111,108 @@ class QuadratureLaw(eqx.Module):
         return val[1] / val[0]
 
     def force(self, x_o: Float[Array, "3"]) -> Float[Array, "3"]:
-        """(Q_x, Q_y, T_z/rho) of (23) with (20)-(22), (29)-(30); NaN at x_o = 0."""
+        """(Q_x, Q_y, T_z/rho) of (23) with (20)-(22), (29)-(30); NaN at x_o = 0.
+
+        Lines through the instantaneous centre of rotation for eps <= 4 (any eps, 1 included),
+        centre-polar coordinates for eps > 4 (pure slip included); see the module docstring.
+        """
         x_o = jnp.asarray(x_o, dtype=jnp.float64)
         ux, uy, x3 = x_o[0], x_o[1], x_o[2]
         om = x3 / self.rho
-        u = jnp.hypot(ux, uy)
-        inside = u < self.R * jnp.abs(om)  # eps < 1: ICR inside the patch
-        # --- ICR-centred quadrature (only used when inside) ---
-        om_i = jnp.where(inside, om, 1.0)
-        cx = jnp.where(inside, -uy / om_i, 0.0)
-        cy = jnp.where(inside, ux / om_i, 0.0)
+        use_lines = jnp.hypot(ux, uy) <= _EPS_SWITCH * self.R * jnp.abs(om)
+        # each branch gets harmless inputs where it is not used, so neither poisons gradients
+        xl = jnp.where(use_lines, x_o, jnp.array([0.0, 0.5 * self.R, self.rho]))
+        xc = jnp.where(use_lines, jnp.array([1.0, 0.0, 0.0]), x_o)
+        q = jnp.where(use_lines, self._lines_through_icr(xl), self._centre_polar(xc))
+        out = -self.mu * q * jnp.array([1.0, 1.0, 1.0 / self.rho])
+        return jnp.where(jnp.all(x_o == 0.0), jnp.nan, out)
+
+    def _lines_through_icr(self, x_o: Float[Array, "3"]) -> Float[Array, "3"]:
+        """(int p v/|v| dA, int p x cross v/|v| dA) over the lines through the ICR c (eps <= 4).
+
+        A line through c with direction e(psi) (psi from c/|c|) meets the disc in the chord
+        r in [-a cos psi - h, -a cos psi + h], a = |c|, h^2 = R^2 - a^2 sin^2 psi. With the signed
+        distance r from c the polar Jacobian |r| and the direction sgn(omega) sgn(r) J e combine
+        into sgn(omega) r J e, smooth across c. The chord is mapped by r = -a cos psi - h cos(beta),
+        which turns square-root edge pressures into smooth ones. psi = +-(pi/2 - m - chi), where
+        m = arccos(R/a) outside (0 inside), and chi >= 0, the angle from the tangent (outside) or
+        from the line perpendicular to c (inside), is graded where h varies on a small scale:
+        chi = nu sinh(tau), nu = asinh(sqrt(R^2 - a^2)/a), inside; chi = m (cosh(tau) - 1)
+        outside, which also removes the square root of h at the tangent.
+        """
+        R = self.R
+        ux, uy, om = x_o[0], x_o[1], x_o[2] / self.rho
+        om_s = jnp.where(om == 0.0, 1.0, om)  # om = 0 is routed to the centre-polar branch
+        cx, cy = -uy / om_s, ux / om_s
+        a2 = cx * cx + cy * cy
+        pos = a2 > 0.0
+        a = jnp.sqrt(jnp.where(pos, a2, 1.0))
+        # direction of c; at c = 0 any frame does (the nodes below depend smoothly on c itself)
+        chx = jnp.where(pos, cx / a, 1.0)
+        chy = jnp.where(pos, cy / a, 0.0)
+        a = jnp.where(pos, a, 0.0)
+        inside = a < R
+        d2 = (R - a) * (R + a)
+        dl = jnp.sqrt(jnp.where(d2 > 0.0, d2, 1.0))
+        gm = jnp.sqrt(jnp.where(d2 < 0.0, -d2, 1.0))
+        m = jnp.where(d2 < 0.0, jnp.arctan2(gm, R), 0.0)
+        nu = jnp.arcsinh(dl / jnp.where(pos, a, 1.0))
+        nu = jnp.clip(jnp.where(pos & (d2 > 0.0), nu, _GRADE_MAX), _GRADE_MIN, _GRADE_MAX)
+        mc = jnp.maximum(m, _GRADE_MIN)
+        chi_max = 0.5 * jnp.pi - m
+        t, wt, b, wb = self._line_nodes()
+        t_max = jnp.where(inside, jnp.arcsinh(chi_max / nu), jnp.arccosh(1.0 + chi_max / mc))
+        tau = t_max * t
+        chi = jnp.where(inside, nu * jnp.sinh(tau), mc * (jnp.cosh(tau) - 1.0))
+        dchi = jnp.where(inside, nu * jnp.cosh(tau), mc * jnp.sinh(tau)) * t_max * wt
+        # h^2 = R^2 - a^2 cos^2(m + chi), written without cancellation at the tangent
+        h2 = (R - a * jnp.cos(m)) * (R + a * jnp.cos(m)) + a2 * jnp.sin(chi) * jnp.sin(2.0 * m + chi)
+        h = jnp.sqrt(jnp.maximum(h2, 0.0))
+        cpsi = jnp.sin(m + chi)
+        sg = jnp.sign(om_s)
+        cb, sbw = jnp.cos(b), jnp.sin(b) * wb
+        total = jnp.zeros(3)
+        for side in (1.0, -1.0):
+            spsi = side * jnp.cos(m + chi)
+            ex = cpsi * chx - spsi * chy  # e = cos psi c_hat + sin psi J c_hat
+            ey = cpsi * chy + spsi * chx
+            # c - (c.e) e, the foot of the perpendicular from the centre, smooth in c
+            fx = spsi * spsi * cx + cpsi * spsi * cy
+            fy = spsi * spsi * cy - cpsi * spsi * cx
+            hcb = h[:, None] * cb[None, :]
+            x = fx[:, None] - hcb * ex[:, None]
+            y = fy[:, None] - hcb * ey[:, None]
+            r = -(a * cpsi)[:, None] - hcb
+            pw = self.p(x, y) * r * (dchi * h)[:, None] * sbw[None, :]
+            total = total + jnp.stack(
+                [-jnp.sum(pw * ey[:, None]), jnp.sum(pw * ex[:, None]), -jnp.sum(pw * hcb)]
+            )
+        return sg * total
+
+    def _line_nodes(self):
+        n_t = int(self.n_phi) // 2
+        t, wt = np.polynomial.legendre.leggauss(n_t)
+        b, wb = np.polynomial.legendre.leggauss(int(self.n_r))
+        return (
+            jnp.asarray(0.5 * (t + 1.0)),
+            jnp.asarray(0.5 * wt),
+            jnp.asarray(0.5 * np.pi * (b + 1.0)),
+            jnp.asarray(0.5 * np.pi * wb),
+        )
+
+    def _centre_polar(self, x_o: Float[Array, "3"]) -> Float[Array, "3"]:
+        """(int p v/|v| dA, int p x cross v/|v| dA) in centre-polar coordinates (eps > 4)."""
         s, ws, phi, dphi = self._nodes()
         ex, ey = jnp.cos(phi), jnp.sin(phi)
-        ce = cx * ex + cy * ey
-        rmax = -ce + jnp.sqrt(ce * ce + self.R**2 - (cx * cx + cy * cy))
-        rr = rmax[None, :] * (1.0 - s * s)[:, None]
-        jac = rr * rmax[None, :] * (2.0 * s * ws)[:, None]
-        x = cx + rr * ex[None, :]
-        y = cy + rr * ey[None, :]
-        sg = jnp.sign(om_i)
-        vx, vy = -sg * ey[None, :], sg * ex[None, :]
-        pw = self.p(x, y) * jac
-        qx_i = -jnp.sum(pw * vx) * dphi
-        qy_i = -jnp.sum(pw * vy) * dphi
-        tz_i = -jnp.sum(pw * (x * vy - y * vx)) * dphi
-        # --- centre-polar quadrature (used when the ICR is outside) ---
-        safe = jnp.where(inside, jnp.array([1.0, 0.0, 0.0]), jnp.stack([ux, uy, x3]))
         r = self.R * (1.0 - s * s)
         jr = r * 2.0 * self.R * s * ws
         X = r[:, None] * ex[None, :]
         Y = r[:, None] * ey[None, :]
-        omo = safe[2] / self.rho
-        vX = safe[0] - omo * Y
-        vY = safe[1] + omo * X
-        nv = jnp.hypot(vX, vY)
-        pw = self.p(X, Y) * jr[:, None] / nv
-        qx_o = -jnp.sum(pw * vX) * dphi
-        qy_o = -jnp.sum(pw * vY) * dphi
-        tz_o = -jnp.sum(pw * (X * vY - Y * vX)) * dphi
-        q = jnp.where(inside, jnp.stack([qx_i, qy_i, tz_i]), jnp.stack([qx_o, qy_o, tz_o]))
-        out = self.mu * q * jnp.array([1.0, 1.0, 1.0 / self.rho])
-        return jnp.where(jnp.all(x_o == 0.0), jnp.nan, out)
+        omo = x_o[2] / self.rho
+        vX = x_o[0] - omo * Y
+        vY = x_o[1] + omo * X
+        pw = self.p(X, Y) * jr[:, None] / jnp.hypot(vX, vY)
+        return jnp.stack([jnp.sum(pw * vX), jnp.sum(pw * vY), jnp.sum(pw * (X * vY - Y * vX))]) * dphi
 
     def __call__(self, x_o):
         return self.force(x_o)
