@@ -104,6 +104,47 @@ def test_exact_laws_continuous_and_differentiable_at_eps_one():
     assert abs(float(law.T_eps(1.0)) - 4 / (3 * math.pi)) < 1e-15
 
 
+def _ref_slopes(ref, e, h=mp.mpf("1e-30")):
+    """d/deps of (Q_eps, T_eps) from the 80-digit closed forms (central difference, error ~1e-15
+    at eps = 1 where the branches meet, ~1e-50 elsewhere)."""
+    e = mp.mpf(e)
+    hi, lo = ref(e + h), ref(e - h)
+    return [float((hi[k] - lo[k]) / (2 * h)) for k in range(2)]
+
+
+@pytest.mark.parametrize("law,ref", [(ExactUniform(mu=0.5, P=2.0, rho="R"), _ref_uniform), (ExactHertz(mu=0.5, P=2.0, rho="R"), _ref_hertz)])
+def test_exact_law_gradients_near_eps_one(law, ref):
+    """jax.grad in eps and jacfwd / jacrev in the slip variables against 80-digit derivatives of the
+    closed forms, within 1e-9 of eps = 1 (where autodiff through the closed forms cancels) and away."""
+    eps = np.array([1 - 1e-9, 1 - 1e-6, 1.0, 1 + 1e-9, 1 + 1e-6, 0.5, 2.0])
+    gq = np.asarray(jax.vmap(jax.grad(law.Q_eps))(jnp.asarray(eps)))
+    gt = np.asarray(jax.vmap(jax.grad(law.T_eps))(jnp.asarray(eps)))
+    # slips with |omega| = 1.3 (rho = R: eps = |u|/|omega|); eps = 1 along u_x so that it is exact
+    w = np.where(np.arange(eps.size) % 2 == 0, 1.3, -1.3)
+    c, s = np.where(eps == 1.0, 1.0, 0.6), np.where(eps == 1.0, 0.0, 0.8)
+    x = np.stack([eps * 1.3 * c, eps * 1.3 * s, w], axis=1)
+    Jf = np.asarray(jax.vmap(jax.jacfwd(law.force))(jnp.asarray(x)))
+    Jr = np.asarray(jax.vmap(jax.jacrev(law.force))(jnp.asarray(x)))
+    muP, kr = 0.5 * 2.0, law.kappa / law.rho
+    for i, xi in enumerate(x):
+        e_in = mp.sqrt(mp.mpf(xi[0]) ** 2 + mp.mpf(xi[1]) ** 2) / abs(mp.mpf(xi[2]))  # eps of the float slip
+        dq, dt = _ref_slopes(ref, eps[i])
+        assert abs(gq[i] - dq) < 1e-10 * max(1.0, abs(dq)), (eps[i], gq[i], dq)
+        assert abs(gt[i] - dt) < 1e-10 * max(1.0, abs(dt)), (eps[i], gt[i], dt)
+        q = float(ref(e_in - mp.mpf("1e-60") * (e_in == 1))[0])  # the uniform closed form is 0*inf at 1
+        dq, dt = _ref_slopes(ref, e_in)
+        u, om, e = xi[:2], xi[2], float(e_in)
+        sn = np.hypot(*u)
+        de_du, de_dw = e * u / sn**2, -e / om
+        J = np.zeros((3, 3))
+        J[:2, :2] = -muP * (dq * np.outer(u / sn, de_du) + q * (np.eye(2) / sn - np.outer(u, u) / sn**3))
+        J[:2, 2] = -muP * dq * u / sn * de_dw
+        J[2, :2] = -muP * kr * np.sign(om) * dt * de_du
+        J[2, 2] = -muP * kr * np.sign(om) * dt * de_dw
+        np.testing.assert_allclose(Jf[i], J, rtol=0, atol=1e-10 * np.abs(J).max(), err_msg=f"jacfwd eps={eps[i]}")
+        np.testing.assert_allclose(Jr[i], J, rtol=0, atol=1e-10 * np.abs(J).max(), err_msg=f"jacrev eps={eps[i]}")
+
+
 # ---------------------------------------------------------------- quadrature (23) vs exact
 @pytest.mark.parametrize("name,exact", [("uniform", ExactUniform(rho=1.0)), ("hertz", ExactHertz(rho=1.0))])
 def test_exact_against_quadrature_of_23(name, exact):

@@ -9,6 +9,10 @@ They are evaluated by the arithmetic-geometric mean (AGM) with a fixed number of
 functions jit/vmap-able and differentiable by ordinary autodiff. The auxiliary
 D(m) = (K - E)/m is computed without the cancellation of K - E at small m, using the
 recurrence c_{n+1} = c_n^2 / (4 a_{n+1}) of the AGM (Abramowitz & Stegun 17.6).
+
+:func:`ellipkdeg` also returns G(m) = (2D - K)/(2m) (G(0) = pi/32), again without cancellation;
+with it the derivatives K' = (K - D)/(2(1 - m)), E' = -D/2 and D' = (D - 2G)/(2(1 - m)) can be
+combined without cancelling their 1/(1 - m) singularities (used by the exact laws' derivatives).
 """
 
 from __future__ import annotations
@@ -20,22 +24,27 @@ from jaxtyping import Array, ArrayLike, Float
 _AGM_STEPS = 10
 
 
-def _agm(m: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
-    """Return (a_inf, sum_{n>=1} 2^(n-1) c_n^2 / m) of the AGM started at (1, sqrt(1 - m))."""
+def _agm(m: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
+    """Return (a_inf, sum_{n>=1} 2^(n-1) c_n^2 / m, sum_{n>=1} 2^(n-1) c_n^2 / m^2) of the AGM
+    started at (1, sqrt(1 - m))."""
     b0 = jnp.sqrt(1.0 - m)
     a = 0.5 * (1.0 + b0)
     b = jnp.sqrt(b0)
-    t = m / (4.0 * (1.0 + b0) ** 2)  # c_1^2 / m, written without cancellation
+    s = 1.0 / (4.0 * (1.0 + b0) ** 2)  # c_1^2 / m^2
+    t = m * s  # c_1^2 / m, written without cancellation
     acc = t  # 2^0 * c_1^2 / m
+    acc2 = s
     w = 1.0
     for _ in range(_AGM_STEPS):
         a_new = 0.5 * (a + b)
         b = jnp.sqrt(a * b)
+        s = t * t / (16.0 * a_new * a_new)  # c_{n+1}^2 / m^2
         t = m * t * t / (16.0 * a_new * a_new)  # c_{n+1}^2 / m
         a = a_new
         w = 2.0 * w
         acc = acc + w * t
-    return a, acc
+        acc2 = acc2 + w * s
+    return a, acc, acc2
 
 
 def ellipk(m: ArrayLike) -> Float[Array, "..."]:
@@ -45,14 +54,14 @@ def ellipk(m: ArrayLike) -> Float[Array, "..."]:
     Used by the exact uniform-pressure law (59)-(60).
     """
     m = jnp.asarray(m, dtype=jnp.float64)
-    a, _ = _agm(m)
+    a, _, _ = _agm(m)
     return jnp.pi / (2.0 * a)
 
 
 def ellipd(m: ArrayLike) -> Float[Array, "..."]:
     """D(m) = (K(m) - E(m)) / m, evaluated without cancellation (D(0) = pi/4)."""
     m = jnp.asarray(m, dtype=jnp.float64)
-    a, acc = _agm(m)
+    a, acc, _ = _agm(m)
     k = jnp.pi / (2.0 * a)
     return k * (0.5 + acc)
 
@@ -64,7 +73,7 @@ def ellipe(m: ArrayLike) -> Float[Array, "..."]:
     uniform-pressure law (59)-(60).
     """
     m = jnp.asarray(m, dtype=jnp.float64)
-    a, acc = _agm(m)
+    a, acc, _ = _agm(m)
     k = jnp.pi / (2.0 * a)
     # E = K (1 - m/2 - sum 2^(n-1) c_n^2); at m = 1 K = inf and the bracket -> 0, so use E(1) = 1.
     e = k * (1.0 - m * (0.5 + acc))
@@ -74,7 +83,19 @@ def ellipe(m: ArrayLike) -> Float[Array, "..."]:
 def ellipkde(m: ArrayLike) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
     """(K(m), E(m), D(m)) from one AGM run (cheaper to compile and evaluate than three calls)."""
     m = jnp.asarray(m, dtype=jnp.float64)
-    a, acc = _agm(m)
+    a, acc, _ = _agm(m)
     k = jnp.pi / (2.0 * a)
     e = jnp.where(m == 1.0, 1.0, k * (1.0 - m * (0.5 + acc)))
     return k, e, k * (0.5 + acc)
+
+
+def ellipkdeg(m: ArrayLike) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
+    """(K(m), E(m), D(m), G(m)) from one AGM run, G = (2D - K)/(2m) = K sum 2^(n-1) c_n^2 / m^2.
+
+    G enters the derivatives of the uniform-pressure law (59)-(60), e.g. d/dm (E + K - D) = G - D/2.
+    """
+    m = jnp.asarray(m, dtype=jnp.float64)
+    a, acc, acc2 = _agm(m)
+    k = jnp.pi / (2.0 * a)
+    e = jnp.where(m == 1.0, 1.0, k * (1.0 - m * (0.5 + acc)))
+    return k, e, k * (0.5 + acc), k * acc2

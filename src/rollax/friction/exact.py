@@ -13,9 +13,15 @@ and of both Hertz branches cancel to O(eps^-1) from O(eps^3)). Here:
   in m for eps > 2 (30 terms, truncation < 1e-17) and from the closed form otherwise;
 * Hertz, eps >= 2: Q and T*eps from their power series in y = 1/eps (exact rational
   coefficients built from the series of arcsin and sqrt(1 - y^2)); closed forms (62)-(63) below.
-* eps = 1 exactly, uniform: the closed forms are 0*inf there; within 1e-9 of eps = 1 the
-  branches use their first-order Taylor polynomial (values 8/(3 pi), 4/(3 pi), slopes
-  Q' = 4/(3 pi), T' = -2/pi, derived from dE/dm, dK/dm).
+* eps = 1 exactly, uniform: the closed forms are 0*inf there; the branches return their limits
+  8/(3 pi), 4/(3 pi) and 4/(3 pi) (Q/eps, T, T*eps) and the limiting slopes.
+
+Derivatives. Autodiff through the closed forms cancels near eps = 1: the derivatives of K, D
+(uniform) and of arcsin, sqrt(1 - x^2) (Hertz) grow like 1/(1 - m) and 1/sqrt(1 - x^2) there,
+while the laws themselves are C^1 (a (1 - m) log(1 - m) resp. (1 - x^2)^(3/2) term). The closed
+forms therefore carry a ``jax.custom_jvp`` with their derivatives written in forms where the
+singular parts cancel analytically (K, E, D, G of :func:`.elliptic.ellipkdeg`; arcsin and
+sqrt(1 - x^2) with polynomial weights), accurate to ~1e-14 up to and including eps = 1.
 """
 
 from __future__ import annotations
@@ -23,15 +29,16 @@ from __future__ import annotations
 from fractions import Fraction
 from math import comb
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from rollax.friction.base import EpsLaw, kappa_for, resolve_rho
-from rollax.friction.elliptic import ellipkde
+from rollax.friction.elliptic import ellipkdeg
 
 _NSERIES = 30
 _Y_SWITCH = 0.5  # series in y = 1/eps below this (eps > 2)
-_PATCH = 1e-9  # half-width of the Taylor patch around eps = 1 (uniform law)
+_M_CLOSED = 0.25  # uniform T*eps: closed form for m = eps^-2 >= this, series below
 
 
 def _horner(coeffs, x):
@@ -76,35 +83,51 @@ _U_TL = _uniform_tl_coeffs()
 _H_Q, _H_TL = _hertz_coeffs()
 
 
+_C1 = 4.0 / (3.0 * jnp.pi)
+_C2 = 2.0 / (3.0 * jnp.pi)
+
+
+@jax.custom_jvp
+def _uniform_closed(m):
+    """(E + K - D, (4 - 2m) E + (m - 1) K, (4E - 5K + 3mK + 2D)/m) scaled as in (59)-(60), m in [0, 1].
+
+    The third is used only for m >= _M_CLOSED (finite filler below). m = 1: the limits.
+    """
+    return _uniform_closed_jvp((m,), (jnp.zeros_like(m),))[0]
+
+
+@_uniform_closed.defjvp
+def _uniform_closed_jvp(primals, tangents):
+    (m,), (dm,) = primals, tangents
+    one = m >= 1.0
+    ms = jnp.where(one, 0.5, m)
+    K, E, D, G = ellipkdeg(ms)
+    q = _C1 * (E + K - D)
+    t = _C2 * ((4.0 - 2.0 * ms) * E + (ms - 1.0) * K)
+    mt = jnp.where(ms < _M_CLOSED, 1.0, ms)
+    tl = _C2 * (4.0 * E - 5.0 * K + 3.0 * ms * K + 2.0 * D) / mt
+    # d/dm, with K' = (K - D)/(2(1-m)), E' = -D/2, D' = (D - 2G)/(2(1-m)) combined analytically
+    dq = _C1 * (G - 0.5 * D)
+    dt = _C2 * (-2.0 * E + 0.5 * (K - D) - (1.0 - ms) * D)
+    dtl = (_C2 * (1.5 * K - 0.5 * D - 2.0 * G) - tl) / mt
+    # eps = 1 (m = 1): K - D -> E = 1, G - D/2 -> (D - K)/2 = -1/2
+    q, t, tl = (jnp.where(one, v, x) for v, x in ((2.0 * _C1, q), (2.0 * _C2, t), (2.0 * _C2, tl)))
+    dq, dt, dtl = (jnp.where(one, v, x) for v, x in ((-0.5 * _C1, dq), (-1.5 * _C2, dt), (0.5 * _C2, dtl)))
+    return (q, t, tl), (dq * dm, dt * dm, dtl * dm)
+
+
 def uniform_small(eps: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
     """Uniform pressure, eps <= 1: (Q_eps1/eps, T_eps1) of (59)-(60)."""
-    near = jnp.abs(eps - 1.0) < _PATCH
-    e = jnp.where(near, 0.5, eps)
-    m = e * e
-    K, E, D = ellipkde(m)
-    qs = 4.0 / (3.0 * jnp.pi) * (E + K - D)
-    ts = 2.0 / (3.0 * jnp.pi) * ((4.0 - 2.0 * m) * E + (m - 1.0) * K)
-    d = eps - 1.0
-    qs1 = 8.0 / (3.0 * jnp.pi) - 4.0 / (3.0 * jnp.pi) * d  # d/deps (Q/eps) = Q' - Q at 1
-    ts1 = 4.0 / (3.0 * jnp.pi) - 2.0 / jnp.pi * d
-    return jnp.where(near, qs1, qs), jnp.where(near, ts1, ts)
+    qs, ts, _ = _uniform_closed(eps * eps)
+    return qs, ts
 
 
 def uniform_large(y: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
     """Uniform pressure, eps >= 1, as functions of y = 1/eps: (Q_eps2, T_eps2 * eps) of (59)-(60)."""
-    near = jnp.abs(y - 1.0) < _PATCH
-    series = y < _Y_SWITCH
-    mq = jnp.where(near, 0.25, y * y)
-    mt = jnp.where(near | series, 0.5625, y * y)
-    K, E, D = ellipkde(jnp.stack([mq, mt]))  # one AGM for both arguments
-    ql = 4.0 / (3.0 * jnp.pi) * (E[0] + K[0] - D[0])
-    K, E, D = K[1], E[1], D[1]
-    tl_closed = 2.0 / (3.0 * jnp.pi) * (4.0 * E - 5.0 * K + 3.0 * mt * K + 2.0 * D) / mt
-    tl = jnp.where(series, _horner(_U_TL, y * y), tl_closed)
-    d = 1.0 - y  # eps - 1 to first order
-    ql1 = 8.0 / (3.0 * jnp.pi) + 4.0 / (3.0 * jnp.pi) * d
-    tl1 = 4.0 / (3.0 * jnp.pi) - 2.0 / (3.0 * jnp.pi) * d  # d/deps (T eps) = T' + T at 1
-    return jnp.where(near, ql1, ql), jnp.where(near, tl1, tl)
+    m = y * y
+    ql, _, tl_closed = _uniform_closed(m)
+    tl = jnp.where(m < _M_CLOSED, _horner(_U_TL, m), tl_closed)
+    return ql, tl
 
 
 def hertz_small(eps: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
@@ -113,23 +136,41 @@ def hertz_small(eps: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Ar
     return 3.0 * jnp.pi / 32.0 * (4.0 - e2), (3.0 * e2 * e2 - 8.0 * e2 + 8.0) / 8.0
 
 
+@jax.custom_jvp
+def _hertz_closed(x):
+    """(Q_eps2, T_eps2 * eps) of (62)-(63) at x = y = 1/eps in (0, 1], by the closed forms."""
+    return _hertz_closed_jvp((x,), (jnp.zeros_like(x),))[0]
+
+
+@_hertz_closed.defjvp
+def _hertz_closed_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    x2 = x * x
+    root = jnp.sqrt(jnp.clip(1.0 - x2, 0.0))
+    asn = jnp.arcsin(x)
+    ql = 3.0 / 16.0 * ((4.0 * x2 - 1.0) / (x2 * x) * asn + (1.0 + 2.0 * x2) / x2 * root)
+    tl = ((3.0 - 8.0 * x2 + 8.0 * x2 * x2) / (x2 * x2 * x) * asn + (6.0 * x2 - 3.0) / (x2 * x2) * root) / (
+        4.0 * jnp.pi
+    )
+    # d/dx with the 1/sqrt(1 - x^2) terms of arcsin' and sqrt' cancelled analytically
+    dql = 3.0 / 16.0 * ((3.0 - 4.0 * x2) / (x2 * x2) * asn + (2.0 * x2 - 3.0) / (x2 * x) * root)
+    dtl = ((-15.0 + 24.0 * x2 - 8.0 * x2 * x2) / (x2 * x2 * x2) * asn + (15.0 - 14.0 * x2) / (x2 * x2 * x) * root) / (
+        4.0 * jnp.pi
+    )
+    # x = 1 (eps = 1): values of the eps <= 1 branch, Q = 9 pi/32, T = 3/8
+    one = x >= 1.0
+    ql = jnp.where(one, 9.0 * jnp.pi / 32.0, ql)
+    tl = jnp.where(one, 3.0 / 8.0, tl)
+    return (ql, tl), (dql * dx, dtl * dx)
+
+
 def hertz_large(y: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Array, "..."]]:
     """Hertz pressure, eps >= 1, as functions of y = 1/eps: (Q_eps2, T_eps2 * eps) of (62)-(63)."""
     series = y < _Y_SWITCH
-    x = jnp.where(series | (y >= 1.0), 0.75, y)
-    x2 = x * x
-    root = jnp.sqrt(1.0 - x2)
-    asn = jnp.arcsin(x)
-    ql_c = 3.0 / 16.0 * ((4.0 * x2 - 1.0) / (x2 * x) * asn + (1.0 + 2.0 * x2) / x2 * root)
-    tl_c = ((3.0 - 8.0 * x2 + 8.0 * x2 * x2) / (x2 * x2 * x) * asn + (6.0 * x2 - 3.0) / (x2 * x2) * root) / (
-        4.0 * jnp.pi
-    )
+    ql_c, tl_c = _hertz_closed(jnp.where(series, 0.75, jnp.minimum(y, 1.0)))
     y2 = y * y
     ql = jnp.where(series, _horner(_H_Q, y2), ql_c)
     tl = jnp.where(series, _horner(_H_TL, y2), tl_c)
-    # y = 1 (eps = 1): values of the eps <= 1 branch, Q = 9 pi/32, T = 3/8
-    ql = jnp.where(y >= 1.0, 9.0 * jnp.pi / 32.0, ql)
-    tl = jnp.where(y >= 1.0, 3.0 / 8.0, tl)
     return ql, tl
 
 
