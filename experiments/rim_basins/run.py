@@ -69,7 +69,8 @@ def main() -> None:
         for k, diss in enumerate(("none", "drilling", "rolling")):
             m = maps[fig, diss]
             ax = axes[i, k]
-            ax.pcolormesh(m.x.values, m.y.values, m.outcome.T, cmap=cmap, vmin=-0.5, vmax=4.5,
+            ax.pcolormesh(m.x.values, m.y.values, m.outcome.T, cmap=cmap, vmin=-0.5,
+                          vmax=len(OUTCOMES) - 0.5,
                           shading="nearest", rasterized=True)
             ax.set_title(f"{fig}: $\\omega_2$ = {m.fixed['omega2']:g}, {diss}", fontsize=9)
             if i == 2:

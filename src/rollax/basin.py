@@ -11,6 +11,11 @@ integrated until
 * the time cap ``t_max`` comes first: **undecided**;
 * the solve produced NaN or hit the step limit: **failed**.
 
+With ``slip=SlipSettings(...)`` the ball may slip (finite ``rim.mu``): the hybrid
+rolling/slipping sweep of :mod:`rollax.slip` replaces the rolling one, with the extra outcome
+**chattering** (switch cap, Zeno-like switching, or a slip that does not converge) and, per
+start, the number of roll/slip switches and the total slipping time.
+
 Sweeps run through the ensemble kernel (:mod:`rollax.ensemble`) in resumable chunks
 (:mod:`rollax.sweep`).
 """
@@ -31,8 +36,8 @@ from rollax.events import BOUNDARY, CROSSING, EventSet
 from rollax.rim import Rim
 from rollax.sweep import run_chunked, sweep_key
 
-PERIODIC, IN, OUT, UNDECIDED, FAILED = 0, 1, 2, 3, 4
-OUTCOMES = ("periodic", "in", "out", "undecided", "failed")
+PERIODIC, IN, OUT, UNDECIDED, FAILED, CHATTERING = 0, 1, 2, 3, 4, 5
+OUTCOMES = ("periodic", "in", "out", "undecided", "failed", "chattering")
 VARIABLES = ("beta", "omega1", "omega2", "omega3")
 UNITS = {"beta": "rad", "omega1": "1/s", "omega2": "1/s", "omega3": "1/s"}
 
@@ -100,6 +105,9 @@ class BasinMap:
     recontact: np.ndarray  # bool: the flight would hit the rim again
     period: np.ndarray  # period of periodic rolling (2 x time between w1 zeros), nan otherwise
     steps: np.ndarray
+    slip: object = None  # rollax.slip.SlipSettings when slipping was simulated
+    switches: np.ndarray | None = None  # roll/slip switches per start (slipping only)
+    t_slip: np.ndarray | None = None  # total slipping time per start (slipping only)
 
     def counts(self) -> dict[str, int]:
         """Number of starts per outcome."""
@@ -110,6 +118,11 @@ class BasinMap:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         params = {f.name: float(getattr(self.rim, f.name)) for f in dataclasses.fields(self.rim)}
+        extra = {}
+        if self.slip is not None:
+            extra = dict(switches=self.switches, t_slip=self.t_slip,
+                         **{f"slip_{f.name}": float(getattr(self.slip, f.name))
+                            for f in dataclasses.fields(self.slip)})
         np.savez_compressed(
             out / "basin.npz",
             outcome=self.outcome.astype(np.int8),
@@ -125,6 +138,7 @@ class BasinMap:
             rtol=self.rtol,
             atol=self.atol,
             **{f"param_{k}": v for k, v in params.items()},
+            **extra,
         )
         if figure:
             from rollax.plotting import plot_basin
@@ -181,15 +195,18 @@ def simulate(
     lanes: int = 512,
     devices: int | None = None,
     valid: np.ndarray | None = None,
+    slip=None,
 ) -> dict[str, np.ndarray]:
     """Outcomes of the given starts ``(N, 4)`` (one ensemble solve; no chunking).
 
-    Returns a dict with ``outcome``, ``t_end``, ``recontact``, ``period`` and ``steps``.
+    Returns a dict with ``outcome``, ``t_end``, ``recontact``, ``period`` and ``steps`` (and
+    ``switches``, ``t_slip`` with ``slip``, a :class:`rollax.slip.SlipSettings`).
     """
     rim_arrays = jax.tree_util.tree_map(jnp.asarray, rim)
     starts = np.asarray(starts, dtype=float)
     valid = np.ones(len(starts), bool) if valid is None else valid
-    return _run_chunk(rim, rim_arrays, starts, valid, t_max, rtol, atol, max_steps, lanes, devices)
+    return _run_chunk(rim, rim_arrays, starts, valid, t_max, rtol, atol, max_steps, lanes, devices,
+                      slip)
 
 
 def basin_map(
@@ -207,6 +224,7 @@ def basin_map(
     devices: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    slip=None,
 ) -> BasinMap:
     """Outcome map of a 2-D section of rolling starts (Figs. 11-13, Sect. 5.1).
 
@@ -214,6 +232,8 @@ def basin_map(
     (default: ``omega2 = 35``, ``omega3 = 10``, the section of Fig. 11). Work is done in chunks of
     ``chunk_size`` starts; with ``cache_dir`` every finished chunk is saved and a rerun with the
     same arguments resumes. Results do not depend on ``chunk_size``, ``lanes`` or ``devices``.
+    ``slip`` (a :class:`rollax.slip.SlipSettings`): let the ball slip with friction coefficient
+    ``rim.mu`` (Sect. 5.2); ``None`` (default): no slipping (mu = infinity).
     """
     rim = Rim() if rim is None else rim
     fixed = dict(fixed) if fixed is not None else {"omega2": 35.0, "omega3": 10.0}
@@ -224,12 +244,15 @@ def basin_map(
     key = sweep_key(
         dict(kind="rim-basin", x=dataclasses.asdict(x), y=dataclasses.asdict(y), fixed=fixed,
              params=params, t_max=t_max, rtol=rtol, atol=atol, max_steps=max_steps,
-             chunk_size=chunk_size, version=1)
+             chunk_size=chunk_size, version=1,
+             slip=None if slip is None else {f.name: float(getattr(slip, f.name))
+                                             for f in dataclasses.fields(slip)})
     )
     rim_arrays = jax.tree_util.tree_map(jnp.asarray, rim)
 
     def run(chunk, valid):
-        return _run_chunk(rim, rim_arrays, chunk, valid, t_max, rtol, atol, max_steps, lanes, devices)
+        return _run_chunk(rim, rim_arrays, chunk, valid, t_max, rtol, atol, max_steps, lanes, devices,
+                          slip)
 
     out = run_chunked(run, starts, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
                       progress=progress, desc="basin")
@@ -238,11 +261,24 @@ def basin_map(
         x=x, y=y, fixed=fixed, rim=rim, t_max=t_max, rtol=rtol, atol=atol,
         outcome=out["outcome"].reshape(shape), t_end=out["t_end"].reshape(shape),
         recontact=out["recontact"].reshape(shape), period=out["period"].reshape(shape),
-        steps=out["steps"].reshape(shape),
+        steps=out["steps"].reshape(shape), slip=slip,
+        switches=out["switches"].reshape(shape) if slip is not None else None,
+        t_slip=out["t_slip"].reshape(shape) if slip is not None else None,
     )
 
 
-def _run_chunk(rim, rim_arrays, chunk, valid, t_max, rtol, atol, max_steps, lanes, devices):
+def _run_chunk(rim, rim_arrays, chunk, valid, t_max, rtol, atol, max_steps, lanes, devices,
+               slip=None):
+    if slip is not None:
+        from rollax import slip as slip_mod
+
+        # max_steps bounds each phase here: a slip that does not converge must not hold the
+        # kernel's lanes for long (it is reported as chattering)
+        out = slip_mod.sweep(rim, chunk, slip, t_max=t_max, rtol=rtol, atol=atol,
+                             max_steps=min(max_steps, 8192), lanes=lanes, devices=devices,
+                             valid=valid)
+        return {k: out[k] for k in ("outcome", "t_end", "recontact", "period", "steps",
+                                    "switches", "t_slip")}
     events = DISSIPATIVE_EVENTS if rim.dissipative else ROLLING_EVENTS
     res = ensemble.solve_ensemble(
         _rolling, events, chunk, rim_arrays, t_max=t_max, rtol=rtol, atol=atol,

@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-# periodic, in, out, undecided, failed
-OUTCOME_COLOURS = ("#2ca02c", "#1f77b4", "#d62728", "#bbbbbb", "#000000")
+# periodic, in, out, undecided, failed, chattering
+OUTCOME_COLOURS = ("#2ca02c", "#1f77b4", "#d62728", "#bbbbbb", "#000000", "#ff7f0e")
 LABELS = {"beta": r"$\beta$ [rad]", "omega1": r"$\omega_1$ [1/s]", "omega2": r"$\omega_2$ [1/s]",
           "omega3": r"$\omega_3$ [1/s]"}
 

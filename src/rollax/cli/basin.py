@@ -7,6 +7,8 @@ import dataclasses
 import json
 import time
 
+import numpy as np
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -14,8 +16,10 @@ def register(subparsers) -> None:
         help="basin map of the ball on the rim (periodic / in / out)",
         description=(
             "Outcome map over a (beta, omega1) section of rolling starts: periodic rolling, "
-            "falls in, falls out, undecided (time cap) or failed. Writes OUT/basin.npz and "
-            "OUT/basin.png. With no arguments: the Fig. 11 no-slip map into ./rollax-out/."
+            "falls in, falls out, undecided (time cap) or failed; with --friction MU the ball "
+            "may also slip (then also: chattering, and per start the roll/slip switches and the "
+            "slipping time). Writes OUT/basin.npz and OUT/basin.png. With no arguments: the "
+            "Fig. 11 no-slip map into ./rollax-out/."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -33,6 +37,11 @@ def register(subparsers) -> None:
                    help="grid points in beta and omega1 (default 360 240)")
     p.add_argument("--k-d", type=float, default=None, help="drilling resistance rate [1/s], eq. (83)")
     p.add_argument("--k-r", type=float, default=None, help="rolling resistance rate [1/s], eq. (83)")
+    p.add_argument("--friction", type=float, default=None, metavar="MU",
+                   help="let the ball slip with friction coefficient MU (Sect. 5.2; default: "
+                        "no slipping, mu = infinity)")
+    p.add_argument("--slip-delta", type=float, default=1e-6,
+                   help="with --friction: slip speed [m/s] given at the onset of slipping")
     p.add_argument("--t-max", type=float, default=60.0, help="time cap [s] (then 'undecided')")
     p.add_argument("--rtol", type=float, default=1e-9)
     p.add_argument("--atol", type=float, default=1e-9)
@@ -72,6 +81,14 @@ def run(args) -> int:
         fixed["omega2"] = args.omega2
     if args.omega3 is not None:
         fixed["omega3"] = args.omega3
+    slip = None
+    if args.friction is not None and not args.friction > 0:
+        raise ValueError(f"--friction = {args.friction!r} must be > 0 (inf: no slipping)")
+    if args.friction is not None and args.friction != float("inf"):
+        from rollax.slip import SlipSettings
+
+        rim = dataclasses.replace(rim, mu=args.friction)
+        slip = SlipSettings(delta=args.slip_delta)
     x = Axis("beta", beta[0], beta[1], grid[0])
     y = Axis("omega1", omega1[0], omega1[1], grid[1])
     t0 = time.perf_counter()
@@ -79,7 +96,7 @@ def run(args) -> int:
         rim, x=x, y=y, fixed=fixed, t_max=args.t_max, rtol=args.rtol, atol=args.atol,
         max_steps=args.max_steps, chunk_size=args.chunk_size, lanes=args.lanes,
         devices=args.devices, cache_dir=None if args.no_resume else f"{args.out}/.chunks",
-        progress=not args.no_progress,
+        progress=not args.no_progress, slip=slip,
     )
     elapsed = time.perf_counter() - t0
     path = bmap.save(args.out)
@@ -90,9 +107,14 @@ def run(args) -> int:
         "fixed": fixed,
         "k_d": float(rim.k_d),
         "k_r": float(rim.k_r),
+        "friction": None if slip is None else float(rim.mu),
         "counts": bmap.counts(),
         "seconds": round(elapsed, 3),
     }
+    if slip is not None:
+        summary["slipped"] = int(np.sum(bmap.switches > 0))
+        summary["max_switches"] = int(bmap.switches.max())
+        summary["mean_slip_time"] = float(bmap.t_slip.mean())
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
