@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from rollax._validate import check_nonnegative, check_positive, check_range
-from rollax.rim import Rim
+from rollax.rim import Rim, rolling_energy
 
 TWO_PI = 2.0 * jnp.pi
 Scalar = Float[Array, ""]
@@ -247,13 +247,7 @@ class LimitRim(eqx.Module):
 
     def energy(self, x: Float[Array, "4"]) -> Scalar:
         """Energy (60) with potential m g rho sin(beta), as for the torus."""
-        beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
-        m, r, j = self.m, self.r, self.j
-        return (
-            0.5 * m * j * r**2 * w2**2
-            + 0.5 * m * (1 + j) * r**2 * (w1**2 + w3**2)
-            + m * self.g * self.rho * jnp.sin(beta)
-        )
+        return rolling_energy(x, self.m, self.r, self.j, self.g, self.rho)
 
     def integrals(self, x: Float[Array, "4"]) -> Float[Array, "2"]:
         """The closed-form (P_I, P_II) of this limit, eq. (69) or (72), at x."""

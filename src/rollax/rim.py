@@ -127,13 +127,7 @@ class Rim(eqx.Module):
 
         (The paper prints m g r sin(beta); NOTES.md: the centre's height is rho sin(beta).)
         """
-        beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
-        m, r, j = self.m, self.r, self.j
-        return (
-            0.5 * m * j * r**2 * w2**2
-            + 0.5 * m * (1 + j) * r**2 * (w1**2 + w3**2)
-            + m * self.g * self.rho * jnp.sin(beta)
-        )
+        return rolling_energy(x, self.m, self.r, self.j, self.g, self.rho)
 
     # ------------------------------------------------------------------ full-state reconstruction
     def alpha_dot(self, x: State) -> Float[Array, ""]:
@@ -216,6 +210,16 @@ class Rim(eqx.Module):
         dist = jnp.hypot(horiz - self.R, z)
         recontact = jnp.any(dist < self.rho * (1.0 - 1e-6))
         return inside, recontact, t_land
+
+
+def rolling_energy(x: State, m, r, j, g, rho) -> Float[Array, ""]:
+    """Energy (60) of a rolling ball with the corrected potential m g rho sin(beta)."""
+    beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
+    return (
+        0.5 * m * j * r**2 * w2**2
+        + 0.5 * m * (1 + j) * r**2 * (w1**2 + w3**2)
+        + m * g * rho * jnp.sin(beta)
+    )
 
 
 def _n1(alpha) -> Float[Array, "3"]:
