@@ -122,6 +122,19 @@ def _queue(
 
     # Records, with one spare row (index N) that absorbs the writes of empty lanes.
     M = N + 1
+
+    def blank(K):
+        # per-record arrays shared by the lanes and the records: crossings and their steps
+        return dict(
+            sign=jnp.zeros((K, n), dtype),
+            count=jnp.zeros((K, n), jnp.int32),
+            steps=jnp.zeros((K,), jnp.int32),
+            fc_t=jnp.full((K, n), jnp.nan, dtype),
+            fc_y=jnp.zeros((K, n, d), dtype),
+            fc_h=jnp.zeros((K, n), dtype),
+            fc_sign=jnp.zeros((K, n), dtype),
+        )
+
     out = _Out(
         status=jnp.concatenate(
             [jnp.where(valid, jnp.where(at_start, _PENDING, T_MAX), PADDING), jnp.array([PADDING])]
@@ -129,13 +142,7 @@ def _queue(
         t=jnp.full((M,), t0, dtype),
         y=jnp.concatenate([y0s, jnp.zeros((1, d), dtype)]),
         h=jnp.zeros((M,), dtype),  # starts that end at t0: a pending 'step' with h = 0
-        sign=jnp.zeros((M, n), dtype),
-        count=jnp.zeros((M, n), jnp.int32),
-        steps=jnp.zeros((M,), jnp.int32),
-        fc_t=jnp.full((M, n), jnp.nan, dtype),
-        fc_y=jnp.zeros((M, n, d), dtype),
-        fc_h=jnp.zeros((M, n), dtype),
-        fc_sign=jnp.zeros((M, n), dtype),
+        **blank(M),
     )
     lanes0 = _Lanes(
         idx=jnp.full((L,), -1, jnp.int32),
@@ -145,13 +152,7 @@ def _queue(
         y=jnp.zeros((L, d), dtype),
         h=jnp.ones((L,), dtype),
         k1=jnp.zeros((L, d), dtype),
-        sign=jnp.zeros((L, n), dtype),
-        count=jnp.zeros((L, n), jnp.int32),
-        steps=jnp.zeros((L,), jnp.int32),
-        fc_t=jnp.full((L, n), jnp.nan, dtype),
-        fc_y=jnp.zeros((L, n, d), dtype),
-        fc_h=jnp.zeros((L, n), dtype),
-        fc_sign=jnp.zeros((L, n), dtype),
+        **blank(L),
     )
 
     def flush(ln, out):
