@@ -1,9 +1,12 @@
 """Benchmark: the Fig. 11 panel (360 x 240) with slipping (mu = 1) against the no-slip panel.
 
 Both through ``rollax.basin.basin_map`` on all local devices, warm (best of ``--repeat``); the
-compile time of the first call is listed separately.
+compile time of the first call is listed separately. ``--preset fig12`` / ``fig13`` for the
+other sections. ``--step-cost`` also times one DOPRI5 step (field + event samples, 512 lanes,
+one device) of the rolling field and of the hybrid field with mixed modes, which is where the
+slip panel's time goes.
 
-    python benchmarks/bench_slip.py [--repeat 2] [--json out.json]
+    python benchmarks/bench_slip.py [--repeat 2] [--preset fig11] [--step-cost] [--json out.json]
 """
 
 from __future__ import annotations
@@ -19,12 +22,58 @@ from rollax.basin import basin_map, preset
 from rollax.slip import SlipSettings
 
 
+def step_cost(lanes: int = 512, n_steps: int = 50) -> dict[str, float]:
+    """ns per lane for one DOPRI5 step with the event functions at the stage states."""
+    import jax
+    import jax.numpy as jnp
+
+    from rollax import dopri5, slip
+    from rollax.basin import _events, _rolling
+    from rollax.rim import Rim
+
+    rim = jax.tree_util.tree_map(jnp.asarray, Rim(mu=1.0))
+    rng = np.random.default_rng(1)
+    x = rng.random((lanes, 4)) + np.array([1.0, 0.0, 35.0, 10.0])
+    modes = rng.integers(0, 3, (lanes, 1)).astype(float)
+    z = jnp.asarray(np.concatenate([x, np.full((lanes, 2), 1e-3), modes], axis=1))
+    settings = slip.SlipSettings()
+    kargs = slip._KernelArgs(rim, *(jnp.asarray(float(getattr(settings, k))) for k in
+                                    ("tau_stick", "dir_tol", "u_layer", "delta", "min_dwell")),
+                             jnp.int32(settings.max_switches), jnp.int32(settings.max_short))
+    cases = {
+        "rolling": (lambda t, y: _rolling(t, y, rim), lambda t, y: _events(t, y, rim), z[:, :4]),
+        "hybrid (mixed modes)": (lambda t, y: slip._kernel_field(t, y, kargs),
+                                 lambda t, y: slip._kernel_events(t, y, kargs), z),
+    }
+    out = {}
+    stages = jnp.asarray(dopri5.SAMPLE_STAGES)
+    for name, (f, g, y0) in cases.items():
+        h = jnp.full(lanes, 1e-4)
+
+        def body(i, y, f=f, g=g, h=h):
+            y1, _, _, _, gs = jax.vmap(lambda y, h: dopri5.step(f, 0.0, y, h, f(0.0, y), g))(y, h)
+            return y1 + 0.0 * jnp.sum(gs[:, stages])
+
+        run = jax.jit(lambda y, body=body: jax.lax.fori_loop(0, n_steps, body, y))
+        jax.block_until_ready(run(y0))
+        best = np.inf
+        for _ in range(5):
+            t0 = time.perf_counter()
+            jax.block_until_ready(run(y0))
+            best = min(best, time.perf_counter() - t0)
+        out[name] = round(best / n_steps / lanes * 1e9, 1)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--preset", default="fig11")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--step-cost", action="store_true")
     args = ap.parse_args()
+    if args.step_cost:
+        print("ns per lane and step:", json.dumps(step_cost()), flush=True)
     rim, kw = preset(args.preset, "none")
     rows = {}
     for name, slip in (("no slip", None), ("mu = 1", SlipSettings())):

@@ -141,3 +141,34 @@ def test_gradient_without_event_is_the_flow_jacobian():
                                       atol=1e-12).y)(jnp.array([1.0, 0.0]))
     c, s = np.cos(1.0), np.sin(1.0)
     assert np.allclose(jac, [[c, s], [-s, c]], atol=1e-9)
+
+
+def _scan_reference(kinds, targets, values, sign, count):
+    """The sample scan written as the loop it replaces (one sample at a time)."""
+    n_s, n = values.shape
+    sign, count = sign.copy(), count.copy()
+    first = np.full(n, n_s)
+    for k in range(n_s):
+        s = np.sign(values[k])
+        flip = (s != 0) & (s == -sign)
+        count = count + flip
+        sign = np.where(s != 0, s, sign)
+        hit = np.where(kinds == BOUNDARY, values[k] <= 0, (targets > 0) & (count >= targets) & flip)
+        first = np.where(hit & (first == n_s), k, first)
+    return first < n_s, first, sign, count
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_vectorised_scan_equals_the_loop(seed):
+    rng = np.random.default_rng(seed)
+    kinds = (BOUNDARY, CROSSING, CROSSING, CROSSING)
+    targets = (1, 1, 2, 0)
+    ev = EventSet(lambda t, y, a: y, kinds, targets)
+    # values from {-1, 0, 1} (many exact zeros) and reals; starting signs include 0
+    values = rng.choice([-1.0, 0.0, 1.0, 0.3, -0.7], size=(rng.integers(1, 17), 4))
+    sign = rng.choice([-1.0, 0.0, 1.0], size=4)
+    count = rng.integers(0, 2, size=4)
+    got = scan_samples(ev, jnp.asarray(values), jnp.asarray(sign), jnp.asarray(count, jnp.int32))
+    ref = _scan_reference(np.array(kinds), np.array(targets), values, sign, count)
+    for a, b in zip(got, ref):
+        assert np.array_equal(np.asarray(a), b)

@@ -96,8 +96,12 @@ def error_norm(
     y1: Float[Array, " d"],
     rtol: float,
     atol: float,
+    n: int | None = None,
 ) -> Float[Array, ""]:
-    """RMS norm of the error scaled by ``atol + rtol * max(|y0|, |y1|)`` (Hairer's, as in diffrax)."""
+    """RMS norm of the error scaled by ``atol + rtol * max(|y0|, |y1|)`` (Hairer's, as in diffrax).
+
+    Only the first ``n`` components count (default: all); the others are passive (a mode, say)."""
+    err, y0, y1 = err[:n], y0[:n], y1[:n]
     scale = atol + rtol * jnp.maximum(jnp.abs(y0), jnp.abs(y1))
     return jnp.sqrt(jnp.mean((err / scale) ** 2))
 
@@ -109,14 +113,16 @@ def initial_step(
     k1: Float[Array, " d"],
     rtol: float,
     atol: float,
+    n: int | None = None,
 ) -> Float[Array, ""]:
-    """Hairer's starting step-size heuristic for a method of order 5 (Solving ODEs I, II.4)."""
-    scale = atol + rtol * jnp.abs(y0)
-    d0 = jnp.sqrt(jnp.mean((y0 / scale) ** 2))
-    d1 = jnp.sqrt(jnp.mean((k1 / scale) ** 2))
+    """Hairer's starting step-size heuristic for a method of order 5 (Solving ODEs I, II.4),
+    from the first ``n`` components (default: all)."""
+    scale = atol + rtol * jnp.abs(y0[:n])
+    d0 = jnp.sqrt(jnp.mean((y0[:n] / scale) ** 2))
+    d1 = jnp.sqrt(jnp.mean((k1[:n] / scale) ** 2))
     h0 = jnp.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / d1)
     k2 = f(t0 + h0, y0 + h0 * k1)
-    d2 = jnp.sqrt(jnp.mean(((k2 - k1) / scale) ** 2)) / h0
+    d2 = jnp.sqrt(jnp.mean(((k2 - k1)[:n] / scale) ** 2)) / h0
     dmax = jnp.maximum(d1, d2)
     h1 = jnp.where(dmax <= 1e-15, jnp.maximum(1e-6, h0 * 1e-3), (0.01 / dmax) ** (1 / 5))
     return jnp.minimum(100 * h0, h1)

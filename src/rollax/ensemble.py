@@ -13,6 +13,13 @@ Design (measured in ``shared/PERFORMANCE.md``):
   locates the earliest root of all events on the dense output (:mod:`rollax.events`).
 * **One queue per device**: starts are dealt round-robin to the local JAX devices
   (``pmap``); on a CPU, :mod:`rollax._setup` makes one device per core.
+* **Hybrid systems in the loop.** With a ``reset`` map, an event does not end the lane: the
+  lane parks, and when enough lanes are parked or free, one vectorised pass (over the parked
+  lanes only) locates their events, applies the reset map and lets them go on, in a new
+  segment, from the state it returns. A mode (rolling or slipping, say) rides in the state
+  as a passive component (zero rate, left out of the error norm with ``n_error``), so every
+  lane may be in a different mode; per-start bookkeeping the reset map needs (switch counts,
+  say) rides in ``aux``. The reset map decides which events end the run.
 
 The event semantics are those of :mod:`rollax.events`, the same as :func:`rollax.integrate.solve`.
 """
@@ -34,9 +41,11 @@ from rollax.events import CROSSING, EventSet, locate_root, scan_samples
 EVENT = 0  # ended by an event (see ``event``)
 T_MAX = 1  # reached t_max with no event
 FAILED_NAN = 2  # the state or the step size became non-finite / underflowed
-FAILED_STEPS = 3  # the step limit was hit
+FAILED_STEPS = 3  # the step limit (per segment) or the reset limit was hit
 PADDING = 4  # not a real start (padding of a chunk)
-_PENDING = 5  # internal: the step holding the event is not yet located
+_PENDING = 5  # internal: the step holding the (terminal) event is located after the loop
+_PARKED = 6  # internal: the step holding an event is located, and reset, in the loop
+_LIVE = 7  # internal: integrating
 
 STATUS_NAMES = {EVENT: "event", T_MAX: "t_max", FAILED_NAN: "nan", FAILED_STEPS: "max_steps"}
 
@@ -47,16 +56,19 @@ class EnsembleResult(NamedTuple):
     status: np.ndarray  # (N,) int8, one of EVENT, T_MAX, FAILED_NAN, FAILED_STEPS
     event: np.ndarray  # (N,) int32: the event that ended the run, -1 if none
     t: np.ndarray  # (N,) time at the end
-    y: np.ndarray  # (N, d) state at the end
-    counts: np.ndarray  # (N, n_events) crossings counted (the ending one included)
-    t_first: np.ndarray  # (N, n_events) time of the first crossing of each crossing event (nan if none)
-    steps: np.ndarray  # (N,) attempted steps
+    y: np.ndarray  # (N, d) state at the end (with a reset map: the state it returned)
+    counts: np.ndarray  # (N, n_events) crossings counted in the last segment (the ending one included)
+    t_first: np.ndarray  # (N, n_events) first crossing of each crossing event in the last segment (nan if none)
+    steps: np.ndarray  # (N,) attempted steps, all segments
+    resets: np.ndarray  # (N,) non-terminal resets (segments - 1)
+    aux: np.ndarray  # (N, p) the reset map's per-start data at the end
 
 
 class _Lanes(NamedTuple):
     idx: Int[Array, " L"]  # the start held by the lane (-1: none); its record is written on refill
-    live: Bool[Array, " L"]  # still integrating
-    status: Int[Array, " L"]  # record status once the lane has finished
+    live: Bool[Array, " L"]  # integrating
+    status: Int[Array, " L"]  # _PARKED while parked; the record status once finished
+    event: Int[Array, " L"]
     t: Float[Array, " L"]
     y: Float[Array, "L d"]
     h: Float[Array, " L"]
@@ -64,6 +76,9 @@ class _Lanes(NamedTuple):
     sign: Float[Array, "L n"]
     count: Int[Array, "L n"]
     steps: Int[Array, " L"]
+    seg: Int[Array, " L"]  # steps at the start of the current segment
+    resets: Int[Array, " L"]
+    aux: Float[Array, "L p"]
     fc_t: Float[Array, "L n"]  # start of the step holding the first crossing
     fc_y: Float[Array, "L n d"]
     fc_h: Float[Array, "L n"]
@@ -72,26 +87,39 @@ class _Lanes(NamedTuple):
 
 class _Out(NamedTuple):
     status: Int[Array, " M"]
+    event: Int[Array, " M"]
     t: Float[Array, " M"]
     y: Float[Array, "M d"]
     h: Float[Array, " M"]
     sign: Float[Array, "M n"]
     count: Int[Array, "M n"]
     steps: Int[Array, " M"]
+    resets: Int[Array, " M"]
+    aux: Float[Array, "M p"]
     fc_t: Float[Array, "M n"]
     fc_y: Float[Array, "M n d"]
     fc_h: Float[Array, "M n"]
     fc_sign: Float[Array, "M n"]
 
 
-_RECORD = ("status", "t", "y", "h", "sign", "count", "steps", "fc_t", "fc_y", "fc_h", "fc_sign")
+_RECORD = _Out._fields
+
+
+class _Problem(NamedTuple):
+    """The static parts of a solve (hashable: compiled kernels are cached on them)."""
+
+    f: Callable
+    events: EventSet
+    reset: Callable | None
+    n_error: int | None
+    n_samples: int
 
 
 def _queue(
-    f: Callable,
-    events: EventSet,
+    pb: _Problem,
     lanes: int,
     y0s: Float[Array, "N d"],
+    aux0s: Float[Array, "N p"],
     valid: Bool[Array, " N"],
     args,
     t0: Float[Array, ""],
@@ -99,9 +127,11 @@ def _queue(
     rtol: Float[Array, ""],
     atol: Float[Array, ""],
     max_steps: Int[Array, ""],
+    max_resets: Int[Array, ""],
     dt_max: Float[Array, ""],
 ) -> _Out:
     """Run one work queue over the starts ``y0s`` (one device). Returns raw per-start records."""
+    f, events, reset, ne = pb.f, pb.events, pb.reset, pb.n_error
     N, d = y0s.shape
     n = events.n
     L = lanes
@@ -109,14 +139,18 @@ def _queue(
     gy = lambda t, y: events.fn(t, y, args)  # noqa: E731
     dtype = y0s.dtype
 
+    def first_step(t, y, k):
+        h = dopri5.initial_step(fy, t, y, k, rtol, atol, ne)
+        return jnp.minimum(jnp.minimum(h, dt_max), t_max - t)
+
     # Per-start set-up, vectorised once: event values, k1 and the first step size.
     g0 = jax.vmap(lambda y: gy(t0, y))(y0s)
     k10 = jax.vmap(lambda y: fy(t0, y))(y0s)
-    h0 = jax.vmap(lambda y, k: dopri5.initial_step(fy, t0, y, k, rtol, atol))(y0s, k10)
-    h0 = jnp.minimum(jnp.minimum(h0, dt_max), t_max - t0)
-    # Starts that are over before they begin (a boundary already violated) need no solve.
+    h0 = jax.vmap(lambda y, k: first_step(t0, y, k))(y0s, k10)
+    # A boundary already violated at t0: without a reset map the start needs no solve; with
+    # one it enters parked, at a step of length 0.
     at_start = jax.vmap(events.fired_at_start)(g0).any(axis=1) if n else jnp.zeros(N, bool)
-    needs = valid & ~at_start
+    needs = valid if reset is not None else valid & ~at_start
     order = jnp.argsort(~needs, stable=True).astype(jnp.int32)
     nq = jnp.sum(needs).astype(jnp.int32)
 
@@ -126,22 +160,26 @@ def _queue(
     def blank(K):
         # per-record arrays shared by the lanes and the records: crossings and their steps
         return dict(
+            event=jnp.full((K,), -1, jnp.int32),
             sign=jnp.zeros((K, n), dtype),
             count=jnp.zeros((K, n), jnp.int32),
             steps=jnp.zeros((K,), jnp.int32),
+            resets=jnp.zeros((K,), jnp.int32),
             fc_t=jnp.full((K, n), jnp.nan, dtype),
             fc_y=jnp.zeros((K, n, d), dtype),
             fc_h=jnp.zeros((K, n), dtype),
             fc_sign=jnp.zeros((K, n), dtype),
         )
 
+    first_status = jnp.where(at_start, _PENDING, T_MAX) if reset is None else T_MAX
     out = _Out(
         status=jnp.concatenate(
-            [jnp.where(valid, jnp.where(at_start, _PENDING, T_MAX), PADDING), jnp.array([PADDING])]
+            [jnp.where(valid, first_status, PADDING), jnp.array([PADDING])]
         ).astype(jnp.int32),
         t=jnp.full((M,), t0, dtype),
         y=jnp.concatenate([y0s, jnp.zeros((1, d), dtype)]),
         h=jnp.zeros((M,), dtype),  # starts that end at t0: a pending 'step' with h = 0
+        aux=jnp.concatenate([aux0s, jnp.zeros((1,) + aux0s.shape[1:], dtype)]),
         **blank(M),
     )
     lanes0 = _Lanes(
@@ -152,39 +190,91 @@ def _queue(
         y=jnp.zeros((L, d), dtype),
         h=jnp.ones((L,), dtype),
         k1=jnp.zeros((L, d), dtype),
+        seg=jnp.zeros((L,), jnp.int32),
+        aux=jnp.zeros((L,) + aux0s.shape[1:], dtype),
         **blank(L),
     )
 
     def flush(ln, out):
         # finished lanes write their records (others write to the spare row)
-        w = jnp.where((ln.idx >= 0) & ~ln.live, ln.idx, N)
+        done = (ln.idx >= 0) & ~ln.live & (ln.status != _PARKED)
+        w = jnp.where(done, ln.idx, N)
         out = _Out(*(getattr(out, k).at[w].set(getattr(ln, k)) for k in _RECORD))
-        return ln._replace(idx=jnp.where(ln.live, ln.idx, -1)), out
+        return ln._replace(idx=jnp.where(done, -1, ln.idx)), out
 
     def refill(carry):
         ln, qp, out = carry
         ln, out = flush(ln, out)
-        free = ~ln.live
+        free = ln.idx < 0
         rank = jnp.cumsum(free) - 1
         take = free & (qp + rank < nq)
         src = order[jnp.clip(qp + rank, 0, N - 1)]
         tk = take[:, None]
+        parked = take & at_start[src] if reset is not None else jnp.zeros_like(take)
         ln = ln._replace(
             idx=jnp.where(take, src, ln.idx),
-            live=ln.live | take,
+            live=ln.live | (take & ~parked),
+            status=jnp.where(take, jnp.where(parked, _PARKED, _LIVE), ln.status),
+            event=jnp.where(take, -1, ln.event),
             t=jnp.where(take, t0, ln.t),
             y=jnp.where(tk, y0s[src], ln.y),
-            h=jnp.where(take, h0[src], ln.h),
+            h=jnp.where(take, jnp.where(parked, 0.0, h0[src]), ln.h),
             k1=jnp.where(tk, k10[src], ln.k1),
             sign=jnp.where(tk, jnp.sign(g0[src]), ln.sign),
             count=jnp.where(tk, 0, ln.count),
             steps=jnp.where(take, 0, ln.steps),
+            seg=jnp.where(take, 0, ln.seg),
+            resets=jnp.where(take, 0, ln.resets),
+            aux=jnp.where(take.reshape((L,) + (1,) * (ln.aux.ndim - 1)), aux0s[src], ln.aux),
             fc_t=jnp.where(tk, jnp.nan, ln.fc_t),
         )
         return ln, qp + jnp.sum(take).astype(jnp.int32), out
 
+    is_cross = jnp.asarray(events.kinds, jnp.int32) == CROSSING
+
+    def serve_one(t, y, h, sign, count, steps, resets, aux, fc_t):
+        # Locate the event of a parked lane (h = 0: it fired at the state itself), apply the
+        # reset map and set up the next segment.
+        g_here = gy(t, y)
+        at0 = h == 0.0
+        e0 = jnp.argmax(events.fired_at_start(g_here)).astype(jnp.int32)
+        found, e1, theta, y_at = _locate(pb, args, t, y, jnp.where(at0, 1.0, h), sign, count)
+        e = jnp.where(at0, e0, e1)
+        te = jnp.where(at0, t, t + theta * h)
+        ye = jnp.where(at0, y, y_at)
+        t_n, y_n, aux_n, term = reset(te, ye, aux, e, args)
+        lost = ~at0 & ~found  # cannot happen unless the redone step differs: report it
+        term = term & ~lost
+        g_n = gy(t_n, y_n)
+        k1_n = fy(t_n, y_n)
+        again = ~term & jnp.any(events.fired_at_start(g_n))
+        resets_n = resets + jnp.where(term, 0, 1)
+        over = ~term & ~again & (t_n >= t_max)
+        capped = ~term & (resets_n > max_resets)
+        status = jnp.select([lost, term, capped, over, again],
+                            [FAILED_NAN, EVENT, FAILED_STEPS, T_MAX, _PARKED], _LIVE)
+        live = status == _LIVE
+        h_n = jnp.where(again, 0.0, first_step(t_n, y_n, k1_n))
+        # a terminal event keeps the segment's crossings (the ending one counted)
+        count_n = jnp.where(term, count + (is_cross & (jnp.arange(n) == e)), 0)
+        return (live, status.astype(jnp.int32), jnp.where(term, e, -1), t_n, y_n, h_n, k1_n,
+                jnp.sign(g_n), count_n.astype(count.dtype), steps, resets_n, aux_n,
+                jnp.where(term, fc_t, jnp.nan))
+
+    def serve(carry):
+        ln, qp, out = carry
+        parked = (ln.idx >= 0) & ~ln.live & (ln.status == _PARKED)
+        names = ("live", "status", "event", "t", "y", "h", "k1", "sign", "count", "seg",
+                 "resets", "aux", "fc_t")
+        res = _blocked(serve_one, parked, max(16, L // 16),
+                       (ln.t, ln.y, ln.h, ln.sign, ln.count, ln.steps, ln.resets, ln.aux,
+                        ln.fc_t),
+                       tuple(getattr(ln, k) for k in names))
+        return ln._replace(**dict(zip(names, res))), qp, out
+
     crossing = jnp.asarray(events.kinds, jnp.int32) == CROSSING
     sample_stages = jnp.asarray(dopri5.SAMPLE_STAGES)
+    stop_status = _PENDING if reset is None else _PARKED
 
     def advance(carry):
         ln, qp, out = carry
@@ -192,7 +282,7 @@ def _queue(
         y1, err, ks, _, gs = jax.vmap(lambda t, y, h, k: dopri5.step(fy, t, y, h, k, gy))(
             ln.t, ln.y, ln.h, ln.k1
         )
-        en = jax.vmap(lambda e, a, b: dopri5.error_norm(e, a, b, rtol, atol))(err, ln.y, y1)
+        en = jax.vmap(lambda e, a, b: dopri5.error_norm(e, a, b, rtol, atol, ne))(err, ln.y, y1)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1), axis=1)
         accept = live & finite & (en <= 1.0)
 
@@ -215,14 +305,14 @@ def _queue(
         fac = jnp.where(accept, fac, jnp.minimum(fac, 1.0))
         t_new = jnp.where(go, t1, ln.t)
         h_new = jnp.minimum(jnp.minimum(ln.h * fac, dt_max), t_max - t_new)
-        # a hit keeps its step (the post-pass redoes it); finished lanes keep their record
+        # a hit keeps its step (it is redone to locate the event); finished lanes keep theirs
         h_new = jnp.where(hit | ~live, ln.h, h_new)
         tiny = ln.h < 1e-14 * jnp.maximum(1.0, jnp.abs(ln.t))
         nan_fail = live & (~jnp.all(jnp.isfinite(ln.y), axis=1) | tiny)
-        step_fail = live & ~nan_fail & ~hit & ~at_end & (steps >= max_steps)
+        step_fail = live & ~nan_fail & ~hit & ~at_end & (steps - ln.seg >= max_steps)
         done = hit | at_end | nan_fail | step_fail
         status = jnp.select(
-            [hit, at_end, nan_fail], [_PENDING, T_MAX, FAILED_NAN], FAILED_STEPS
+            [hit, at_end, nan_fail], [stop_status, T_MAX, FAILED_NAN], FAILED_STEPS
         ).astype(jnp.int32)
         ln = ln._replace(
             live=live & ~done,
@@ -239,86 +329,105 @@ def _queue(
             fc_h=jnp.where(first, ln.h[:, None], ln.fc_h),
             fc_sign=jnp.where(first, ln.sign, ln.fc_sign),
         )
-        n_free = jnp.sum(~ln.live)
-        need = (qp < nq) & ((n_free >= max(1, L // 16)) | (n_free == L))
-        return jax.lax.cond(need, refill, lambda c: c, (ln, qp, out))
+        n_idle = jnp.sum(~ln.live)
+        pending = qp < nq
+        if reset is not None:
+            pending = pending | jnp.any(~ln.live & (ln.status == _PARKED) & (ln.idx >= 0))
+        need = pending & ((n_idle >= max(1, L // 16)) | (n_idle == L))
+        return jax.lax.cond(need, service, lambda c: c, (ln, qp, out))
+
+    service = refill if reset is None else (lambda c: refill(serve(c)))
 
     def cond(carry):
         ln, qp, _ = carry
-        return jnp.any(ln.live) | (qp < nq)
+        parked = jnp.any((ln.idx >= 0) & ~ln.live & (ln.status == _PARKED))
+        return jnp.any(ln.live) | (qp < nq) | parked
 
     carry = refill((lanes0, jnp.int32(0), out))
+    if reset is not None:
+        carry = serve(carry)
     ln, _, out = jax.lax.while_loop(cond, advance, carry)
     _, out = flush(ln, out)
     return out
 
 
 def _locate(
-    f: Callable,
-    events: EventSet,
-    n_samples: int,
+    pb: _Problem,
     args,
     t: Float[Array, ""],
     y: Float[Array, " d"],
     h: Float[Array, ""],
     sign: Float[Array, " n"],
     count: Int[Array, " n"],
-) -> tuple[Bool[Array, " n"], Float[Array, " n"], Float[Array, " d"]]:
-    """Redo the step ``(t, y, h)`` and locate each event's firing root on its dense output.
+    mask: Bool[Array, " n"] | None = None,
+    targets: tuple[int, ...] | None = None,
+) -> tuple[Bool[Array, ""], Int[Array, ""], Float[Array, ""], Float[Array, " d"]]:
+    """Redo the step ``(t, y, h)`` and locate the earliest firing root of the events
+    (those in ``mask``, default all) on its dense output.
 
-    Returns ``(fired, theta, y_at)``: which events fire in the step, where (as a fraction of
-    h), and the interpolated state at the earliest of them.
-    The bracket comes from ``n_samples`` equally spaced samples of the interpolant; if the
-    interpolant shows no firing (a graze seen only at a stage state, within the tolerance) the
-    stage samples give it.
+    Returns ``(found, e, theta, y_at)``: whether an event fires in the step, which one fires
+    first, where (as a fraction of h), and the interpolated state there. The bracket is the
+    first interval of ``n_samples`` equally spaced samples of the interpolant in which an event
+    fires (if the interpolant shows no firing, a graze seen only at a stage state within the
+    tolerance, the stage samples give it). One root finder runs on the lower envelope of the
+    events that fire in that interval (each oriented to be positive before it fires), whose
+    first root is the earliest of theirs.
     """
-    fy = lambda t_, y_: f(t_, y_, args)  # noqa: E731
-    k1 = fy(t, y)
+    events, n_samples = pb.events, pb.n_samples
+    fy = lambda t_, y_: pb.f(t_, y_, args)  # noqa: E731
     gy = lambda t_, y_: events.fn(t_, y_, args)  # noqa: E731
+    k1 = fy(t, y)
     y1, _, ks, _, gs = dopri5.step(fy, t, y, h, k1, gy)
     dtype = y.dtype
+    n = events.n
 
     def g_at(theta):
-        return events.fn(t + theta * h, dopri5.interpolate(y, y1, ks, h, theta), args)
+        return gy(t + theta * h, dopri5.interpolate(y, y1, ks, h, theta))
 
+    tg = None if targets is None else jnp.asarray(targets, jnp.int32)
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=dtype)[1:]
     vals = jax.vmap(g_at)(thetas)
-    fired, first, _, _ = scan_samples(events, vals, sign, count)
+    fired, first, _, _ = scan_samples(events, vals, sign, count, tg)
     # Fallback: the stage states that made the kernel stop.
     st_th = jnp.asarray(dopri5.SAMPLE_THETAS, dtype)
     st_vals = gs[jnp.asarray(dopri5.SAMPLE_STAGES)]
-    fired_s, first_s, _, _ = scan_samples(events, st_vals, sign, count)
+    fired_s, first_s, _, _ = scan_samples(events, st_vals, sign, count, tg)
+    if mask is not None:
+        fired, fired_s = fired & mask, fired_s & mask
     use_stage = ~jnp.any(fired)
     fired = jnp.where(use_stage, fired_s, fired)
-    g0 = events.fn(t, y, args)
+    first = jnp.where(use_stage, first_s, first)
+    k = jnp.min(jnp.where(fired, first, n_samples))
+    cand = fired & (first == k)
+    ks_ = jnp.clip(k, 0, n_samples - 1)
+    kst = jnp.clip(k, 0, st_th.shape[0] - 1)
+    a = jnp.where(k == 0, 0.0, jnp.where(use_stage, st_th[kst - 1], thetas[ks_ - 1]))
+    b = jnp.where(use_stage, st_th[kst], thetas[ks_])
+    ga_all = jnp.where(k == 0, gy(t, y), jnp.where(use_stage, st_vals[kst - 1], vals[ks_ - 1]))
+    gb_all = jnp.where(use_stage, st_vals[kst], vals[ks_])
+    # orientation: boundaries fire at <= 0; a crossing fires on leaving its sign before
+    kinds = jnp.asarray(events.kinds, jnp.int32)
+    orient = jnp.where(kinds == CROSSING, -jnp.sign(gb_all), 1.0).astype(dtype)
 
-    def one(e):
-        k = jnp.where(use_stage, first_s[e], first[e])
-        th_grid = jnp.concatenate([jnp.zeros(1, dtype), thetas])
-        st_grid = jnp.concatenate([jnp.zeros(1, dtype), st_th])
-        kk = jnp.clip(k, 0, n_samples - 1)
-        a = jnp.where(use_stage, st_grid[jnp.clip(k, 0, st_th.shape[0] - 1)], th_grid[kk])
-        b = jnp.where(use_stage, st_th[jnp.clip(k, 0, st_th.shape[0] - 1)], thetas[kk])
-        ge = lambda th: g_at(th)[e]  # noqa: E731
-        ga = jnp.where(a == 0.0, g0[e], ge(a))
-        gb = ge(b)
-        ok = fired[e] & ((ga > 0) != (gb > 0))
-        root = locate_root(ge, a, b, jnp.where(ok, ga, 1.0), jnp.where(ok, gb, -1.0))
-        return jnp.where(ok, root, b)
+    def envelope(g):
+        return jnp.min(jnp.where(cand, orient * g, jnp.inf))
 
-    theta = jnp.stack([one(e) for e in range(events.n)]) if events.n else jnp.zeros(0, dtype)
-    th = jnp.where(fired, theta, jnp.inf)
-    e = jnp.argmin(th) if events.n else jnp.asarray(0)
-    y_at = dopri5.interpolate(y, y1, ks, h, jnp.where(jnp.isfinite(th[e]), th[e], 1.0))
-    return fired, theta, y_at
+    G = lambda th: envelope(g_at(th))  # noqa: E731
+    found = jnp.any(cand)
+    ga, gb = envelope(ga_all), envelope(gb_all)
+    root = locate_root(G, a, b, jnp.where(found, ga, 1.0), jnp.where(found, gb, -1.0))
+    root = jnp.where(found, root, 1.0)
+    g_root = g_at(root)
+    e = jnp.argmin(jnp.where(cand, orient * g_root, jnp.inf)).astype(jnp.int32) if n else jnp.int32(0)
+    return found, e, root, dopri5.interpolate(y, y1, ks, h, root)
 
 
 def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
     """Apply ``fn`` (vmapped) only to the entries selected by ``mask``, ``block`` at a time.
 
-    ``outputs`` are the default per-entry values (leading axis M, whose last row is a spare
-    that absorbs the writes of padding). The cost scales with the number of selected entries,
-    not with M, which matters because most starts need no root finding.
+    ``outputs`` are the default per-entry values (leading axis M). The cost scales with the
+    number of selected entries, not with M, which matters because most starts need no root
+    finding.
     """
     M = mask.shape[0]
     order = jnp.argsort(~mask, stable=True)
@@ -330,24 +439,24 @@ def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
         idx = jax.lax.dynamic_slice(order, (b * block,), (block,))
         ok = b * block + jnp.arange(block) < count
         res = vfn(*(x[idx] for x in inputs))
-        w = jnp.where(ok, idx, M - 1)
-        return tuple(o.at[w].set(r) for o, r in zip(outs, res))
+        w = jnp.where(ok, idx, M)  # out of range: dropped
+        return tuple(o.at[w].set(r, mode="drop") for o, r in zip(outs, res))
 
     n_blocks = (count + block - 1) // block
     return jax.lax.fori_loop(0, n_blocks, body, tuple(outputs))
 
 
 def _finish(
-    f: Callable, events: EventSet, n_samples: int, out: _Out, args, block: int = 512
+    pb: _Problem, out: _Out, args, block: int = 512
 ) -> tuple[Int[Array, " M"], Int[Array, " M"], Float[Array, " M"], Float[Array, "M d"],
            Int[Array, "M n"], Float[Array, "M n"]]:
-    """Post-pass: locate the ending event of every pending start, and the first crossings of
-    the crossing events, on the dense output of the step that holds them."""
+    """Post-pass: locate the ending event of every pending start (no reset map), and the
+    first crossings of the crossing events, on the dense output of the step that holds them."""
+    events = pb.events
     n = events.n
     M = out.t.shape[0]
     if n == 0:  # no events: nothing to locate
-        return (out.status, jnp.full((M,), -1, jnp.int32), out.t, out.y, out.count,
-                jnp.zeros((M, 0), out.t.dtype))
+        return (out.status, out.event, out.t, out.y, out.count, jnp.zeros((M, 0), out.t.dtype))
     is_cross = jnp.asarray(events.kinds, jnp.int32) == CROSSING
     pending = out.status == _PENDING
     at_start = pending & (out.h == 0.0)  # ended at the very start: no step to search
@@ -357,14 +466,12 @@ def _finish(
     e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
 
     def end_one(t, y, h, sign, count):
-        fired, theta, y_at = _locate(f, events, n_samples, args, t, y, h, sign, count)
-        th = jnp.where(fired, theta, jnp.inf)
-        e = jnp.argmin(th).astype(jnp.int32)
-        return e, t + th[e] * h, y_at
+        _, e, theta, y_at = _locate(pb, args, t, y, h, sign, count)
+        return e, t + theta * h, y_at
 
     event, t_end, y_end = _blocked(
         end_one, pending & ~at_start, block, (out.t, out.y, out.h, out.sign, out.count),
-        (jnp.where(at_start, e0, -1), out.t, out.y),
+        (jnp.where(at_start, e0, out.event), out.t, out.y),
     )
     counts = out.count + (
         pending[:, None] & is_cross[None, :] & (event[:, None] == jnp.arange(n)[None, :])
@@ -372,37 +479,38 @@ def _finish(
     status = jnp.where(pending, EVENT, out.status)
 
     # First crossings (only of crossing events, only where one was seen).
-    first_events = EventSet(events.fn, events.kinds, tuple(1 for _ in events.kinds))
     t_first = jnp.full((M, n), jnp.nan, out.t.dtype)
+    ones = tuple(1 for _ in events.kinds)
     for e in range(n):
         if events.kinds[e] != CROSSING:
             continue
+        only = jnp.arange(n) == e
 
-        def first_one(t, y, h, sign, e=e):
-            fired, theta, _ = _locate(
-                f, first_events, n_samples, args, t, y, h, sign, jnp.zeros(n, jnp.int32)
-            )
-            return (jnp.where(fired[e], t + theta[e] * h, jnp.nan),)
+        def first_one(t, y, h, sign, only=only):
+            found, _, theta, _ = _locate(pb, args, t, y, h, sign, jnp.zeros(n, jnp.int32),
+                                         mask=only, targets=ones)
+            return (jnp.where(found, t + theta * h, jnp.nan),)
 
         seen = jnp.isfinite(out.fc_t[:, e])
         (tf,) = _blocked(first_one, seen, block,
                          (out.fc_t[:, e], out.fc_y[:, e], out.fc_h[:, e], out.fc_sign),
                          (t_first[:, e],))
         # a crossing that ends the run is also the first one when none was seen before
-        tf = jnp.where(~seen & (event == e), t_end, tf)
+        tf = jnp.where(~seen & (event == e) & (status == EVENT), t_end, tf)
         t_first = t_first.at[:, e].set(tf)
     return status, event, t_end, y_end, counts, t_first
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(f, events: EventSet, lanes: int, n_samples: int, n_dev: int):
-    def run(y0s, valid, args, t0, t_max, rtol, atol, max_steps, dt_max):
-        out = _queue(f, events, lanes, y0s, valid, args, t0, t_max, rtol, atol, max_steps, dt_max)
-        status, event, t, y, counts, t_first = _finish(f, events, n_samples, out, args)
-        return status[:-1], event[:-1], t[:-1], y[:-1], counts[:-1], t_first[:-1], out.steps[:-1]
+def _compiled(pb: _Problem, lanes: int, n_dev: int):
+    def run(y0s, aux0s, valid, args, t0, t_max, rtol, atol, max_steps, max_resets, dt_max):
+        out = _queue(pb, lanes, y0s, aux0s, valid, args, t0, t_max, rtol, atol, max_steps,
+                     max_resets, dt_max)
+        status, event, t, y, counts, t_first = _finish(pb, out, args)
+        return (status[:-1], event[:-1], t[:-1], y[:-1], counts[:-1], t_first[:-1],
+                out.steps[:-1], out.resets[:-1], out.aux[:-1])
 
-    return jax.pmap(run, in_axes=(0, 0, None, None, None, None, None, None, None),
-                    devices=jax.local_devices()[:n_dev])
+    return jax.pmap(run, in_axes=(0, 0, 0) + (None,) * 8, devices=jax.local_devices()[:n_dev])
 
 
 def solve_ensemble(
@@ -421,16 +529,32 @@ def solve_ensemble(
     n_samples: int = 16,
     devices: int | None = None,
     valid: np.ndarray | None = None,
+    reset: Callable | None = None,
+    aux: np.ndarray | None = None,
+    n_error: int | None = None,
+    max_resets: int = 10_000,
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax.events`) or ``t_max``.
 
-    ``f`` and ``events`` must be stable objects (module-level functions / a module-level
-    :class:`EventSet`): compiled kernels are cached on their identity; pass parameters through
-    ``args`` (a pytree of arrays) so that new parameter values do not recompile. The starts are
-    dealt round-robin to ``devices`` JAX devices (default: all local devices), each running its
-    own work queue of ``lanes`` lanes. Returns an :class:`EnsembleResult`; starts whose state
-    became non-finite or that hit ``max_steps`` are reported with a failure status.
+    ``f``, ``events`` and ``reset`` must be stable objects (module-level functions / a
+    module-level :class:`EventSet`): compiled kernels are cached on their identity; pass
+    parameters through ``args`` (a pytree of arrays) so that new parameter values do not
+    recompile. The starts are dealt round-robin to ``devices`` JAX devices (default: all local
+    devices), each running its own work queue of ``lanes`` lanes. Returns an
+    :class:`EnsembleResult`; starts whose state became non-finite or that hit ``max_steps``
+    are reported with a failure status.
+
+    **Hybrid systems.** With ``reset(t, y, aux, event, args) -> (t, y, aux, terminal)``, every
+    event is located (the earliest root, as without a reset) and passed to the reset map with
+    the state there; unless it returns ``terminal``, the start goes on from the returned time
+    and state in a new segment (crossing counts and first crossings start afresh, the step size
+    is chosen anew). A returned state that violates a boundary event fires it at once. ``aux``
+    ``(N, p)`` is per-start data only the reset map sees and changes (default: none); the
+    record of a terminal event is the time, state and ``aux`` the reset map returned.
+    ``max_steps`` bounds each segment, ``max_resets`` the number of segments (then
+    ``FAILED_STEPS``). ``n_error``: only the first ``n_error`` components enter the error norm
+    (the rest are passive: a mode, say; default: all).
     """
     y0s = np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2:
@@ -443,28 +567,37 @@ def solve_ensemble(
     if lanes < 16:
         raise ValueError(f"lanes = {lanes!r} must be at least 16")
     N, d = y0s.shape
+    if n_error is not None and not 1 <= n_error <= d:
+        raise ValueError(f"n_error = {n_error!r} is outside the allowed range [1, {d}]")
+    aux = np.zeros((N, 0)) if aux is None else np.asarray(aux, dtype=np.float64)
+    if aux.ndim != 2 or aux.shape[0] != N:
+        raise ValueError(f"aux must have shape ({N}, p), got {aux.shape}")
+    if aux.shape[1] and reset is None:
+        raise ValueError("aux is only used by a reset map; pass reset= too")
     n_dev = devices or jax.local_device_count()
     if not 1 <= n_dev <= jax.local_device_count():
         raise ValueError(f"devices = {n_dev!r} is outside the allowed range [1, {jax.local_device_count()}]")
     valid = np.ones(N, bool) if valid is None else np.asarray(valid, bool)
     per = -(-max(N, 1) // n_dev)
     pad = per * n_dev - N
-    ys = np.concatenate([y0s, np.zeros((pad, d))]) if pad else y0s
-    vs = np.concatenate([valid, np.zeros(pad, bool)]) if pad else valid
-    # round-robin: start i goes to device i % n_dev
-    ys = ys.reshape(per, n_dev, d).transpose(1, 0, 2)
-    vs = vs.reshape(per, n_dev).T
-    run = _compiled(f, events, int(lanes), int(n_samples), n_dev)
+
+    def shard(x):
+        # round-robin: start i goes to device i % n_dev
+        x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)]) if pad else x
+        return x.reshape((per, n_dev) + x.shape[1:]).swapaxes(0, 1)
+
+    pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error), int(n_samples))
+    run = _compiled(pb, int(lanes), n_dev)
     args = jax.tree_util.tree_map(jnp.asarray, args)
-    res = run(ys, vs, args, float(t0), float(t_max), float(rtol), float(atol),
-              int(max_steps), float(dt_max))
+    res = run(shard(y0s), shard(aux), shard(valid), args, float(t0), float(t_max), float(rtol),
+              float(atol), int(max_steps), int(max_resets), float(dt_max))
 
     def unshard(x):
         x = np.asarray(x)
         return x.swapaxes(0, 1).reshape((per * n_dev,) + x.shape[2:])[:N]
 
-    status, event, t, y, counts, t_first, steps = (unshard(x) for x in res)
+    status, event, t, y, counts, t_first, steps, resets, aux_out = (unshard(x) for x in res)
     return EnsembleResult(
         status=status.astype(np.int8), event=event.astype(np.int32), t=t, y=y,
-        counts=counts, t_first=t_first, steps=steps,
+        counts=counts, t_first=t_first, steps=steps, resets=resets, aux=aux_out,
     )

@@ -49,8 +49,9 @@ The hybrid simulation follows the algorithm of Sect. 5.2.2, with three modes (``
   with the outcome ``CHATTERING``.
 
 :func:`simulate` runs one start with :func:`rollax.integrate.solve` segments (the diffrax path);
-:func:`sweep` runs many in the batched kernel of :mod:`rollax.ensemble`, phase by phase, with
-the same events, transition maps (:func:`transition`) and outcomes.
+:func:`sweep` runs many in the batched kernel of :mod:`rollax.ensemble`, whose reset map
+applies the same transition maps (:func:`transition`) at the same events, in the loop, with the
+same outcomes.
 
 **The slip speed delta.** Leaving the discontinuity, ``u-dot = |B| - C + O(delta)``, and
 ``|B| - C`` grows linearly in time from zero at the event, so the ``O(delta)`` terms are
@@ -342,6 +343,17 @@ class HybridArgs(NamedTuple):
     u_layer: Float[Array, ""]
 
 
+def _shared(one, *xs):
+    """Values used by several outputs of a fused field, divided by a run-time 1 (exact).
+
+    XLA's CPU backend fuses cheap element-wise producers into every consumer, so a value that
+    feeds the six components of the vmapped field is recomputed for each of them; a division
+    counts as expensive and is not duplicated, so the value is computed once. Measured on one
+    DOPRI5 step with the hybrid events, 512 lanes: 1030 -> 740 ns per lane
+    (``benchmarks/RESULTS.md``)."""
+    return tuple(x / one for x in xs)
+
+
 def _limit_geometry(w1, w2, w3, s, c, rim: Rim):
     """(B1, B3, |B|, B1/|B|, B3/|B|, F2/m of (31), theta_1 of :func:`layer_direction`) at a
     rolling state with sin/cos(beta) = (s, c); phi_1-dot in closed form."""
@@ -376,19 +388,22 @@ def _hybrid_rhs(y: SlipState, mode, rim: Rim) -> SlipState:
     :func:`slip_vector_field` and :func:`layer_vector_field` (checked in the tests)."""
     beta, w1, w2, w3, y4, y5 = y[0], y[1], y[2], y[3], y[4], y[5]
     r, j, g, rho, R, mu = rim.r, rim.j, rim.g, rim.rho, rim.R, rim.mu
-    s, c = sincos(beta)
+    one = 1.0 + 0.0 * beta
+    s, c = _shared(one, *sincos(beta))
     D = R - rho * c
     roll, leave = mode == ROLLING, mode == LEAVING
-    B1, B3, Bn, e1, e3, F2_0, theta1 = _limit_geometry(w1, w2, w3, s, c, rim)
+    B1, B3, Bn, e1, e3, F2_0, theta1 = _shared(one, *_limit_geometry(w1, w2, w3, s, c, rim))
     # rotate (e1, e3) by w theta1 (the slow-manifold angle is small)
-    sl, cl = sincos(y4 * theta1)
+    sl, cl = _shared(one, *sincos(y4 * theta1))
     le1, le3 = e1 * cl - e3 * sl, e3 * cl + e1 * sl
     u = jnp.sqrt(y4**2 + y5**2)
     us = jnp.where(u > 0, u, 1.0)
+    D, u, us = _shared(one, D, u, us)
     ce = jnp.where(leave, le1, jnp.where(u > 0, y4 / us, 1.0))
     se = jnp.where(leave, le3, y5 / us)
     u1 = jnp.where(roll, 0.0, jnp.where(leave, y4 * ce, y4))
     u3 = jnp.where(roll, 0.0, jnp.where(leave, y4 * se, y5))
+    ce, se, u1, u3 = _shared(one, ce, se, u1, u3)
     # Newton-Euler (42) with friction per mode: rolling (30), (32) or Coulomb (29)
     a1, a3 = u1 - r * w3, u3 + r * w1
     F2 = a1**2 * c / D - a3**2 / rho + g * s  # (41) / m
@@ -396,11 +411,13 @@ def _hybrid_rhs(y: SlipState, mode, rim: Rim) -> SlipState:
     F3 = jnp.where(roll, j * g * c / (1 + j) - j * r**2 * w2 * w3 * c / ((1 + j) * D),
                    -mu * F2 * se)
     da, db = a1 / D, a3 / rho
+    F1, F3, da, db = _shared(one, F1, F3, da, db)
     fw1 = da * (-w3 * s + w2 * c) - F3 / (r * j)
     fw2 = -da * w1 * c + db * w3
     fw3 = da * w1 * s - db * w2 + F1 / (r * j)
     fu1 = -da * u3 * s - db * r * w2 + (1 + j) * F1 / j
     fu3 = da * (-r * w2 * c + u1 * s) + (1 + j) * F3 / j - g * c
+    fw1, fw2, fw3, fu1, fu3 = _shared(one, fw1, fw2, fw3, fu1, fu3)
     zero = 0.0 * fu1
     du1 = jnp.where(roll, zero, jnp.where(leave, ce * fu1 + se * fu3, fu1))
     du3 = jnp.where(roll | leave, zero, fu3)
@@ -453,10 +470,11 @@ def _hybrid_event_values(y: SlipState, mode, rim: Rim, tau_stick, dir_tol, u_lay
     """The five event functions of :data:`HYBRID_EVENTS` (fused, one sin/cos pair)."""
     beta, w1, w2, w3, y4, y5 = y[0], y[1], y[2], y[3], y[4], y[5]
     r, j, g, rho, mu = rim.r, rim.j, rim.g, rim.rho, rim.mu
-    s, c = sincos(beta)
+    one = 1.0 + 0.0 * beta
+    s, c = _shared(one, *sincos(beta))
     D = rim.R - rho * c
     roll, slip, leave = mode == ROLLING, mode == SLIPPING, mode == LEAVING
-    B1, B3, Bn, e1, e3, F2_0, theta1 = _limit_geometry(w1, w2, w3, s, c, rim)
+    B1, B3, Bn, e1, e3, F2_0, theta1 = _shared(one, *_limit_geometry(w1, w2, w3, s, c, rim))
     # physical slip; in the layer along B (the slow-manifold angle changes F2 by O(w^2))
     u1 = jnp.where(roll, 0.0, jnp.where(leave, y4 * e1, y4))
     u3 = jnp.where(roll, 0.0, jnp.where(leave, y4 * e3, y5))
@@ -474,14 +492,13 @@ def _hybrid_event_values(y: SlipState, mode, rim: Rim, tau_stick, dir_tol, u_lay
     arrive = _arrival_function(y4, y5, u, us, B1, B3, Bn, e1, e3, theta1, rate,
                                mu * (1 + j) / j * F2_0, u_layer)
     stick_fn = jnp.minimum(extrapolate, arrive)
-    one = jnp.ones((), y.dtype)
-    return jnp.stack([
+    return jnp.stack(_shared(one, *(
         F2,  # separation
         jnp.where(roll, margin, one),  # (39): start slipping
         jnp.where(slip, stick_fn, jnp.where(leave, y4, one)),  # back to rolling
         jnp.where(roll, w1, one),  # w1 zeros while rolling (Proposition 4)
         jnp.where(leave, u_layer - y4, one),  # the leaving slip joins (42)
-    ])
+    )))
 
 
 def _hybrid_events(t, y, args: HybridArgs):
@@ -710,59 +727,73 @@ def simulate(
 
 
 # ------------------------------------------------------------------ batched sweeps
-def _batch_field(t, z, args):
-    # z = (beta, w1, w2, w3, y4, y5, mode, t_abs): the mode rides along with zero rate, and the
-    # absolute time too (each phase is a fresh kernel solve from local time 0)
-    rim = args[0]
-    f = _hybrid_rhs(z[:6], z[6], rim)
-    return jnp.concatenate([f, jnp.stack([0.0 * z[6], 1.0 + 0.0 * z[7]])])
+class _KernelArgs(NamedTuple):
+    """What the batched kernel's field, events and reset map see (a pytree of arrays)."""
+
+    rim: Rim
+    tau_stick: Float[Array, ""]
+    dir_tol: Float[Array, ""]
+    u_layer: Float[Array, ""]
+    delta: Float[Array, ""]
+    min_dwell: Float[Array, ""]
+    max_switches: Int[Array, ""]
+    max_short: Int[Array, ""]
 
 
-def _batch_events(t, z, args):
-    rim, tau_stick, dir_tol, u_layer, t_cap = args
-    ev = _hybrid_event_values(z[:6], z[6], rim, tau_stick, dir_tol, u_layer)
-    return jnp.concatenate([ev, (t_cap - z[7])[None]])
+# z = (beta, w1, w2, w3, y4, y5, mode): the mode rides in the state with zero rate
+def _kernel_field(t, z, args: _KernelArgs):
+    f = _hybrid_rhs(z[:6], z[6], args.rim)
+    return jnp.concatenate([f, (0.0 * z[6])[None]])
 
 
-TIME_CAP = 5
-BATCH_EVENTS = EventSet(
-    _batch_events, (BOUNDARY, BOUNDARY, BOUNDARY, CROSSING, BOUNDARY, BOUNDARY), (1, 1, 1, 2, 1, 1)
-)
+def _kernel_events(t, z, args: _KernelArgs):
+    return _hybrid_event_values(z[:6], z[6], args.rim, args.tau_stick, args.dir_tol, args.u_layer)
+
+
+KERNEL_EVENTS = EventSet(_kernel_events, HYBRID_EVENTS.kinds, HYBRID_EVENTS.targets)
+# per-start bookkeeping of the reset map (rollax.ensemble's ``aux``)
+_SW, _SHORT, _T_SWITCH, _T_SLIP, _T_PHASE, _CHATTER = range(6)
+
+
+def _kernel_reset(t, z, aux, event, args: _KernelArgs):
+    """The reset map of the batched kernel: :func:`transition` plus the switch bookkeeping and
+    the chattering cut-off of :func:`simulate` (a terminal event keeps the state as it is)."""
+    mode = z[6].astype(jnp.int32)
+    y = z[:6]
+    mode_new, y_new, dt, switched, terminal = transition(args.rim, mode, event, y, args.delta,
+                                                         args.u_layer)
+    sw = aux[_SW] + switched
+    short = jnp.where(switched, jnp.where(t - aux[_T_SWITCH] < args.min_dwell, aux[_SHORT] + 1, 0),
+                      aux[_SHORT])
+    chatter = switched & ((sw > args.max_switches) | (short >= args.max_short))
+    done = terminal | chatter
+    t_new = jnp.where(done, t, t + dt)
+    t_slip = aux[_T_SLIP] + jnp.where(mode != ROLLING, t_new - aux[_T_PHASE], 0.0)
+    z_new = jnp.where(done, z, jnp.concatenate([y_new, mode_new.astype(z.dtype)[None]]))
+    aux_new = jnp.stack([sw, short, jnp.where(switched, t, aux[_T_SWITCH]), t_slip, t_new,
+                         chatter]).astype(aux.dtype)
+    return t_new, z_new, aux_new, done
 
 
 @jax.jit
-def _batch_step(rim, z, ev, status, t_loc, t_first, active, sw, short, t_switch, t_slip,
-                delta, u_layer, min_dwell, max_switches, max_short):
-    """Vectorised bookkeeping after one phase: transition maps, outcomes, chattering checks."""
+def _sweep_outcomes(rim, z, event, status, t, t_first, aux):
+    """Outcomes of finished kernel runs (vectorised): :func:`classify_end` with the chattering
+    cut-off; the slipping time of a run that stopped while slipping is completed."""
     from rollax import ensemble
 
-    def one(z, ev, status, t_loc, t_first, active, sw, short, t_switch, t_slip):
+    def one(z, event, status, t, t_first, aux):
         mode = z[6].astype(jnp.int32)
-        y = z[:6]
-        failed = status != ensemble.EVENT
-        capped = ~failed & (ev == TIME_CAP)
-        e = jnp.where(failed | capped, -1, ev)
-        mode_new, y_new, dt, switched, terminal = transition(rim, mode, e, y, delta, u_layer)
-        terminal = terminal | failed | capped
-        t_abs = z[7]
-        sw2 = sw + switched.astype(jnp.int32)
-        short2 = jnp.where(switched, jnp.where(t_abs - t_switch < min_dwell, short + 1, 0), short)
-        chatter = switched & ((sw2 > max_switches) | (short2 >= max_short))
-        outcome, recontact = classify_end(rim, mode, e, y, failed)
+        failed = (status == ensemble.FAILED_NAN) | (status == ensemble.FAILED_STEPS)
+        e = jnp.where(status == ensemble.EVENT, event, -1)
+        outcome, recontact = classify_end(rim, mode, e, z[:6], failed)
+        chatter = aux[_CHATTER] > 0
         outcome = jnp.where(chatter, CHATTERING, outcome)
-        done = active & (terminal | chatter)
-        cont = active & ~done
-        yp = physical_state(y, mode, rim)
-        z_new = jnp.concatenate([jnp.where(done, yp, y_new),
-                                 jnp.stack([jnp.where(done, mode, mode_new).astype(z.dtype),
-                                            t_abs + jnp.where(cont, dt, 0.0)])])
-        period = jnp.where(done & (outcome == PERIODIC), 2.0 * (t_loc - t_first), jnp.nan)
-        return (jnp.where(active, z_new, z), done, cont, outcome, recontact, period,
-                jnp.where(active, sw2, sw), jnp.where(active, short2, short),
-                jnp.where(active & switched, t_abs, t_switch),
-                t_slip + jnp.where(active & (mode != ROLLING), t_loc + jnp.where(cont, dt, 0.0), 0.0))
+        period = jnp.where(outcome == PERIODIC, 2.0 * (t - t_first), jnp.nan)
+        t_slip = aux[_T_SLIP] + jnp.where((status != ensemble.EVENT) & (mode != ROLLING),
+                                          t - aux[_T_PHASE], 0.0)
+        return (outcome, recontact & ~chatter, period, t_slip, physical_state(z[:6], mode, rim))
 
-    return jax.vmap(one)(z, ev, status, t_loc, t_first, active, sw, short, t_switch, t_slip)
+    return jax.vmap(one)(z, event, status, t, t_first, aux)
 
 
 def sweep(
@@ -780,12 +811,11 @@ def sweep(
 ) -> dict[str, np.ndarray]:
     """Hybrid rolling/slipping outcomes of many rolling starts ``(N, 4)`` in the batched kernel.
 
-    Each round is one :func:`rollax.ensemble.solve_ensemble` call over the starts still going,
-    which integrates each start's current phase (the mode and the absolute time ride in the
-    state, so every start may be in a different mode) to its next event of
-    :data:`HYBRID_EVENTS` or the time cap; then :func:`transition` is applied to all of them
-    at once. Rounds repeat until every start has ended. The same events, transition maps and
-    outcomes as :func:`simulate` (the diffrax path). Returns a dict of per-start arrays:
+    One :func:`rollax.ensemble.solve_ensemble` call with a reset map: each lane carries its
+    mode in the state, stops at every event of :data:`HYBRID_EVENTS`, has the event located
+    and :func:`transition` applied in the loop, and goes on in its new mode. The same events,
+    transition maps, chattering cut-off and outcomes as :func:`simulate` (the diffrax path);
+    ``max_steps`` bounds each phase, as there. Returns a dict of per-start arrays:
     ``outcome, t_end, recontact, period, steps, switches, t_slip, y_end``.
     """
     from rollax import ensemble
@@ -797,50 +827,24 @@ def sweep(
     if not t_max > 0:
         raise ValueError(f"t_max = {t_max!r} must be > 0")
     N = len(starts)
-    valid = np.ones(N, bool) if valid is None else np.asarray(valid, bool)
-    rim_a = jax.tree_util.tree_map(jnp.asarray, rim)
     f64 = lambda v: jnp.asarray(v, jnp.float64)  # noqa: E731
-    args = (rim_a, f64(settings.tau_stick), f64(settings.dir_tol), f64(settings.u_layer),
-            f64(t_max))
-    z = np.concatenate([starts, np.zeros((N, 4))], axis=1)  # u = 0, mode = ROLLING, t = 0
-    active = valid.copy()
-    outcome = np.full(N, FAILED, np.int32)
-    recontact = np.zeros(N, bool)
-    period = np.full(N, np.nan)
-    steps = np.zeros(N, np.int64)
-    sw = np.zeros(N, np.int32)
-    short = np.zeros(N, np.int32)
-    t_switch = np.zeros(N)
-    t_slip = np.zeros(N)
-    consts = (f64(settings.delta), f64(settings.u_layer), f64(settings.min_dwell),
-              jnp.int32(settings.max_switches), jnp.int32(settings.max_short))
-    while active.any():
-        # the rows still going, padded to a size from a short ladder (few kernel shapes), so
-        # that late rounds with few starts do not pay for the whole chunk
-        rows = np.nonzero(active)[0]
-        size = next(s for s in (256, 4096, N) if s >= len(rows) or s == N)
-        size = max(min(size, N), len(rows))
-        sub = np.concatenate([rows, np.full(size - len(rows), rows[0])])
-        live = np.arange(size) < len(rows)
-        n_dev = devices or jax.local_device_count()
-        lanes_now = int(min(lanes, max(16, 1 << int(np.ceil(np.log2(max(size // n_dev, 1)))))))
-        res = ensemble.solve_ensemble(
-            _batch_field, BATCH_EVENTS, z[sub], args, t_max=2.0 * t_max + 1.0, rtol=rtol,
-            atol=atol, max_steps=max_steps, lanes=lanes_now, devices=devices, valid=live,
-        )
-        out = _batch_step(rim_a, jnp.asarray(res.y), jnp.asarray(res.event),
-                          jnp.asarray(res.status), jnp.asarray(res.t),
-                          jnp.asarray(res.t_first[:, W1_ZERO]), jnp.asarray(live),
-                          jnp.asarray(sw[sub]), jnp.asarray(short[sub]),
-                          jnp.asarray(t_switch[sub]), jnp.asarray(t_slip[sub]), *consts)
-        z_new, done, cont, oc, rc, per, sw_s, short_s, tsw_s, tsl_s = (np.asarray(o)[: len(rows)]
-                                                                        for o in out)
-        steps[rows] += res.steps[: len(rows)]
-        z[rows] = z_new
-        outcome[rows] = np.where(done, oc, outcome[rows])
-        recontact[rows] = np.where(done, rc, recontact[rows])
-        period[rows] = np.where(done, per, period[rows])
-        sw[rows], short[rows], t_switch[rows], t_slip[rows] = sw_s, short_s, tsw_s, tsl_s
-        active[rows] = cont
-    return dict(outcome=outcome.astype(np.int8), t_end=z[:, 7], recontact=recontact, period=period,
-                steps=steps, switches=sw, t_slip=t_slip, y_end=z[:, :6])
+    rim_a = jax.tree_util.tree_map(jnp.asarray, rim)
+    args = _KernelArgs(rim_a, f64(settings.tau_stick), f64(settings.dir_tol),
+                       f64(settings.u_layer), f64(settings.delta), f64(settings.min_dwell),
+                       jnp.int32(settings.max_switches), jnp.int32(settings.max_short))
+    z0 = np.concatenate([starts, np.zeros((N, 3))], axis=1)  # u = 0, mode = ROLLING
+    res = ensemble.solve_ensemble(
+        _kernel_field, KERNEL_EVENTS, z0, args, t_max=t_max, rtol=rtol, atol=atol,
+        max_steps=max_steps, lanes=lanes, devices=devices, valid=valid, reset=_kernel_reset,
+        aux=np.zeros((N, 6)), n_error=6,
+        # each phase is a segment: the switch cap ends runs long before this
+        max_resets=8 * int(settings.max_switches) + 64,
+    )
+    outcome, recontact, period, t_slip, y_end = (np.asarray(o) for o in _sweep_outcomes(
+        rim_a, jnp.asarray(res.y), jnp.asarray(res.event), jnp.asarray(res.status),
+        jnp.asarray(res.t), jnp.asarray(res.t_first[:, W1_ZERO]), jnp.asarray(res.aux)))
+    if valid is not None:
+        outcome = np.where(np.asarray(valid, bool), outcome, FAILED)
+    return dict(outcome=outcome.astype(np.int8), t_end=res.t, recontact=recontact, period=period,
+                steps=res.steps.astype(np.int64), switches=res.aux[:, _SW].astype(np.int32),
+                t_slip=t_slip, y_end=y_end)
