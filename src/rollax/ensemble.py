@@ -276,8 +276,8 @@ def _queue(
     sample_stages = jnp.asarray(dopri5.SAMPLE_STAGES)
     stop_status = _PENDING if reset is None else _PARKED
 
-    def advance(carry):
-        ln, qp, out = carry
+    def step_lanes(ln: _Lanes) -> _Lanes:
+        # one attempted step of every live lane (any number of lanes)
         live = ln.live
         y1, err, ks, _, gs = jax.vmap(lambda t, y, h, k: dopri5.step(fy, t, y, h, k, gy))(
             ln.t, ln.y, ln.h, ln.k1
@@ -329,6 +329,25 @@ def _queue(
             fc_h=jnp.where(first, ln.h[:, None], ln.fc_h),
             fc_sign=jnp.where(first, ln.sign, ln.fc_sign),
         )
+        return ln
+
+    # The tail: once the queue is empty and few lanes are live (a few long runs), step only
+    # the first S lanes, the live ones moved there, instead of paying for all L.
+    S = max(16, L // 16)
+
+    def narrow_step(ln: _Lanes) -> _Lanes:
+        order = jnp.argsort(~ln.live, stable=True)
+        ln = jax.tree_util.tree_map(lambda a: a[order], ln)
+        head = step_lanes(jax.tree_util.tree_map(lambda a: a[:S], ln))
+        return jax.tree_util.tree_map(lambda a, b: a.at[:S].set(b), ln, head)
+
+    def advance(carry):
+        ln, qp, out = carry
+        if S < L:
+            narrow = (qp >= nq) & (jnp.sum(ln.live) <= S)
+            ln = jax.lax.cond(narrow, narrow_step, step_lanes, ln)
+        else:
+            ln = step_lanes(ln)
         n_idle = jnp.sum(~ln.live)
         pending = qp < nq
         if reset is not None:

@@ -101,19 +101,18 @@ def scan_samples(
     targets = jnp.asarray(events.targets if targets is None else targets, dtype=jnp.int32)
     n_samples = values.shape[0]
     is_boundary = kinds == BOUNDARY
-    # Vectorised over the samples (no loop: this runs in the kernel's hot loop).
-    s = jnp.sign(values)
-    k = jnp.arange(n_samples, dtype=jnp.int32)[:, None]
-    # the last non-zero sign up to each sample (exact zeros are stepped over)
-    last = jax.lax.cummax(jnp.where(s != 0, k, -1), axis=0)
-    held = jnp.where(last >= 0, jnp.take_along_axis(s, jnp.maximum(last, 0), axis=0), sign[None, :])
-    before = jnp.concatenate([sign[None, :], held[:-1]], axis=0)
-    flip = (s != 0) & (s == -before)
-    counts = count[None, :] + jnp.cumsum(flip, axis=0, dtype=count.dtype)
-    hit = jnp.where(is_boundary[None, :], values <= 0, (targets > 0) & (counts >= targets) & flip)
-    first = jnp.where(jnp.any(hit, axis=0), jnp.argmax(hit, axis=0), n_samples).astype(jnp.int32)
+    # Unrolled over the (few, static) samples: no loop in the kernel's hot loop.
+    first = jnp.full(sign.shape, n_samples, dtype=jnp.int32)
+    for k in range(n_samples):
+        gk = values[k]
+        s = jnp.sign(gk)
+        flip = (s != 0) & (s == -sign)
+        count = count + flip.astype(count.dtype)
+        sign = jnp.where(s != 0, s, sign)
+        hit = jnp.where(is_boundary, gk <= 0, (targets > 0) & (count >= targets) & flip)
+        first = jnp.where(hit & (first == n_samples), k, first)
     fired = first < n_samples
-    return fired, first, held[-1], counts[-1]
+    return fired, first, sign, count
 
 
 def locate_root(
