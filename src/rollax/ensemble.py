@@ -79,10 +79,11 @@ class _Lanes(NamedTuple):
     seg: Int[Array, " L"]  # steps at the start of the current segment
     resets: Int[Array, " L"]
     aux: Float[Array, "L p"]
-    fc_t: Float[Array, "L n"]  # start of the step holding the first crossing
-    fc_y: Float[Array, "L n d"]
-    fc_h: Float[Array, "L n"]
-    fc_sign: Float[Array, "L n"]
+    # the step holding the first crossing of each crossing event (c: one slot per crossing event)
+    fc_t: Float[Array, "L c"]  # its start (nan: none yet)
+    fc_y: Float[Array, "L c d"]
+    fc_h: Float[Array, "L c"]
+    fc_sign: Float[Array, "L c"]  # the event's sign before it
 
 
 class _Out(NamedTuple):
@@ -96,10 +97,10 @@ class _Out(NamedTuple):
     steps: Int[Array, " M"]
     resets: Int[Array, " M"]
     aux: Float[Array, "M p"]
-    fc_t: Float[Array, "M n"]
-    fc_y: Float[Array, "M n d"]
-    fc_h: Float[Array, "M n"]
-    fc_sign: Float[Array, "M n"]
+    fc_t: Float[Array, "M c"]
+    fc_y: Float[Array, "M c d"]
+    fc_h: Float[Array, "M c"]
+    fc_sign: Float[Array, "M c"]
 
 
 _RECORD = _Out._fields
@@ -135,6 +136,8 @@ def _queue(
     N, d = y0s.shape
     n = events.n
     L = lanes
+    cross = jnp.asarray(_crossings(events), jnp.int32)
+    nc = len(_crossings(events))
     fy = lambda t, y: f(t, y, args)  # noqa: E731
     gy = lambda t, y: events.fn(t, y, args)  # noqa: E731
     dtype = y0s.dtype
@@ -165,10 +168,10 @@ def _queue(
             count=jnp.zeros((K, n), jnp.int32),
             steps=jnp.zeros((K,), jnp.int32),
             resets=jnp.zeros((K,), jnp.int32),
-            fc_t=jnp.full((K, n), jnp.nan, dtype),
-            fc_y=jnp.zeros((K, n, d), dtype),
-            fc_h=jnp.zeros((K, n), dtype),
-            fc_sign=jnp.zeros((K, n), dtype),
+            fc_t=jnp.full((K, nc), jnp.nan, dtype),
+            fc_y=jnp.zeros((K, nc, d), dtype),
+            fc_h=jnp.zeros((K, nc), dtype),
+            fc_sign=jnp.zeros((K, nc), dtype),
         )
 
     first_status = jnp.where(at_start, _PENDING, T_MAX) if reset is None else T_MAX
@@ -272,7 +275,6 @@ def _queue(
                        tuple(getattr(ln, k) for k in names))
         return ln._replace(**dict(zip(names, res))), qp, out
 
-    crossing = jnp.asarray(events.kinds, jnp.int32) == CROSSING
     sample_stages = jnp.asarray(dopri5.SAMPLE_STAGES)
     stop_status = _PENDING if reset is None else _PARKED
 
@@ -297,7 +299,7 @@ def _queue(
         steps = ln.steps + live.astype(jnp.int32)
 
         # First crossings: remember the step that holds them, to locate them afterwards.
-        first = go[:, None] & crossing[None, :] & (ln.count == 0) & (count2 > 0)
+        first = go[:, None] & (ln.count[:, cross] == 0) & (count2[:, cross] > 0)
         fk = first[:, :, None]
 
         # Step-size control (elementary controller with safety 0.9, factor in [0.2, 10]).
@@ -327,7 +329,7 @@ def _queue(
             fc_t=jnp.where(first, ln.t[:, None], ln.fc_t),
             fc_y=jnp.where(fk, ln.y[:, None, :], ln.fc_y),
             fc_h=jnp.where(first, ln.h[:, None], ln.fc_h),
-            fc_sign=jnp.where(first, ln.sign, ln.fc_sign),
+            fc_sign=jnp.where(first, ln.sign[:, cross], ln.fc_sign),
         )
         return ln
 
@@ -368,6 +370,11 @@ def _queue(
     ln, _, out = jax.lax.while_loop(cond, advance, carry)
     _, out = flush(ln, out)
     return out
+
+
+def _crossings(events: EventSet) -> tuple[int, ...]:
+    """Indices of the crossing events (each has a first-crossing slot)."""
+    return tuple(i for i, k in enumerate(events.kinds) if k == CROSSING)
 
 
 def _locate(
@@ -500,19 +507,18 @@ def _finish(
     # First crossings (only of crossing events, only where one was seen).
     t_first = jnp.full((M, n), jnp.nan, out.t.dtype)
     ones = tuple(1 for _ in events.kinds)
-    for e in range(n):
-        if events.kinds[e] != CROSSING:
-            continue
+    for c, e in enumerate(_crossings(events)):
         only = jnp.arange(n) == e
 
-        def first_one(t, y, h, sign, only=only):
+        def first_one(t, y, h, sign_e, only=only):
+            sign = jnp.where(only, sign_e, 0.0)  # the other events are masked out
             found, _, theta, _ = _locate(pb, args, t, y, h, sign, jnp.zeros(n, jnp.int32),
                                          mask=only, targets=ones)
             return (jnp.where(found, t + theta * h, jnp.nan),)
 
-        seen = jnp.isfinite(out.fc_t[:, e])
+        seen = jnp.isfinite(out.fc_t[:, c])
         (tf,) = _blocked(first_one, seen, block,
-                         (out.fc_t[:, e], out.fc_y[:, e], out.fc_h[:, e], out.fc_sign),
+                         (out.fc_t[:, c], out.fc_y[:, c], out.fc_h[:, c], out.fc_sign[:, c]),
                          (t_first[:, e],))
         # a crossing that ends the run is also the first one when none was seen before
         tf = jnp.where(~seen & (event == e) & (status == EVENT), t_end, tf)
