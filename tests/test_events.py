@@ -1,5 +1,6 @@
 """Event semantics (rollax.events) and their agreement between the two integrators."""
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -172,3 +173,24 @@ def test_vectorised_scan_equals_the_loop(seed):
     ref = _scan_reference(np.array(kinds), np.array(targets), values, sign, count)
     for a, b in zip(got, ref):
         assert np.array_equal(np.asarray(a), b)
+
+
+def test_jump_ts_declares_a_kink_to_the_solver():
+    # y' = 1 for t > tk, 0 before: y = max(t - tk, 0). Declared, the kink is a step end and
+    # the solution is exact (DOPRI5 integrates the polynomial pieces exactly); undeclared,
+    # the controller must find it by rejections and the solution is only near tolerance.
+    tk = 0.3141592653589793
+    f = lambda t, y, a: jnp.where(t > tk, 1.0, 0.0) * jnp.ones_like(y)  # noqa: E731
+    ev = (Event(lambda t, y, a: 0.25 - y[0]),)
+    y0 = jnp.zeros(1)
+    kw = dict(rtol=1e-8, atol=1e-8)
+    with_kink = solve(f, y0, 0.0, 1.0, None, ev, jump_ts=(tk,), **kw)
+    without = solve(f, y0, 0.0, 1.0, None, ev, **kw)
+    assert int(with_kink.event) == 0 and not bool(with_kink.failed)
+    assert abs(float(with_kink.t) - (tk + 0.25)) < 1e-13
+    assert int(with_kink.steps) < int(without.steps)
+    # no events: the plain path takes the kinks too; a solver instance is accepted
+    plain = solve(f, y0, 0.0, 1.0, jump_ts=jnp.array([tk]), solver=diffrax.Tsit5(), **kw)
+    assert abs(float(plain.y[0]) - (1.0 - tk)) < 1e-13
+    with pytest.raises(ValueError, match="solver"):
+        solve(f, y0, 0.0, 1.0, solver="euler")

@@ -58,9 +58,10 @@ def solve(
     rtol: float = 1e-9,
     atol: float = 1e-9,
     max_steps: int = 4096,
-    solver: str = "dopri5",
+    solver: str | diffrax.AbstractSolver = "dopri5",
     n_samples: int = 16,
     dt_max: float | None = None,
+    jump_ts: Sequence[float] | Float[Array, " k"] | None = None,
 ) -> Solution:
     """Integrate ``dy/dt = vector_field(t, y, args)`` from ``(t0, y0)`` until the earliest event
     root or ``t1`` (diffrax path; see the module docstring for the event semantics).
@@ -69,10 +70,13 @@ def solve(
     does not end the run, plus one). A run that hits it, or whose state becomes non-finite,
     returns ``failed = True``. Each event function is sampled at ``n_samples`` points of every
     step to bracket its roots, which are then located to ~1e-13 relative in time.
+    ``solver`` is a name (``dopri5``, ``tsit5``, ``dopri8``) or a diffrax solver instance.
+    ``jump_ts``: times where the vector field or its derivatives jump (the kinks of a
+    piecewise control); the step-size controller ends a step exactly there and restarts, so
+    no step straddles one (diffrax's ``PIDController(jump_ts=...)``).
     """
     ev = events if isinstance(events, EventSet) else EventSet.from_events(events)
-    if solver not in _SOLVERS:
-        raise ValueError(f"solver = {solver!r} must be one of {sorted(_SOLVERS)}")
+    solver = _solver(solver)
     for name, tol in (("rtol", rtol), ("atol", atol)):
         if not (0.0 < tol < 1.0):
             raise ValueError(f"{name} = {tol!r} is outside the allowed range (0, 1)")
@@ -81,9 +85,14 @@ def solve(
     t1 = jnp.asarray(t1, dtype=y0.dtype)
     n = ev.n
     if n == 0:
-        return _solve_plain(vector_field, y0, t0, t1, args, rtol, atol, max_steps, solver, dt_max)
+        return _solve_plain(vector_field, y0, t0, t1, args, rtol, atol, max_steps, solver, dt_max,
+                            _jump_ts(jump_ts, y0.dtype))
     # one segment per non-final crossing, plus the last, plus one for a start exactly at a zero
-    n_segments = 2 + sum(max(c - 1, 0) for k, c in zip(ev.kinds, ev.targets) if k == CROSSING)
+    # (boundary events alone: the first root ends the run, one segment)
+    n_cross = sum(k == CROSSING for k in ev.kinds)
+    n_segments = (2 + sum(max(c - 1, 0) for k, c in zip(ev.kinds, ev.targets) if k == CROSSING)
+                  if n_cross else 1)
+    jump_ts = _jump_ts(jump_ts, y0.dtype)
 
     g0 = ev.fn(t0, y0, args)
     sign, count = ev.initial_state(g0)
@@ -106,7 +115,8 @@ def solve(
     )
     for _ in range(n_segments):
         state = _segment(
-            vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n_samples, dt_max
+            vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n_samples, dt_max,
+            jump_ts,
         )
     return Solution(
         t=state["t"],
@@ -119,16 +129,33 @@ def solve(
     )
 
 
-def _controller(rtol, atol, dt_max):
+def _solver(solver) -> diffrax.AbstractSolver:
+    if isinstance(solver, diffrax.AbstractSolver):
+        return solver
+    if solver not in _SOLVERS:
+        raise ValueError(f"solver = {solver!r} must be a diffrax solver or one of {sorted(_SOLVERS)}")
+    return _SOLVERS[solver]()
+
+
+def _jump_ts(jump_ts, dtype):
+    if jump_ts is None:
+        return None
+    jt = jnp.asarray(jump_ts, dtype=dtype).reshape(-1)
+    return jt if jt.shape[0] else None
+
+
+def _controller(rtol, atol, dt_max, jump_ts=None):
     # an integral controller, as in the ensemble kernel (pcoeff = 0)
-    return diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0)
+    return diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0,
+                                 jump_ts=jump_ts)
 
 
-def _solve_plain(vector_field, y0, t0, t1, args, rtol, atol, max_steps, solver, dt_max):
+def _solve_plain(vector_field, y0, t0, t1, args, rtol, atol, max_steps, solver, dt_max, jump_ts):
     """No events: one diffrax solve to t1."""
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vector_field), _SOLVERS[solver](), t0, t1, None, y0, args=args,
-        stepsize_controller=_controller(rtol, atol, dt_max), saveat=diffrax.SaveAt(t1=True),
+        diffrax.ODETerm(vector_field), solver, t0, t1, None, y0, args=args,
+        stepsize_controller=_controller(rtol, atol, dt_max, jump_ts),
+        saveat=diffrax.SaveAt(t1=True),
         max_steps=max_steps, throw=False,
     )
     y = sol.ys[-1]
@@ -140,7 +167,8 @@ def _solve_plain(vector_field, y0, t0, t1, args, rtol, atol, max_steps, solver, 
     )
 
 
-def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n_samples, dt_max):
+def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n_samples, dt_max,
+             jump_ts):
     """Run diffrax from the current state to the next event root (or t1); update the state."""
     t0, y0, sign, count = state["t"], state["y"], state["sign"], state["count"]
     done = state["done"]
@@ -162,13 +190,13 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
 
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(vector_field),
-        _SOLVERS[solver](),
+        solver,
         t0_in,
         t_end,
         None,
         y0_in,
         args=args,
-        stepsize_controller=_controller(rtol, atol, dt_max),
+        stepsize_controller=_controller(rtol, atol, dt_max, jump_ts),
         saveat=diffrax.SaveAt(t1=True, dense=True),
         event=diffrax.Event(cond_value),
         max_steps=max_steps,

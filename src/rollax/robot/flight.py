@@ -14,7 +14,7 @@ until the GC comes back to the height of rolling contact (``z_GC,3 = 0`` reached
 the touchdown is reported (the impact itself is not modelled here). At detachment the GC's
 velocity is continuous, ``z_GC' = Lambda (Omega x r Gamma)`` (2.3).
 
-Integration is split at the control's kinks, so no step straddles one.
+The control's kinks are declared to the solver (``jump_ts``), so no step straddles one.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from rollax.events import locate_root
+from rollax.events import Event
+from rollax.integrate import solve
 from rollax.robot.ball import E3, Ball
 from rollax.robot.disk import Disk
 from rollax.robot.quaternion import rotation_matrix, versor_rate
@@ -213,51 +214,14 @@ class PhaseEnd(eqx.Module):
 
 def _phase_solve(vector_field, y0, t0, t1, args, g, kinks, *, rtol, atol, max_steps,
                  solver) -> PhaseEnd:
-    """Integrate from ``t0`` until the scalar ``g(t, y, args)`` first drops to ``<= 0`` at a
-    step end (or ``t1``), with the control's kinks declared to the solver (``jump_ts``: no
-    step straddles one), then locate the root inside that step on its dense output with
-    :func:`rollax.events.locate_root` (Illinois regula falsi to ~1e-13). The event time is
-    differentiable through the implicit function theorem, ``dt* = -dg/(dg/dt)``.
-
-    This is diffrax directly rather than :func:`rollax.integrate.solve`, which cannot declare
-    the kinks: splitting there into one solve per kink interval costs minutes of compile time.
-    """
-    t0 = jnp.asarray(t0, dtype=float)
-    t1 = jnp.asarray(t1, dtype=float)
-    y0 = jnp.asarray(y0, dtype=float)
-    jump = jnp.asarray(kinks, dtype=float) if kinks else None
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vector_field),
-        solver,
-        t0,
-        t1,
-        None,
-        y0,
-        args=args,
-        saveat=diffrax.SaveAt(t1=True, dense=True),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, jump_ts=jump),
-        event=diffrax.Event(lambda t, y, a, **kw: g(t, y, a) <= 0),
-        max_steps=max_steps,
-        throw=False,
-    )
-    hit = sol.result == diffrax.RESULTS.event_occurred
-    failed = ~hit & (sol.result != diffrax.RESULTS.successful)
-    interp = sol.interpolation
-    k = jnp.clip(sol.stats["num_accepted_steps"] - 1, 0, interp.ts.shape[0] - 2)
-    ta, tb = interp.ts[k], interp.ts[k + 1]
-    loc = interp.interpolation_cls(t0=ta, t1=tb, **jax.tree_util.tree_map(lambda x: x[k], interp.infos))
-    gt = lambda tt: g(tt, loc.evaluate(tt), args)  # noqa: E731
-    ga, gb = gt(ta), gt(tb)
-    ok = hit & (ga > 0) & (gb <= 0)
-    root = locate_root(gt, ta, tb, jnp.where(ok, ga, 1.0), jnp.where(ok, gb, -1.0))
-    t_star = jax.lax.stop_gradient(jnp.where(ok, root, tb))
-    g_star, dg = jax.jvp(gt, (t_star,), (jnp.ones_like(t_star),))
-    dg = jax.lax.stop_gradient(dg)
-    safe = ok & (jnp.abs(dg) > 0)
-    t_ev = t_star - jnp.where(safe, (g_star - jax.lax.stop_gradient(g_star)) / jnp.where(safe, dg, 1.0), 0.0)
-    t_end = jnp.where(hit, t_ev, sol.ts[-1])
-    y_end = jnp.where(hit, loc.evaluate(t_ev), sol.ys[-1])
-    return PhaseEnd(t_end, y_end, hit, failed)
+    """Integrate from ``t0`` until the scalar ``g(t, y, args)`` first reaches ``<= 0`` (or
+    ``t1``), with the control's kinks declared to the solver (no step straddles one): one
+    boundary event of :func:`rollax.integrate.solve`, whose root is located on the dense output
+    and differentiable through the implicit function theorem, ``dt* = -dg/(dg/dt)``."""
+    sol = solve(vector_field, y0, t0, t1, args, (Event(g),), rtol=rtol, atol=atol,
+                max_steps=max_steps, solver=solver, jump_ts=kinks or None)
+    hit = (sol.event == 0) & ~sol.failed
+    return PhaseEnd(sol.t, sol.y, hit, sol.failed)
 
 
 def _solver(solver):
