@@ -241,7 +241,8 @@ def _queue(
         g_here = gy(t, y)
         at0 = h == 0.0
         e0 = jnp.argmax(events.fired_at_start(g_here)).astype(jnp.int32)
-        found, e1, theta, y_at = _locate(pb, args, t, y, jnp.where(at0, 1.0, h), sign, count)
+        found, e1, theta, y_at = _locate(pb, args, t, y, jnp.where(at0, 1.0, h), sign, count,
+                                         jnp.broadcast_to(~at0, (n,)))
         e = jnp.where(at0, e0, e1)
         te = jnp.where(at0, t, t + theta * h)
         ye = jnp.where(at0, y, y_at)
@@ -441,7 +442,10 @@ def _locate(
     G = lambda th: envelope(g_at(th))  # noqa: E731
     found = jnp.any(cand)
     ga, gb = envelope(ga_all), envelope(gb_all)
-    root = locate_root(G, a, b, jnp.where(found, ga, 1.0), jnp.where(found, gb, -1.0))
+    # nothing to locate (padding of a block, a lane parked at its start): an empty bracket,
+    # so that the vmapped root finder does not run on for those lanes
+    root = locate_root(G, jnp.where(found, a, b), b, jnp.where(found, ga, 1.0),
+                       jnp.where(found, gb, -1.0))
     root = jnp.where(found, root, 1.0)
     g_root = g_at(root)
     e = jnp.argmin(jnp.where(cand, orient * g_root, jnp.inf)).astype(jnp.int32) if n else jnp.int32(0)

@@ -256,8 +256,10 @@ def _segment(vector_field, ev, args, state, t1, rtol, atol, max_steps, solver, n
         lo, hi = grid[i], grid[i + 1]
         glo, ghi = g_t(lo, e), g_t(hi, e)
         ok = found & fired[e] & ((glo > 0) != (ghi > 0))
+        # no root to locate: an empty bracket (the loop ends at once)
         r = locate_root(
-            lambda tt: g_t(tt, e), lo, hi, jnp.where(ok, glo, 1.0), jnp.where(ok, ghi, -1.0)
+            lambda tt: g_t(tt, e), jnp.where(ok, lo, hi), hi, jnp.where(ok, glo, 1.0),
+            jnp.where(ok, ghi, -1.0),
         )
         return jnp.where(fired[e], jnp.where(ok, r, hi), jnp.inf)
 
