@@ -130,3 +130,100 @@ def test_spinning_ball_lifts_off_and_lands():
     np.testing.assert_allclose(fm.cm_position(end.y), c0 + v0 * t - 0.5 * t**2 * jnp.array([0, 0, 1.0]),
                                atol=1e-8)
     assert float(fm.energy(end.y)) == pytest.approx(float(fm.energy(yf0)), rel=1e-9)
+
+
+# --- touchdown: the plastic no-slip landing map ----------------------------------------------
+def _angular_momentum_about_contact(fm, y, u):
+    """L_C = Lambda I Omega + sum_i m_i (z_i - C) x z_i' (particles; C = GC - r e3)."""
+    b = fm.ball
+    theta, thd, q, _, x, _ = fm.split(y)
+    v, Om = u[:3], u[3:]
+    Lam = rotation_matrix(q)
+    zeta, zp, _ = b.rail_geometry(theta)
+    thd1 = jnp.concatenate([jnp.zeros(1), thd])
+    rel = zeta @ Lam.T + b.radius * jnp.array([0.0, 0.0, 1.0])  # z_i - C
+    vel = v + (jnp.cross(Om, zeta) + thd1[:, None] * zp) @ Lam.T
+    return Lam @ (b.inertia * Om) + jnp.sum(b.all_masses()[:, None] * jnp.cross(rel, vel), axis=0)
+
+
+def test_landing_of_a_uniform_ball_is_the_classical_rolling_formula():
+    # a homogeneous ball (I = 2/5 m r^2; the rail masses negligible) landing with speed v and
+    # backspin w: angular momentum about the contact gives v+ = (5 v + 2 r w) / 7
+    rails = paper_ball().model.rails
+    r, m = 1.2, 2.0
+    ball = Ball(radius=r, m0=m, inertia=(0.4 * m * r**2,) * 3, zeta0=(0.0, 0.0, 0.0),
+                masses=(1e-12,) * 3, rails=rails, g=1.0)
+    fm = BallFlight(ball)
+    vx, vz, w = 1.3, -2.0, -4.0  # w about +y: the contact point moves at vx + r w
+    y = jnp.concatenate([jnp.zeros(6), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, w, 0.0]),
+                         jnp.array([0.3, -0.2, 0.0]), jnp.array([vx, 0.0, vz])])
+    land = fm.land(y)
+    _, _, q, Om, z = ball.split(land.y)
+    v_plus = (5 * vx + 2 * r * w) / 7
+    np.testing.assert_allclose(Om, [0.0, v_plus / r, 0.0], atol=1e-10)
+    np.testing.assert_allclose(z, [0.3, -0.2], atol=0)
+    # the impulse stops the fall (m |vz| up) and the slip (m (v+ - vx) along x)
+    np.testing.assert_allclose(land.impulse, [m * (v_plus - vx), 0.0, -m * vz], atol=1e-10)
+    dE = 0.5 * m * (v_plus**2 - vx**2 - vz**2) + 0.5 * 0.4 * m * r**2 * ((v_plus / r) ** 2 - w**2)
+    assert float(land.energy_change) == pytest.approx(dE, rel=1e-10)
+
+
+def test_landing_conserves_angular_momentum_about_the_contact_and_rolls_after():
+    rng = np.random.default_rng(5)
+    ball = _ball()
+    fm = BallFlight(ball)
+    for _ in range(5):
+        y = _random_flight_state(rng)
+        y = y.at[-4].set(0.0)  # touchdown height
+        land = fm.land(y)
+        u0 = fm.velocities(y)
+        yf = fm.from_rolling(land.y)  # the rolling state seen as a flight state
+        u1 = fm.velocities(yf)
+        # after: rolls (contact point at rest), from the same configuration
+        np.testing.assert_allclose(fm.contact_velocity(y, u1), 0.0, atol=1e-12)
+        th, thd, q, Om, z = ball.split(land.y)
+        np.testing.assert_array_equal(jnp.concatenate([th, thd, q]), y[:10])
+        np.testing.assert_array_equal(z, fm.split(y)[4][:2])
+        np.testing.assert_array_equal(Om, u1[3:])
+        # an impulse at the contact only: angular momentum about it is conserved
+        np.testing.assert_allclose(_angular_momentum_about_contact(fm, y, u1),
+                                   _angular_momentum_about_contact(fm, y, u0), atol=1e-11)
+        # and the linear momentum changes by the impulse
+        p = lambda u: jax.grad(lambda v: fm.kinetic_energy(y, jnp.concatenate([v, u[3:]])))(u[:3])  # noqa: E731
+        np.testing.assert_allclose(p(u1) - p(u0), land.impulse, atol=1e-11)
+        assert float(land.energy_change) <= 1e-14
+        # a second landing changes nothing (a projection)
+        again = fm.land(yf)
+        np.testing.assert_allclose(again.y, land.y, atol=1e-12)
+        np.testing.assert_allclose(again.impulse, 0.0, atol=1e-12)
+
+
+def test_disk_landing_is_the_planar_ball_landing():
+    disk = paper_disk().model
+    dfl, bfl = DiskFlight(disk), BallFlight(disk.as_ball(d1=0.6, d3=1.7))
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        y = jnp.asarray(rng.normal(size=2 * 4 + 6)).at[-3].set(0.0)
+        land = dfl.land(y)
+        theta, thd, phi, phid = disk.split(land.y)
+        x, v = dfl.split(y)[4:]
+        yr = disk.ball_state(y[:10])
+        yb = jnp.concatenate([yr[:15], jnp.array([x[0], 0.0, x[1], v[0], 0.0, v[1]])])
+        lb = bfl.land(yb)
+        np.testing.assert_allclose(bfl.ball.split(lb.y)[3], [0.0, -phid, 0.0], atol=1e-12)
+        np.testing.assert_allclose(lb.impulse, [land.impulse[0], 0.0, land.impulse[1]], atol=1e-12)
+        assert float(land.energy_change) == pytest.approx(float(lb.energy_change), rel=1e-10, abs=1e-13)
+        np.testing.assert_allclose(dfl.contact_velocity(y, jnp.array([-disk.radius * phid, 0.0, phid])), 0.0,
+                                   atol=1e-12)
+
+
+def test_spinning_ball_landing_after_flight():
+    # the flight of test_spinning_ball_lifts_off_and_lands, landed: it rolls on from there
+    ex = paper_ball()
+    ball, zero = ex.model, RampControl(jnp.zeros(3))
+    y0 = ball.initial_state(BALL_THETA0, Omega=(3.0, 0.0, 0.5))
+    end, lifts, _ = fly(ball, zero, y0, 0.0, 10.0)
+    land = BallFlight(ball).land(end.y)
+    assert float(land.impulse[2]) > 0 and float(land.energy_change) < 0
+    N, _ = ball.contact_forces(end.t, land.y, zero)
+    assert np.isfinite(float(N))

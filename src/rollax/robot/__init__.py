@@ -16,7 +16,15 @@ from rollax.robot.controls import (
 )
 from rollax.robot.disk import Disk
 from rollax.robot.examples import paper_ball, paper_disk
-from rollax.robot.flight import BallFlight, DiskFlight, detach, flight_model, fly
+from rollax.robot.flight import (
+    BallFlight,
+    DiskFlight,
+    Landing,
+    detach,
+    flight_model,
+    fly,
+    plastic_landing,
+)
 from rollax.robot.rails import (
     CircleRail,
     CurveRail,
@@ -38,8 +46,8 @@ from rollax.robot.trajectory import (
 
 __all__ = [
     "Ball", "BallFlight", "CircleRail", "ConstantForce", "Control", "CurveRail", "Disk",
-    "DiskFlight", "EllipseRail", "FigureEightRail", "PiecewisePolynomialControl", "Rail",
-    "RampControl", "SegmentRail", "SplineControl", "Trajectory", "ZeroControl",
+    "DiskFlight", "EllipseRail", "FigureEightRail", "Landing", "PiecewisePolynomialControl",
+    "Rail", "RampControl", "SegmentRail", "SplineControl", "Trajectory", "ZeroControl",
     "circle_from_spherical", "contact_extrema", "detach", "duff_basis", "flight_model", "fly",
-    "min_normal_force", "mu_hat", "paper_ball", "paper_disk", "quaternion_drift", "simulate",
+    "min_normal_force", "plastic_landing", "mu_hat", "paper_ball", "paper_disk", "quaternion_drift", "simulate",
 ]

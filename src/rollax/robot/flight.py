@@ -11,13 +11,17 @@ with :func:`rollax.events.locate_root`). From there the body flies: no contact f
   ``[theta, theta', phi, phi', x, z, x', z']`` with the GC at ``(x, 0, z)``),
 
 until the GC comes back to the height of rolling contact (``z_GC,3 = 0`` reached from above):
-the touchdown is reported (the impact itself is not modelled here). At detachment the GC's
+the touchdown is reported, and ``land`` applies a perfectly plastic, no-slip impact there
+(:func:`plastic_landing`, the nonholonomic plastic map of :mod:`rollax.impacts`) and returns
+the rolling state after it. At detachment the GC's
 velocity is continuous, ``z_GC' = Lambda (Omega x r Gamma)`` (2.3).
 
 The control's kinks are declared to the solver (``jump_ts``), so no step straddles one.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import diffrax
 import equinox as eqx
@@ -26,6 +30,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from rollax.events import Event
+from rollax.impacts import nonholonomic_plastic
 from rollax.integrate import solve
 from rollax.robot.ball import E3, Ball
 from rollax.robot.disk import Disk
@@ -105,17 +110,51 @@ class BallFlight(eqx.Module):
         zeta, _, _ = b.rail_geometry(theta)
         return x + rotation_matrix(q) @ (b.all_masses() @ zeta) / b.total_mass
 
-    def energy(self, y):
-        """Kinetic plus potential energy in flight."""
+    def velocities(self, y):
+        """``u = (z_GC', Omega)``: the velocities an impact changes (the masses' theta' are
+        prescribed and continuous)."""
+        _, _, _, Om, _, v = self.split(y)
+        return jnp.concatenate([v, Om])
+
+    def kinetic_energy(self, y, u=None):
+        """Kinetic energy at the configuration of ``y`` with velocities ``u = (z_GC', Omega)``
+        (default: those of ``y``): the ball's spin about its CM plus the point masses (m_0 at
+        the CM), ``z_i' = z_GC' + Lambda (Omega x zeta_i + theta_i' zeta_i')``."""
         b = self.ball
-        theta, thd, q, Om, x, v = self.split(y)
+        theta, thd, q, _, _, _ = self.split(y)
+        u = self.velocities(y) if u is None else u
+        v, Om = u[:3], u[3:]
         Lam = rotation_matrix(q)
         zeta, zp, _ = b.rail_geometry(theta)
         thd1 = jnp.concatenate([jnp.zeros(1), thd])
-        m = b.all_masses()
         vel = v + (jnp.cross(Om, zeta) + thd1[:, None] * zp) @ Lam.T
-        T = 0.5 * Om @ (b.inertia * Om) + 0.5 * m @ jnp.sum(vel * vel, axis=1)
-        return T + b.g * m @ (x[2] + zeta @ (Lam.T @ E3))
+        return 0.5 * Om @ (b.inertia * Om) + 0.5 * b.all_masses() @ jnp.sum(vel * vel, axis=1)
+
+    def contact_velocity(self, y, u=None):
+        """Spatial velocity of the ball's material point at the contact ``C = z_GC - r e3``,
+        ``z_GC' + Lambda (Omega x (-r Gamma))``: zero while rolling (2.3)."""
+        _, _, q, _, _, _ = self.split(y)
+        u = self.velocities(y) if u is None else u
+        Lam = rotation_matrix(q)
+        return u[:3] + Lam @ jnp.cross(u[3:], -self.ball.radius * (Lam.T @ E3))
+
+    def energy(self, y):
+        """Kinetic plus potential energy in flight."""
+        b = self.ball
+        theta, _, q, _, x, _ = self.split(y)
+        zeta, _, _ = b.rail_geometry(theta)
+        return self.kinetic_energy(y) + b.g * b.all_masses() @ (x[2] + zeta @ (rotation_matrix(q).T @ E3))
+
+    def land(self, y) -> "Landing":
+        """Plastic no-slip touchdown at the flight state ``y`` (``z_GC,3 = 0``): see
+        :func:`plastic_landing`. Returns the rolling state (6.1) just after it, with the
+        contact point under the GC."""
+        theta, thd, q, _, x, _ = self.split(y)
+        u_plus, impulse = plastic_landing(
+            lambda u: self.kinetic_energy(y, u), lambda u: self.contact_velocity(y, u),
+            self.velocities(y))
+        return Landing(jnp.concatenate([theta, thd, q, u_plus[3:], x[:2]]), impulse,
+                       self.kinetic_energy(y, u_plus) - self.kinetic_energy(y))
 
 
 class DiskFlight(eqx.Module):
@@ -177,12 +216,19 @@ class DiskFlight(eqx.Module):
         s, c = jnp.sin(phi), jnp.cos(phi)
         return x + jnp.stack([c * zb[0] - s * zb[2], s * zb[0] + c * zb[2]])
 
-    def energy(self, y):
-        """Kinetic plus potential energy in flight."""
+    def velocities(self, y):
+        """``u = (x', z', phi')``: the velocities an impact changes."""
+        _, _, _, phid, _, v = self.split(y)
+        return jnp.concatenate([v, phid[None]])
+
+    def kinetic_energy(self, y, u=None):
+        """Kinetic energy at the configuration of ``y`` with velocities ``u = (x', z', phi')``
+        (default: those of ``y``)."""
         d = self.disk
-        theta, thd, phi, phid, x, v = self.split(y)
+        theta, thd, phi, _, _, _ = self.split(y)
+        u = self.velocities(y) if u is None else u
+        v, phid = u[:2], u[2]
         zeta, zp, _ = d.rail_geometry(theta)
-        m = d.all_masses()
         thd1 = jnp.concatenate([jnp.zeros(1), thd])
         s, c = jnp.sin(phi), jnp.cos(phi)
         # body-frame velocity relative to the GC: Omega x zeta + theta' zeta', Omega = -phi' E2
@@ -190,8 +236,64 @@ class DiskFlight(eqx.Module):
         b3 = phid * zeta[:, 0] + thd1 * zp[:, 2]
         vx = v[0] + c * b1 - s * b3
         vz = v[1] + s * b1 + c * b3
-        T = 0.5 * d.d2 * phid**2 + 0.5 * m @ (vx**2 + vz**2)
-        return T + d.g * m @ (x[1] + s * zeta[:, 0] + c * zeta[:, 2])
+        return 0.5 * d.d2 * phid**2 + 0.5 * d.all_masses() @ (vx**2 + vz**2)
+
+    def contact_velocity(self, y, u=None):
+        """``(x', z')`` velocity of the disk's material point at the contact (below the GC):
+        ``(x' + r phi', z')``, zero while rolling (``x = -r phi``)."""
+        u = self.velocities(y) if u is None else u
+        return jnp.stack([u[0] + self.disk.radius * u[2], u[1]])
+
+    def energy(self, y):
+        """Kinetic plus potential energy in flight."""
+        d = self.disk
+        theta, _, phi, _, x, _ = self.split(y)
+        zeta, _, _ = d.rail_geometry(theta)
+        s, c = jnp.sin(phi), jnp.cos(phi)
+        return self.kinetic_energy(y) + d.g * d.all_masses() @ (x[1] + s * zeta[:, 0] + c * zeta[:, 2])
+
+    def land(self, y) -> "Landing":
+        """Plastic no-slip touchdown at the flight state ``y`` (see :func:`plastic_landing`).
+        Returns the rolling state (5.1) just after it; the contact point is at ``x`` (flight
+        moves it off ``-r phi``, which the rolling state does not track)."""
+        theta, thd, phi, _, _, _ = self.split(y)
+        u_plus, impulse = plastic_landing(
+            lambda u: self.kinetic_energy(y, u), lambda u: self.contact_velocity(y, u),
+            self.velocities(y))
+        return Landing(jnp.concatenate([theta, thd, jnp.stack([phi, u_plus[2]])]), impulse,
+                       self.kinetic_energy(y, u_plus) - self.kinetic_energy(y))
+
+
+class Landing(NamedTuple):
+    """A touchdown: the rolling state just after it, the contact impulse (spatial; per unit
+    of the model's mass unit) and the kinetic energy change (<= 0)."""
+
+    y: Float[Array, " d"]
+    impulse: Float[Array, " k"]
+    energy_change: Float[Array, ""]
+
+
+def plastic_landing(kinetic, contact_velocity, u):
+    """Post-impact velocities of a perfectly plastic touchdown without slip.
+
+    At touchdown the contact point's velocity ``A u`` (``contact_velocity``, linear in the
+    impact velocities ``u``) is set to zero by an impulse ``P`` acting at the contact point:
+    ``M (u+ - u-) = A^T P`` and ``A u+ = 0``, with ``M`` the Hessian of the kinetic energy in
+    ``u`` (the masses' prescribed rail motion only adds terms linear in ``u``, which cancel).
+    This is the nonholonomic plastic impact map (18)-(21) of Clark & Bloch
+    (:func:`rollax.impacts.nonholonomic_plastic`) with the rolling constraints as ``A`` and the
+    impact surface's normal (the vertical row of ``A``) as ``dh``; it is the g-orthogonal
+    projection onto ``ker A``, so energy never increases, and since ``P`` acts at the contact
+    point the angular momentum about it is conserved (both in the tests). ``M`` and ``A``
+    come from autodiff. Returns ``(u+, P)``; ``|P_t| / P_n`` is the friction coefficient the
+    landing needs for the ball to stick at once.
+    """
+    M = jax.hessian(kinetic)(u)
+    A = jax.jacfwd(contact_velocity)(u)
+    u_plus = nonholonomic_plastic(M, A, A[-1], u)
+    # A = [I | ...]: the first block of A^T P is P itself
+    P = (M @ (u_plus - u))[: A.shape[0]]
+    return u_plus, P
 
 
 def flight_model(model):
