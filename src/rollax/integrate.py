@@ -84,15 +84,15 @@ def solve(
     t0 = jnp.asarray(t0, dtype=y0.dtype)
     t1 = jnp.asarray(t1, dtype=y0.dtype)
     n = ev.n
+    jump_ts = _jump_ts(jump_ts, y0.dtype)
     if n == 0:
         return _solve_plain(vector_field, y0, t0, t1, args, rtol, atol, max_steps, solver, dt_max,
-                            _jump_ts(jump_ts, y0.dtype))
+                            jump_ts)
     # one segment per non-final crossing, plus the last, plus one for a start exactly at a zero
     # (boundary events alone: the first root ends the run, one segment)
     n_cross = sum(k == CROSSING for k in ev.kinds)
     n_segments = (2 + sum(max(c - 1, 0) for k, c in zip(ev.kinds, ev.targets) if k == CROSSING)
                   if n_cross else 1)
-    jump_ts = _jump_ts(jump_ts, y0.dtype)
 
     g0 = ev.fn(t0, y0, args)
     sign, count = ev.initial_state(g0)

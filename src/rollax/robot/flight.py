@@ -13,8 +13,8 @@ with :func:`rollax.events.locate_root`). From there the body flies: no contact f
 until the GC comes back to the height of rolling contact (``z_GC,3 = 0`` reached from above):
 the touchdown is reported, and ``land`` applies a perfectly plastic, no-slip impact there
 (:func:`plastic_landing`, the nonholonomic plastic map of :mod:`rollax.impacts`) and returns
-the rolling state after it. At detachment the GC's
-velocity is continuous, ``z_GC' = Lambda (Omega x r Gamma)`` (2.3).
+the rolling state after it. At detachment the GC's velocity is continuous,
+``z_GC' = Lambda (Omega x r Gamma)`` (2.3).
 
 The control's kinks are declared to the solver (``jump_ts``), so no step straddles one.
 """
