@@ -15,7 +15,7 @@ output to ``xtol`` in time. Both paths call :func:`scan_samples` and :func:`loca
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from typing import Callable, Literal, NamedTuple
 
 import equinox as eqx
 import jax
@@ -52,6 +52,19 @@ class EventSet(eqx.Module):
     fn: Callable
     kinds: tuple[int, ...] = eqx.field(static=True)
     targets: tuple[int, ...] = eqx.field(static=True)
+    # +1: count only upward crossings (to g > 0), -1: only downward, 0: both (default)
+    directions: tuple[int, ...] = eqx.field(static=True, default=())
+
+    def __check_init__(self):
+        if len(self.targets) != len(self.kinds):
+            raise ValueError(f"targets = {self.targets!r} must have one entry per event")
+        if self.directions and len(self.directions) != len(self.kinds):
+            raise ValueError(f"directions = {self.directions!r} must have one entry per event")
+
+    @property
+    def dirs(self) -> tuple[int, ...]:
+        """Crossing directions, one per event (0 where none was given)."""
+        return self.directions or (0,) * len(self.kinds)
 
     @property
     def n(self) -> int:
@@ -180,3 +193,136 @@ def locate_root(
         cond, body, (a, b, b, ga, gb, gb, t0, jnp.int32(0))
     )
     return jnp.where((fa > 0) != sa, a, b)
+
+
+class Scan(NamedTuple):
+    """What :func:`scan` found in the samples of one step (see there)."""
+
+    fired: Bool[Array, " n"]  # the event fires at one of the samples
+    first: Int[Array, " n"]  # the first sample at which it fires (K if none)
+    sign: Float[Array, " n"]  # last non-zero sign after the samples
+    count: Int[Array, " n"]  # crossings counted after the samples
+    t_zero: Float[Array, " n"]  # start of the run of exact zeros the samples end in (nan: none)
+    t_exact: Float[Array, " n"]  # for fired events: the root when it lies exactly on a sample
+    nonfinite: Bool[Array, ""]  # some sampled event value is NaN or infinite
+
+
+def scan(
+    events: EventSet,
+    values: Float[Array, "K n"],
+    times: Float[Array, " K"],
+    sign: Float[Array, " n"],
+    count: Int[Array, " n"],
+    t_zero: Float[Array, " n"],
+    targets: Int[Array, " n"] | None = None,
+    mask: Bool[Array, " K"] | None = None,
+) -> Scan:
+    """Walk the time-ordered samples ``values[k] = g(times[k])`` of the event functions in a step.
+
+    The shared event semantics of both integrators:
+
+    * a boundary event fires at the first sample with ``g <= 0``;
+    * a crossing event counts the transversal sign changes between non-zero values (exact
+      zeros are stepped over; with a direction only changes to that side count) and fires at
+      the ``target``-th (``targets`` overrides the static ones; 0 = count only, never fire);
+    * a root that lies exactly on a sample (``g == 0`` there) is reported exactly in
+      ``t_exact``: for a crossing, the first zero of the run of zeros before the sign change,
+      which may lie in an earlier step (``t_zero`` carries it across steps).
+
+    ``sign``, ``count`` and ``t_zero`` are the state before the samples; ``mask`` leaves samples
+    out (a masked sample changes nothing).
+    """
+    kinds = jnp.asarray(events.kinds, dtype=jnp.int32)
+    targets = jnp.asarray(events.targets if targets is None else targets, dtype=jnp.int32)
+    dirs = jnp.asarray(events.dirs, dtype=values.dtype)
+    is_boundary = kinds == BOUNDARY
+    n_samples = values.shape[0]
+    first = jnp.full(sign.shape, n_samples, dtype=jnp.int32)
+    t_exact = jnp.full(sign.shape, jnp.nan, dtype=values.dtype)
+    for k in range(n_samples):  # unrolled over the few static samples
+        gk = values[k]
+        use = True if mask is None else mask[k]
+        s = jnp.sign(gk)
+        flip = use & (s != 0) & (s == -sign) & ((dirs == 0) | (s == dirs))
+        count = count + flip.astype(count.dtype)
+        hit = use & jnp.where(is_boundary, gk <= 0,
+                              (targets > 0) & (count >= targets) & flip)
+        exact = jnp.where(is_boundary, jnp.where(gk == 0, times[k], jnp.nan), t_zero)
+        newly = hit & (first == n_samples)
+        first = jnp.where(newly, k, first)
+        t_exact = jnp.where(newly, exact, t_exact)
+        sign = jnp.where(use & (s != 0), s, sign)
+        t_zero = jnp.where(use, jnp.where(s == 0, jnp.where(jnp.isnan(t_zero), times[k], t_zero),
+                                          jnp.nan), t_zero)
+    nonfinite = ~jnp.all(jnp.isfinite(values) if mask is None
+                         else jnp.isfinite(values) | ~mask[:, None])
+    return Scan(first < n_samples, first, sign, count, t_zero, t_exact, nonfinite)
+
+
+class Located(NamedTuple):
+    """The earliest event root inside one step (see :func:`locate_in_step`)."""
+
+    found: Bool[Array, ""]
+    event: Int[Array, ""]  # which event fires first
+    t: Float[Array, ""]  # its root
+    count: Int[Array, " n"]  # crossings counted before the root, the ending crossing included
+
+
+def locate_in_step(
+    events: EventSet,
+    g_at: Callable[[Float[Array, ""]], Float[Array, " n"]],
+    t0: Float[Array, ""],
+    h: Float[Array, ""],
+    n_samples: int,
+    sign: Float[Array, " n"],
+    count: Int[Array, " n"],
+    t_zero: Float[Array, " n"],
+    targets: Int[Array, " n"] | None = None,
+    event_mask: Bool[Array, " n"] | None = None,
+) -> Located:
+    """Locate the earliest firing event root in the step ``[t0, t0 + h]``.
+
+    ``g_at(t)`` evaluates the event functions on the step's dense output. The step is sampled
+    at ``n_samples`` equally spaced points (the same samples the integrators scan), the first
+    sample interval in which an event fires is the bracket, and one root finder
+    (:func:`locate_root`) runs on the lower envelope of the events that fire there (each
+    oriented to be positive before it fires), whose first root is the earliest of theirs. A
+    root exactly on a sample is returned exactly. ``event_mask`` leaves events out.
+    """
+    dtype = jnp.result_type(t0, h)
+    thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=dtype)[1:]
+    times = t0 + thetas * h
+    vals = jax.vmap(g_at)(times)
+    sc = scan(events, vals, times, sign, count, t_zero, targets)
+    fired = sc.fired if event_mask is None else sc.fired & event_mask
+    k = jnp.min(jnp.where(fired, sc.first, n_samples))
+    cand = fired & (sc.first == k)
+    found = jnp.any(cand)
+    kc = jnp.clip(k, 0, n_samples - 1)
+    a = jnp.where(kc == 0, t0, times[jnp.maximum(kc - 1, 0)])
+    b = times[kc]
+    g_a = jnp.where(kc == 0, g_at(t0), vals[jnp.maximum(kc - 1, 0)])
+    g_b = vals[kc]
+    kinds = jnp.asarray(events.kinds, jnp.int32)
+    orient = jnp.where(kinds == CROSSING, -jnp.sign(g_b), 1.0).astype(dtype)
+
+    def envelope(g):
+        return jnp.min(jnp.where(cand, orient * g, jnp.inf))
+
+    ga, gb = envelope(g_a), envelope(g_b)
+    ok = found & (ga > 0) & ~(gb > 0)
+    # nothing to locate: an empty bracket, so that a vmapped root finder stops at once
+    root = locate_root(lambda tt: envelope(g_at(tt)), jnp.where(ok, a, b), b,
+                       jnp.where(ok, ga, 1.0), jnp.where(ok, gb, -1.0))
+    root = jnp.where(ok, root, b)
+    exact = jnp.where(cand, sc.t_exact, jnp.inf)
+    t_ex = jnp.min(exact)
+    use_exact = t_ex <= root
+    t_root = jnp.where(use_exact, t_ex, root)
+    e_env = jnp.argmin(jnp.where(cand, orient * g_at(root), jnp.inf))
+    e = jnp.where(use_exact, jnp.argmin(exact), e_env).astype(jnp.int32)
+    # crossings before the root: the samples before the bracket, plus the ending crossing
+    before = scan(events, vals, times, sign, count, t_zero, targets,
+                  mask=jnp.arange(n_samples) < k)
+    onehot = (jnp.arange(kinds.shape[0]) == e) & (kinds == CROSSING) & found
+    return Located(found, e, t_root, before.count + onehot.astype(count.dtype))

@@ -1,0 +1,44 @@
+"""The one result type of every integrator in rollax, and its status codes."""
+
+from __future__ import annotations
+
+import enum
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+
+class Status(enum.IntEnum):
+    """How a run ended. (``rollax.ensemble`` uses the same codes.)"""
+
+    EVENT = 0  # a terminal event (see ``Solution.event``)
+    T_MAX = 1  # reached the final time with no terminal event
+    NONFINITE = 2  # the state, the step size or an event value became non-finite / underflowed
+    MAX_STEPS = 3  # the step limit (per segment) or the reset limit was hit
+
+
+class Solution(eqx.Module):
+    """Result of :func:`rollax.solve` (one run) or :func:`rollax.solve_ensemble` (a leading
+    batch axis on every field).
+
+    ``counts`` and ``t_first`` are per event and refer to the last segment of a hybrid run
+    (the one the run ended in; crossing counts start afresh after each reset); ``t_first`` is
+    the time of the first counted crossing (nan if none; boundaries: nan).
+    """
+
+    t: Float[Array, "*b"]  # time at the end (event root, or t1)
+    y: Float[Array, "*b d"]  # state there (after a terminal reset: the state it returned)
+    mode: Int[Array, "*b"]  # discrete mode at the end
+    aux: Float[Array, "*b p"]  # the reset map's bookkeeping at the end
+    status: Int[Array, "*b"]  # a Status code
+    event: Int[Array, "*b"]  # the event that ended the run (-1: none)
+    counts: Int[Array, "*b n"]  # crossings counted per event in the last segment
+    t_first: Float[Array, "*b n"]  # first counted crossing per event in the last segment
+    steps: Int[Array, "*b"]  # steps taken, all segments
+    resets: Int[Array, "*b"]  # non-terminal resets
+
+    @property
+    def failed(self) -> Bool[Array, "*b"]:
+        """Runs that did not end normally (non-finite values or a step/reset limit)."""
+        return (self.status == Status.NONFINITE) | (self.status == Status.MAX_STEPS)

@@ -1,0 +1,207 @@
+"""``AbstractSystem``: what every model in rollax is, and what every integrator consumes.
+
+A system is an equinox module. Its array fields are its parameters (traced, vmappable,
+differentiable; a leading batch axis on any of them gives per-start parameters in
+:func:`rollax.solve_ensemble`); its static fields are its structure. It provides
+
+* the vector field ``vector_field(t, y, mode)``;
+* a tuple of :class:`Event` descriptors (``events``) and their values
+  ``event_values(t, y, mode)``, one per descriptor, in the same order;
+* for hybrid systems: the discrete ``modes``, a ``reset`` map applied at a located event
+  (new state, mode and bookkeeping, and whether the run ends), the per-trajectory
+  bookkeeping ``aux`` (``n_aux`` numbers, started by ``initial_aux``);
+* an ``outcome`` classification of a finished run (an enumeration of the system's own);
+* optionally ``field_and_events``, the field and the event values in one call, so that an
+  integrator that needs both at the same point lets XLA share their common subexpressions.
+
+The same semantics hold on both integrators (:func:`rollax.solve` and
+:func:`rollax.solve_ensemble`); :mod:`rollax.events` states them.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import enum
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from rollax.events import BOUNDARY, CROSSING, EventSet
+
+
+class EventKind(enum.IntEnum):
+    """How an event function is read (:mod:`rollax.events`)."""
+
+    BOUNDARY = BOUNDARY  # valid while g > 0; fires at the first g <= 0 (also at t0)
+    CROSSING = CROSSING  # counts transversal sign changes; fires at the target-th
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One event of a system: a name, its kind and, for crossings, a target and a direction.
+
+    ``target``: the crossing that fires the event (1 = the first); 0 counts crossings and never
+    fires. ``direction``: +1 counts only upward crossings (to ``g > 0``), -1 only downward
+    ones, 0 both. A boundary has ``target = 1`` and no direction.
+    """
+
+    name: str
+    kind: EventKind = EventKind.BOUNDARY
+    target: int = 1
+    direction: int = 0
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"event name = {self.name!r} must be a non-empty string")
+        try:
+            kind = EventKind(self.kind)
+        except ValueError:
+            raise ValueError(f"event kind = {self.kind!r} must be one of "
+                             f"{[k.name for k in EventKind]}") from None
+        object.__setattr__(self, "kind", kind)
+        if not (isinstance(self.target, (int, np.integer)) and self.target >= 0):
+            raise ValueError(f"event target = {self.target!r} must be an integer >= 0")
+        if self.direction not in (-1, 0, 1):
+            raise ValueError(f"event direction = {self.direction!r} must be -1, 0 or 1")
+        if kind == EventKind.BOUNDARY and (self.target != 1 or self.direction != 0):
+            raise ValueError(f"boundary event {self.name!r} takes no target or direction "
+                             f"(got target = {self.target!r}, direction = {self.direction!r})")
+
+
+def boundary(name: str) -> Event:
+    """A boundary event: the motion is valid while its function is > 0."""
+    return Event(name, EventKind.BOUNDARY)
+
+
+def crossing(name: str, target: int = 1, direction: int = 0) -> Event:
+    """A crossing event that fires at its ``target``-th crossing (0: count only)."""
+    return Event(name, EventKind.CROSSING, target, direction)
+
+
+class AbstractSystem(eqx.Module):
+    """A dynamical system with events, and optionally modes and a reset map (module docstring).
+
+    Subclasses set the class attributes ``state_names`` (one name per state component; its
+    length is the state dimension), ``events`` (a tuple of :class:`Event`, or a property that
+    derives them from static fields), and for hybrid systems ``modes``, ``n_aux`` and the
+    methods ``reset`` and ``initial_aux``. ``outcomes`` is the enumeration ``outcome`` returns.
+    """
+
+    state_names: ClassVar[tuple[str, ...]] = ()
+    events: ClassVar[tuple[Event, ...]] = ()
+    modes: ClassVar[tuple[str, ...]] = ("default",)
+    n_aux: ClassVar[int] = 0
+    outcomes: ClassVar[type[enum.IntEnum] | None] = None
+
+    # ------------------------------------------------------------------ dynamics
+    @abc.abstractmethod
+    def vector_field(self, t: Float[Array, ""], y: Float[Array, " d"],
+                     mode: Int[Array, ""]) -> Float[Array, " d"]:
+        """dy/dt in the given mode."""
+
+    def event_values(self, t: Float[Array, ""], y: Float[Array, " d"],
+                     mode: Int[Array, ""]) -> Float[Array, " n"]:
+        """The event functions, one per entry of ``events`` (none by default)."""
+        return jnp.zeros((0,), jnp.result_type(y))
+
+    def field_and_events(self, t, y, mode) -> tuple[Float[Array, " d"], Float[Array, " n"]]:
+        """``(vector_field, event_values)`` at one point; override to share work between them."""
+        return self.vector_field(t, y, mode), self.event_values(t, y, mode)
+
+    # ------------------------------------------------------------------ hybrid structure
+    @property
+    def hybrid(self) -> bool:
+        """Whether the system has a reset map (then events do not simply end the run)."""
+        return type(self).reset is not AbstractSystem.reset
+
+    def reset(
+        self, t: Float[Array, ""], y: Float[Array, " d"], mode: Int[Array, ""],
+        aux: Float[Array, " p"], event: Int[Array, ""],
+    ) -> tuple[Float[Array, " d"], Int[Array, ""], Float[Array, " p"], Bool[Array, ""]]:
+        """At the located root of ``event``: ``(y, mode, aux, terminal)`` to go on with.
+
+        The default (a non-hybrid system) ends the run at every event."""
+        return y, mode, aux, jnp.asarray(True)
+
+    def initial_aux(self, y0: Float[Array, " d"], mode: Int[Array, ""]) -> Float[Array, " p"]:
+        """The bookkeeping a run starts with (``n_aux`` numbers; zeros by default)."""
+        return jnp.zeros((self.n_aux,), jnp.result_type(y0))
+
+    def outcome(self, solution) -> Int[Array, "..."]:
+        """The system's classification of finished runs (an ``outcomes`` value per run).
+
+        The default is the run's :class:`rollax.Status`."""
+        return solution.status
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def state_dim(self) -> int:
+        return len(self.state_names)
+
+    @property
+    def event_set(self) -> EventSet:
+        """The events as the integrators' :class:`rollax.events.EventSet` (mode 0 fn, static)."""
+        ev = tuple(self.events)
+        return EventSet(_no_fn, tuple(int(e.kind) for e in ev), tuple(int(e.target) for e in ev),
+                        tuple(int(e.direction) for e in ev))
+
+    def check_state(self, y, name: str = "y0") -> Float[Array, "... d"]:
+        """``y`` as a float array whose last axis is the state, or a ``ValueError``."""
+        y = jnp.asarray(y, dtype=float)
+        d = self.state_dim
+        if y.ndim == 0 or (d and y.shape[-1] != d):
+            raise ValueError(f"{name} has shape {tuple(y.shape)}; {type(self).__name__} needs "
+                             f"a last axis of {d} ({', '.join(self.state_names)})")
+        return y
+
+    def check_mode(self, mode, name: str = "mode") -> Int[Array, ""]:
+        """``mode`` (an index or a name of ``modes``) as an int32 array, or a ``ValueError``."""
+        if isinstance(mode, str):
+            if mode not in self.modes:
+                raise ValueError(f"{name} = {mode!r} must be one of {list(self.modes)}")
+            mode = self.modes.index(mode)
+        m = jnp.asarray(mode)
+        if not jnp.issubdtype(m.dtype, jnp.integer):
+            raise ValueError(f"{name} = {mode!r} must be an integer index of {list(self.modes)}")
+        if not isinstance(m, jax.core.Tracer) and np.any((np.asarray(m) < 0)
+                                                        | (np.asarray(m) >= len(self.modes))):
+            raise ValueError(f"{name} = {mode!r} is outside the allowed range "
+                             f"[0, {len(self.modes) - 1}]")
+        return m.astype(jnp.int32)
+
+    def batch_shape(self) -> tuple[int, ...]:
+        """The leading batch shape of the parameters (``()`` for one system).
+
+        Every array field is a scalar parameter by default; a subclass whose field is a vector
+        per system names its per-system number of axes in ``param_ndim``."""
+        shapes = set()
+        for path, leaf in jax.tree_util.tree_leaves_with_path(self):
+            if not eqx.is_array(leaf):
+                continue
+            name = str(getattr(path[0], "name", "")) if path else ""
+            core = type(self).param_ndim.get(name, 0)
+            shapes.add(tuple(jnp.shape(leaf))[: max(jnp.ndim(leaf) - core, 0)])
+        shapes.discard(())
+        if len(shapes) > 1:
+            raise ValueError(f"parameters of {type(self).__name__} have different batch shapes "
+                             f"{sorted(shapes)}; use one leading axis for all batched fields")
+        return shapes.pop() if shapes else ()
+
+    param_ndim: ClassVar[dict[str, int]] = {}
+
+
+def _no_fn(t, y, args):  # pragma: no cover - the integrators call the system instead
+    raise RuntimeError("call system.event_values")
+
+
+def parameter(default=None, **kwargs):
+    """A parameter field: stored as a float64 array (so that it is traced, not static)."""
+    conv = lambda x: x if isinstance(x, jax.core.Tracer) else jnp.asarray(x, dtype=float)  # noqa: E731
+    if default is None:
+        return eqx.field(converter=conv, **kwargs)
+    return eqx.field(default=default, converter=conv, **kwargs)
