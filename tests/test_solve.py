@@ -1,0 +1,190 @@
+"""rollax.solve (the diffrax path) against closed forms: the cases of issue 12, gradients both ways,
+the hybrid reset loop, compile caching and input validation."""
+
+import math
+import sys
+from pathlib import Path
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from bouncing_ball import BouncingBall  # noqa: E402
+from oscillator import Oscillator  # noqa: E402
+
+TOL = dict(rtol=1e-10, atol=1e-10)
+
+
+class Drift(rollax.AbstractSystem):
+    """y' = 1 with configurable events (test helper)."""
+
+    kind: str = "cos2"
+    target: int = 6
+    c: jax.Array = rollax.parameter(0.0)
+    state_names = ("y",)
+
+    @property
+    def events(self):
+        if self.kind == "cos2":
+            return (rollax.crossing("cos2y", target=self.target),)
+        if self.kind == "zero":
+            return (rollax.crossing("y", target=self.target),)
+        if self.kind == "count_and_wall":
+            return (rollax.crossing("sin", target=0), rollax.boundary("wall"))
+        if self.kind == "nan":
+            return (rollax.boundary("nan_after_1"), rollax.boundary("wall"))
+        raise AssertionError(self.kind)
+
+    def vector_field(self, t, y, mode):
+        return jnp.ones_like(y)
+
+    def event_values(self, t, y, mode):
+        if self.kind == "cos2":
+            return jnp.cos(2 * y)
+        if self.kind == "zero":
+            return y
+        if self.kind == "count_and_wall":
+            return jnp.stack([jnp.sin(y[0]), 19.5 - y[0]])
+        return jnp.stack([jnp.where(y[0] > 1.0, jnp.nan, 1.0), 5.0 - y[0]])
+
+
+class Decay(rollax.AbstractSystem):
+    """y' = -y with the boundary event y - c (fires when y reaches c)."""
+
+    c: jax.Array = rollax.parameter(0.3)
+    state_names = ("y",)
+    events = (rollax.boundary("y=c"),)
+
+    def vector_field(self, t, y, mode):
+        return -y
+
+    def event_values(self, t, y, mode):
+        return y - self.c
+
+
+def test_sixth_sign_change_of_cos2y_with_large_steps():
+    sol = rollax.solve(Drift("cos2", 6), jnp.zeros(1), 0.0, 100.0, **TOL)
+    assert sol.status == rollax.Status.EVENT and sol.event == 0
+    assert abs(float(sol.t) - 11 * math.pi / 4) < 1e-10
+    assert int(sol.counts[0]) == 6
+    assert abs(float(sol.t_first[0]) - math.pi / 4) < 1e-10
+
+
+def test_root_exactly_on_a_step_end_is_found_exactly():
+    for delta in (1e-3, 0.5, 3.0):
+        sol = rollax.solve(Drift("zero", 1), jnp.array([-delta]), 0.0, 100.0, **TOL)
+        assert sol.status == rollax.Status.EVENT
+        assert abs(float(sol.t) - delta) < 1e-12 * max(1.0, delta)
+
+
+def test_count_only_crossing_never_ends_the_run():
+    # y' = 1 is integrated exactly, so steps grow tenfold per step; dt_max keeps the samples
+    # (dt_max / n_samples apart) finer than the zeros of sin (pi apart)
+    sol = rollax.solve(Drift("count_and_wall"), jnp.zeros(1), 0.0, 100.0, dt_max=4.0, **TOL)
+    assert sol.status == rollax.Status.EVENT and int(sol.event) == 1
+    assert abs(float(sol.t) - 19.5) < 1e-10
+    assert int(sol.counts[0]) == 6  # zeros of sin at pi, ..., 6 pi < 19.5
+    assert abs(float(sol.t_first[0]) - math.pi) < 1e-10
+
+
+def test_nonfinite_event_value_fails_the_run():
+    sol = rollax.solve(Drift("nan"), jnp.zeros(1), 0.0, 100.0, **TOL)
+    assert sol.status == rollax.Status.NONFINITE and bool(sol.failed)
+    assert float(sol.t) < 5.0
+
+
+def test_event_time_derivative_uses_the_field_slope():
+    y0 = jnp.ones(1)
+
+    def t_event(c, adjoint=None):
+        return rollax.solve(Decay(c=c), y0, 0.0, 10.0, adjoint=adjoint, **TOL).t
+
+    for c in (0.3, 0.05, 0.8):
+        assert abs(float(t_event(c)) + math.log(c)) < 1e-9
+        g = float(jax.grad(t_event)(c))
+        assert abs(g - (-1 / c)) < 1e-9 * (1 / c)
+        f = float(jax.jacfwd(lambda c: t_event(c, diffrax.ForwardMode()))(c))
+        assert abs(f - g) < 1e-9 * abs(g)
+
+
+def test_hessian_in_forward_mode():
+    y0 = jnp.ones(1)
+    h = jax.hessian(lambda c: rollax.solve(Decay(c=c), y0, 0.0, 10.0,
+                                           adjoint=diffrax.ForwardMode(), **TOL).t)(0.3)
+    assert abs(float(h) - 1 / 0.3**2) < 1e-6 / 0.3**2  # t = -ln c: t'' = 1/c^2
+
+
+def test_bouncing_ball_impacts_match_the_closed_form():
+    for k in (1, 4):
+        ball = BouncingBall(n_bounces=k)
+        for z0 in (0.5, 1.0, 2.3):
+            sol = rollax.solve(ball, jnp.array([z0, 0.0]), 0.0, 20.0, **TOL)
+            assert sol.status == rollax.Status.EVENT and int(sol.resets) == k - 1
+            assert abs(float(sol.t) - ball.impact_times(z0, k)[-1]) < 1e-10
+            assert int(ball.outcome(sol)) == 0
+    # gradient of the 4th impact time: t4 = T0 (1 + 2(e + e^2 + e^3)), T0 = sqrt(2 z0 / g)
+    dt = jax.grad(lambda e: rollax.solve(BouncingBall(e=e), jnp.array([1.0, 0.0]), 0.0, 20.0,
+                                         **TOL).t)(0.8)
+    T0 = math.sqrt(2 / 9.81)
+    assert abs(float(dt) - 2 * T0 * (1 + 2 * 0.8 + 3 * 0.8**2)) < 1e-8
+
+
+def test_reset_limit_is_a_failure():
+    sol = rollax.solve(BouncingBall(n_bounces=50), jnp.array([1.0, 0.0]), 0.0, 100.0,
+                       max_resets=3, **TOL)
+    assert sol.status == rollax.Status.MAX_STEPS and int(sol.resets) == 4
+
+
+def test_oscillator_nth_zero_and_vmap():
+    osc = Oscillator(omega=2.0, n=6)
+    x0 = jnp.linspace(0.5, 2.0, 7)
+    y0s = jnp.stack([x0, jnp.zeros_like(x0)], axis=1)
+    sols = jax.vmap(lambda y: rollax.solve(osc, y, 0.0, 100.0, **TOL))(y0s)
+    assert np.all(np.abs(np.asarray(sols.t) - osc.zero_time(6)) < 1e-9)
+    one = rollax.solve(osc, y0s[3], 0.0, 100.0, **TOL)
+    assert float(one.t) == pytest.approx(float(sols.t[3]), abs=1e-12)
+
+
+def test_repeat_calls_do_not_recompile():
+    traces = []
+
+    class Counted(Decay):
+        def vector_field(self, t, y, mode):
+            traces.append(1)
+            return -y
+
+    for c in (0.3, 0.4, 0.5, 0.6):
+        rollax.solve(Counted(c=c), jnp.ones(1) * (1 + c), 0.0, 10.0, rtol=1e-8 + c * 1e-9)
+    n_first = len(traces)
+    for c in (0.2, 0.25, 0.7):
+        rollax.solve(Counted(c=c), jnp.ones(1) * (1 + c), 0.0, 10.0 + c, atol=1e-9 + c * 1e-10)
+    assert len(traces) == n_first  # no new trace for new parameter, state, time or tolerance values
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(y0=jnp.ones(3)), "y0 has shape"),
+        (dict(y0=jnp.ones((4, 1))), "rollax.solve takes one state"),
+        (dict(rtol=-1e-9), "rtol"),
+        (dict(atol=2.0), "atol"),
+        (dict(t1=-1.0), "t1"),
+        (dict(t0=math.nan), "t0"),
+        (dict(max_steps=0), "max_steps"),
+        (dict(n_samples=0), "n_samples"),
+        (dict(mode=3), "mode"),
+        (dict(mode="slipping"), "mode"),
+        (dict(solver="euler9"), "solver"),
+        (dict(dt_max=0.0), "dt_max"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(kwargs, match):
+    args = dict(y0=jnp.ones(1), t0=0.0, t1=1.0)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        rollax.solve(Decay(), args.pop("y0"), args.pop("t0"), args.pop("t1"), **args)
