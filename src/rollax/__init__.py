@@ -9,17 +9,21 @@ The public API:
   :class:`EventKind`: what a system is;
 * :func:`solve` (diffrax; differentiable) and :func:`solve_ensemble` (the batched work-queue
   kernel): the two integrators, with one event semantics and one :class:`Solution`
-  (:class:`Status`).
+  (:class:`Status`);
+* :func:`sweep` over a grid of state components and parameters (:class:`Axis`,
+  :class:`SweepResult`), and :func:`classify` (the system's outcome of each run).
 """
 
 from rollax import _setup  # noqa: F401  (float64, CPU devices, compile cache)
 from rollax._solution import Solution, Status
 from rollax._solve import solve
-from rollax._system import AbstractSystem, Event, EventKind, boundary, crossing, parameter
+from rollax._sweep import Axis, SweepResult, sweep
+from rollax._system import (AbstractSystem, Event, EventKind, boundary, classify, crossing,
+                            parameter)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AbstractSystem", "Event", "EventKind", "Solution", "Status", "boundary", "crossing",
-    "parameter", "solve",
+    "AbstractSystem", "Axis", "Event", "EventKind", "Solution", "Status", "SweepResult",
+    "boundary", "classify", "crossing", "parameter", "solve", "sweep",
 ]

@@ -44,7 +44,7 @@ from jaxtyping import Array, Float, Int
 
 from rollax._solution import Solution, Status
 from rollax._system import AbstractSystem
-from rollax.events import CROSSING, EventSet, locate_in_step, scan
+from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 _SOLVERS = {"dopri5": diffrax.Dopri5, "tsit5": diffrax.Tsit5, "dopri8": diffrax.Dopri8}
 
@@ -179,6 +179,7 @@ def solve(
     n_samples: int = 8,
     solver: str | diffrax.AbstractSolver = "dopri5",
     adjoint: diffrax.AbstractAdjoint | None = None,
+    jump_ts: Float[Array, " k"] | None = None,
 ) -> Solution:
     """Integrate ``system`` from ``(t0, y0)`` in ``mode`` until a terminal event or ``t1``.
 
@@ -189,7 +190,9 @@ def solve(
     it). ``max_steps`` bounds the steps of each segment, ``max_resets`` the resets of a hybrid
     run; a run that hits either, or whose state or event values become non-finite, ends with a
     failure :class:`rollax.Status`. ``solver``: ``dopri5`` (default), ``tsit5``, ``dopri8`` or a
-    diffrax solver instance. Returns a :class:`rollax.Solution`.
+    diffrax solver instance. ``jump_ts``: times where the vector field or its derivatives
+    jump (the kinks of a piecewise control); no step straddles one (diffrax's
+    ``PIDController(jump_ts=...)``). Returns a :class:`rollax.Solution`.
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
@@ -224,11 +227,13 @@ def solve(
     if isinstance(adjoint, diffrax.ForwardMode) and getattr(solver, "scan_kind", "") is None:
         # what diffrax.ForwardMode does for an unwrapped Runge-Kutta solver (JVP-able stages)
         solver = eqx.tree_at(lambda s: s.scan_kind, solver, "lax", is_leaf=lambda x: x is None)
-    opts = _Options(solver, adjoint,
-                    max_steps, max_resets, n_samples)
+    if jump_ts is not None:
+        jump_ts = jnp.asarray(jump_ts, dtype=float).reshape(-1)
+        jump_ts = jump_ts if jump_ts.shape[0] else None
+    opts = _Options(solver, adjoint, max_steps, max_resets, n_samples)
     f = jnp.asarray
     return _solve(system, y0, mode, aux, f(t0, float), f(t1, float), f(rtol, float),
-                  f(atol, float), f(jnp.inf if dt_max is None else dt_max, float), opts)
+                  f(atol, float), f(jnp.inf if dt_max is None else dt_max, float), jump_ts, opts)
 
 
 def _concrete(v):
@@ -266,12 +271,12 @@ class _State(NamedTuple):
 
 
 @eqx.filter_jit
-def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, opts: _Options) -> Solution:
+def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, opts: _Options) -> Solution:
     events = system.event_set
     n = events.n
     st = _State(t0, y0, mode, aux, jnp.int32(-1), jnp.int32(-1), jnp.zeros(n, jnp.int32),
                 jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0))
-    run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, opts)  # noqa: E731
+    run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, opts)  # noqa: E731
     if not system.hybrid:
         st = run(st)
     else:
@@ -330,7 +335,8 @@ def _implicit(system, mode, interp, t_star, e):
     return t_ev, y_ev + (f - interp.derivative(t_ev)) * dt
 
 
-def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, opts) -> _State:
+def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_ts,
+             opts) -> _State:
     """Integrate from the state's time to the next terminal event (or t1); reset if hybrid."""
     n = events.n
     kinds = jnp.asarray(events.kinds, jnp.int32)
@@ -368,7 +374,8 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, opts) 
         diffrax.ODETerm(_vf), solver, t0_in, t_end, None, (y0_in, ev0), args=(system, mode),
         stepsize_controller=diffrax.PIDController(
             rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0, norm=_norm,
-            dtmin=1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), force_dtmin=False),
+            dtmin=1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), force_dtmin=False,
+            jump_ts=jump_ts),
         saveat=diffrax.SaveAt(t1=True),
         event=diffrax.Event(lambda t, y, args, **kw: y[1].stop > 0),
         max_steps=opts.max_steps, throw=False, adjoint=opts.adjoint,
@@ -382,12 +389,17 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, opts) 
     interp = opts.solver.interpolation_cls(t0=ev.f_t0, t1=ev.f_t1, **ev.f_dense)
     g_at = lambda t: system.event_values(t, interp.evaluate(t), mode)  # noqa: E731
     fired = (ev.stop > 0) & (ev.bad == 0) & ~skip
-    loc = locate_in_step(events, lambda t: sg(g_at(t)), sg(ev.f_t0), sg(ev.f_t1 - ev.f_t0),
-                         opts.n_samples, sg(ev.f_sign), sg(ev.f_count).astype(jnp.int32),
-                         sg(ev.f_tzero))
-    found = fired & loc.found
-    t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(ev.f_t1)), loc.event)
-    e_start = jnp.argmax(at_start).astype(jnp.int32)
+    if n:
+        loc = locate_in_step(events, lambda t: sg(g_at(t)), sg(ev.f_t0), sg(ev.f_t1 - ev.f_t0),
+                             opts.n_samples, sg(ev.f_sign), sg(ev.f_count).astype(jnp.int32),
+                             sg(ev.f_tzero))
+        found = fired & loc.found
+        t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(ev.f_t1)),
+                               loc.event)
+    else:  # no events: nothing to locate
+        loc = Located(jnp.asarray(False), jnp.int32(0), t0, jnp.zeros(0, jnp.int32))
+        found, t_ev, y_ev = jnp.asarray(False), t0, y0
+    e_start = jnp.argmax(at_start).astype(jnp.int32) if n else jnp.int32(0)
     e = jnp.where(skip, e_start, loc.event)
     t_e = jnp.where(skip, t0, t_ev)
     y_e = jnp.where(skip, y0, y_ev)

@@ -132,10 +132,11 @@ class AbstractSystem(eqx.Module):
         """The bookkeeping a run starts with (``n_aux`` numbers; zeros by default)."""
         return jnp.zeros((self.n_aux,), jnp.result_type(y0))
 
-    def outcome(self, solution) -> Int[Array, "..."]:
-        """The system's classification of finished runs (an ``outcomes`` value per run).
+    def outcome(self, solution) -> Int[Array, ""]:
+        """The system's classification of one finished run (an ``outcomes`` value).
 
-        The default is the run's :class:`rollax.Status`."""
+        The default is the run's :class:`rollax.Status`. Batches are classified with
+        :func:`rollax.outcomes`."""
         return solution.status
 
     # ------------------------------------------------------------------ helpers
@@ -194,6 +195,16 @@ class AbstractSystem(eqx.Module):
 
     param_ndim: ClassVar[dict[str, int]] = {}
 
+    def batch_axes(self):
+        """A pytree like the system: 0 on batched parameter leaves, None elsewhere (for
+        ``jax.vmap``'s ``in_axes`` over a batch of systems that share their other fields)."""
+        def axis(path, leaf):
+            if not eqx.is_array(leaf):
+                return None
+            name = str(getattr(path[0], "name", "")) if path else ""
+            return 0 if jnp.ndim(leaf) > type(self).param_ndim.get(name, 0) else None
+        return jax.tree_util.tree_map_with_path(axis, self)
+
 
 def _no_fn(t, y, args):  # pragma: no cover - the integrators call the system instead
     raise RuntimeError("call system.event_values")
@@ -205,3 +216,20 @@ def parameter(default=None, **kwargs):
     if default is None:
         return eqx.field(converter=conv, **kwargs)
     return eqx.field(default=default, converter=conv, **kwargs)
+
+
+def classify(system: AbstractSystem, solution) -> Int[Array, "*b"]:
+    """``system.outcome`` of every run of a (batched) :class:`rollax.Solution`.
+
+    ``system`` may carry per-start parameters (a leading batch axis on some fields, as given
+    to :func:`rollax.solve_ensemble`); each run is classified with its own parameters."""
+    nb = jnp.ndim(solution.t)
+    if nb == 0:
+        return system.outcome(solution)
+    shape = jnp.shape(solution.t)
+    size = int(np.prod(shape))
+    flat = jax.tree_util.tree_map(
+        lambda x: jnp.reshape(jnp.asarray(x), (size,) + jnp.shape(x)[nb:]), solution)
+    out = eqx.filter_vmap(lambda s, so: s.outcome(so), in_axes=(system.batch_axes(), 0))(
+        system, flat)
+    return jnp.reshape(out, shape)

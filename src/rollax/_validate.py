@@ -27,9 +27,19 @@ def check_range(
 ) -> float:
     """Return ``float(value)`` or raise ``ValueError`` naming ``name``, the value and the range.
 
-    Works on Python numbers and concrete (non-traced) 0-d arrays; traced values are passed
-    through unchecked so that modules can be rebuilt inside ``jit``/``grad``.
+    Works on Python numbers and concrete (non-traced) arrays; an array of several values (a
+    per-start parameter) is checked element by element and returned as it is. Traced values
+    are passed through unchecked so that modules can be rebuilt inside ``jit``/``grad``.
     """
+    if _is_tracer(value):
+        return value
+    arr = _as_array(value)
+    if arr is not None and arr.ndim > 0:
+        if arr.size == 0:
+            raise ValueError(f"{name} is an empty array; it needs at least one value")
+        for v in arr.reshape(-1):
+            check_range(name, float(v), lo, hi, lo_open=lo_open, hi_open=hi_open)
+        return value
     try:
         x = _as_float(name, value)
     except ValueError:
@@ -54,6 +64,18 @@ def check_positive(name: str, value: Any) -> float:
 def check_nonnegative(name: str, value: Any) -> float:
     """``value`` must be a finite number >= 0."""
     return check_range(name, value, 0.0, math.inf, hi_open=True)
+
+
+def _as_array(value: Any):
+    import numpy as np
+
+    if isinstance(value, (bool, str)) or value is None:
+        return None
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        return None
+    return arr if arr.dtype.kind in "iuf" else None
 
 
 def _is_tracer(value: Any) -> bool:

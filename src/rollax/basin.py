@@ -17,7 +17,7 @@ rolling/slipping sweep of :mod:`rollax.slip` replaces the rolling one, with the 
 start, the number of roll/slip switches and the total slipping time.
 
 Sweeps run through the ensemble kernel (:mod:`rollax.ensemble`) in resumable chunks
-(:mod:`rollax.sweep`).
+(:mod:`rollax._chunks`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import numpy as np
 from rollax import ensemble
 from rollax.events import BOUNDARY, CROSSING, EventSet
 from rollax.rim import Rim
-from rollax.sweep import run_chunked, sweep_key
+from rollax._chunks import run_chunked, sweep_key
 
 PERIODIC, IN, OUT, UNDECIDED, FAILED, CHATTERING = 0, 1, 2, 3, 4, 5
 OUTCOMES = ("periodic", "in", "out", "undecided", "failed", "chattering")

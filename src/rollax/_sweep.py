@@ -1,0 +1,194 @@
+"""``rollax.sweep``: a grid of runs over any axes that name state components or parameters.
+
+Each axis is a state component of the system (``"beta"``) or a parameter field (``"mu"``, or
+a dotted path such as ``"rim.mu"`` for a nested module). The grid is the Cartesian product of
+the axes (row-major, the first axis slowest); a state component not on an axis comes from
+``y0``, a parameter not on an axis from ``system``. The runs go through
+:func:`rollax.solve_ensemble` (parameters on an axis become per-start parameters) in chunks of
+``chunk_size`` starts; with ``cache_dir`` every finished chunk is saved and a rerun with the same
+arguments resumes from it (:mod:`rollax._chunks`). Results do not depend on the chunking.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax._chunks import run_chunked, sweep_key
+from rollax._solution import Status
+from rollax._system import AbstractSystem, classify
+
+_FIELDS = ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets")
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One axis of a sweep: a state component or parameter and ``numpy.linspace(lo, hi, n)``."""
+
+    name: str
+    lo: float
+    hi: float
+    n: int
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"axis name = {self.name!r} must be a non-empty string")
+        for k in ("lo", "hi"):
+            v = getattr(self, k)
+            if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)):
+                raise ValueError(f"{self.name} {k} = {v!r} must be a finite number")
+        if not self.lo < self.hi:
+            raise ValueError(f"{self.name} range = ({self.lo!r}, {self.hi!r}) must have lo < hi")
+        if not (isinstance(self.n, (int, np.integer)) and not isinstance(self.n, bool)
+                and self.n >= 2):
+            raise ValueError(f"{self.name} grid size = {self.n!r} must be an integer >= 2")
+
+    @property
+    def values(self) -> np.ndarray:
+        return np.linspace(self.lo, self.hi, self.n)
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """The runs of a sweep: every array has the grid's shape ``(a.n for a in axes)`` first."""
+
+    system: AbstractSystem
+    axes: tuple[Axis, ...]
+    outcome: np.ndarray  # the system's outcome code per run
+    solution: dict[str, np.ndarray]  # the fields of rollax.Solution per run
+
+    def counts(self) -> dict[str, int]:
+        """Runs per outcome (by the names of the system's ``outcomes`` enumeration)."""
+        names = self.system.outcomes or Status
+        return {m.name.lower(): int(np.sum(self.outcome == m.value)) for m in names}
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the arrays, the axes and the parameters to one ``.npz`` file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        params = {jax.tree_util.keystr(k): np.asarray(v) for k, v in
+                  jax.tree_util.tree_leaves_with_path(eqx.filter(self.system, eqx.is_array))}
+        np.savez_compressed(
+            path, outcome=self.outcome, **self.solution,
+            **{a.name: a.values for a in self.axes},
+            axes=np.array([a.name for a in self.axes]),
+            **{f"param{k}": v for k, v in params.items()},
+        )
+        return path
+
+
+def _param_path(system: AbstractSystem, name: str):
+    """The accessor of a parameter leaf by name (``mu`` or ``rim.mu``), or a ValueError."""
+    leaves = jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))
+    paths = {".".join(str(getattr(k, "name", k)) for k in p): p for p, _ in leaves}
+    hits = [p for s, p in paths.items() if s == name or s.endswith("." + name)]
+    if len(hits) != 1:
+        allowed = sorted(paths) + list(system.state_names)
+        why = "is ambiguous" if hits else "is not a state component or parameter"
+        raise ValueError(f"axis name = {name!r} {why} of {type(system).__name__}; "
+                         f"allowed: {allowed}")
+
+    def get(s):
+        node = s
+        for k in hits[0]:
+            node = getattr(node, k.name)
+        return node
+
+    return get
+
+
+def sweep(
+    system: AbstractSystem,
+    axes: Sequence[Axis],
+    *,
+    y0: Sequence[float] | Mapping[str, float] | None = None,
+    t0: float = 0.0,
+    t1: float,
+    mode: int | str = 0,
+    chunk_size: int = 1 << 16,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    **solver_options,
+) -> SweepResult:
+    """Run ``system`` over the grid of ``axes`` (module docstring); returns a :class:`SweepResult`.
+
+    ``y0``: the state components not on an axis (a full state vector, or a mapping from
+    ``state_names`` to values). ``solver_options`` go to :func:`rollax.solve_ensemble`
+    (``rtol``, ``atol``, ``max_steps``, ``lanes``, ``devices``, ...).
+    """
+    from rollax._ensemble import solve_ensemble
+
+    axes = tuple(axes)
+    if not axes:
+        raise ValueError("axes must name at least one state component or parameter")
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise ValueError(f"axes = {names} name a variable twice")
+    d = system.state_dim
+    state_ix = {a.name: system.state_names.index(a.name) for a in axes
+                if a.name in system.state_names}
+    getters = {a.name: _param_path(system, a.name) for a in axes if a.name not in state_ix}
+    base = _base_state(system, y0, set(state_ix))
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size = {chunk_size!r} must be an integer >= 1")
+    grids = np.meshgrid(*(a.values for a in axes), indexing="ij")
+    points = np.stack([g.ravel() for g in grids], axis=1)
+
+    def run(chunk, valid):
+        ys = np.tile(base, (len(chunk), 1))
+        sys_b = system
+        for k, a in enumerate(axes):
+            if a.name in state_ix:
+                ys[:, state_ix[a.name]] = chunk[:, k]
+            else:
+                sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
+        sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, **solver_options)
+        out = {f: np.asarray(getattr(sol, f)) for f in _FIELDS}
+        out["outcome"] = np.asarray(classify(sys_b, sol))
+        return out
+
+    key = sweep_key(dict(
+        kind="rollax.sweep", system=type(system).__qualname__,
+        static=repr(eqx.filter(system, eqx.is_array, inverse=True)),
+        params={jax.tree_util.keystr(k): np.asarray(v).tolist() for k, v in
+                jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))},
+        axes=[dataclasses.asdict(a) for a in axes], y0=base.tolist(), t0=t0, t1=t1,
+        mode=str(mode), options={k: repr(v) for k, v in sorted(solver_options.items())},
+        chunk_size=chunk_size, version=1))
+    out = run_chunked(run, points, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
+                      progress=progress, desc=type(system).__name__)
+    shape = tuple(a.n for a in axes)
+    outcome = out.pop("outcome").reshape(shape)
+    sol = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
+    return SweepResult(system, axes, outcome, sol)
+
+
+def _base_state(system, y0, on_axes) -> np.ndarray:
+    d = system.state_dim
+    names = system.state_names
+    if y0 is None:
+        y0 = {}
+    if isinstance(y0, Mapping):
+        unknown = set(y0) - set(names)
+        if unknown:
+            raise ValueError(f"y0 names {sorted(unknown)}, which are not state components of "
+                             f"{type(system).__name__}; allowed: {list(names)}")
+        missing = [n for n in names if n not in y0 and n not in on_axes]
+        if missing:
+            raise ValueError(f"y0 needs values for {missing} (the state components not on an axis)")
+        base = np.array([float(y0.get(n, 0.0)) for n in names])
+    else:
+        base = np.asarray(y0, dtype=float)
+        if base.shape != (d,):
+            raise ValueError(f"y0 has shape {base.shape}; {type(system).__name__} needs ({d},)")
+    if not np.all(np.isfinite(base)):
+        raise ValueError(f"y0 = {base.tolist()} must be finite")
+    return base

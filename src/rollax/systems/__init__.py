@@ -1,0 +1,9 @@
+"""The papers' models as :class:`rollax.AbstractSystem` classes, ready for both integrators.
+
+* :class:`RimRolling`: the basketball rolling on the rim (rim paper, Sect. 5.1), with the
+  basin outcomes periodic / in / out.
+"""
+
+from rollax.systems.rim import RimOutcome, RimRolling
+
+__all__ = ["RimOutcome", "RimRolling"]
