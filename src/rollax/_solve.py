@@ -64,12 +64,12 @@ class _Ev(NamedTuple):
     f_sign: Float[Array, " n"]
     f_count: Float[Array, " n"]
     f_tzero: Float[Array, " n"]
-    # per event: the step that holds its first crossing (c_t0 = nan: none yet)
-    c_t0: Float[Array, " n"]
-    c_t1: Float[Array, " n"]
+    # per crossing event (c of them): the step that holds its first crossing (nan: none yet)
+    c_t0: Float[Array, " c"]
+    c_t1: Float[Array, " c"]
     c_dense: Any
-    c_sign: Float[Array, " n"]
-    c_tzero: Float[Array, " n"]
+    c_sign: Float[Array, " c"]
+    c_tzero: Float[Array, " c"]
 
 
 class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
@@ -126,7 +126,8 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero)
         stop = jnp.any(sc.fired) | sc.nonfinite
         kinds = jnp.asarray(self.events.kinds, jnp.int32)
-        first = (kinds == CROSSING) & (count == 0) & (sc.count > 0) & jnp.isnan(ev.c_t0)
+        cx = jnp.asarray(_crossings(self.events), jnp.int32)
+        first = (count[cx] == 0) & (sc.count[cx] > 0) & jnp.isnan(ev.c_t0)
 
         def pick(mask, new, old):
             m = jnp.reshape(mask, jnp.shape(mask) + (1,) * (jnp.ndim(old) - jnp.ndim(mask)))
@@ -143,11 +144,16 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
             f_tzero=pick(stop, ev.t_zero, ev.f_tzero),
             c_t0=jnp.where(first, t0, ev.c_t0), c_t1=jnp.where(first, t1, ev.c_t1),
             c_dense=jax.tree_util.tree_map(lambda a, b: pick(first, a, b), dense_n, ev.c_dense),
-            c_sign=jnp.where(first, ev.sign, ev.c_sign),
-            c_tzero=jnp.where(first, ev.t_zero, ev.c_tzero),
+            c_sign=jnp.where(first, ev.sign[cx], ev.c_sign),
+            c_tzero=jnp.where(first, ev.t_zero[cx], ev.c_tzero),
         )
         err_ev = jax.tree_util.tree_map(jnp.zeros_like, ev1)
         return (y1, ev1), (err, err_ev), dense, solver_state, result
+
+
+def _crossings(events: EventSet) -> tuple[int, ...]:
+    """Indices of the crossing events (each has a first-crossing slot)."""
+    return tuple(i for i, k in enumerate(events.kinds) if k == CROSSING)
 
 
 def _norm(x):
@@ -358,13 +364,16 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
                                  opts.solver.init(diffrax.ODETerm(_vf), t0, t0 + 1.0, y0,
                                                   (system, mode)), False)[2])
     zeros_d = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), dense_struct)
-    zeros_nd = jax.tree_util.tree_map(lambda x: jnp.zeros((n,) + x.shape, x.dtype), dense_struct)
+    cross = _crossings(events)
+    nc = len(cross)
+    zeros_nd = jax.tree_util.tree_map(lambda x: jnp.zeros((nc,) + x.shape, x.dtype), dense_struct)
+    nan_c = jnp.full(nc, jnp.nan, dtype)
     nan_n = jnp.full(n, jnp.nan, dtype)
     ev0 = _Ev(sign=sign0.astype(dtype), count=jnp.zeros(n, dtype), t_zero=nan_n,
               stop=jnp.zeros((), dtype), bad=jnp.zeros((), dtype),
               f_t0=t0, f_t1=t0, f_dense=zeros_d, f_sign=jnp.zeros(n, dtype),
               f_count=jnp.zeros(n, dtype), f_tzero=nan_n,
-              c_t0=nan_n, c_t1=nan_n, c_dense=zeros_nd, c_sign=jnp.zeros(n, dtype), c_tzero=nan_n)
+              c_t0=nan_c, c_t1=nan_c, c_dense=zeros_nd, c_sign=jnp.zeros(nc, dtype), c_tzero=nan_c)
     # a segment that needs no solve integrates over an empty interval (diffrax returns at once)
     t0_in = jnp.where(skip, sg(t0), t0)
     y0_in = jnp.where(skip, sg(y0), y0)
@@ -406,25 +415,27 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     counts = jnp.where(skip, 0, jnp.where(found, loc.count, ev.count.astype(jnp.int32)))
 
     # first crossings (the segment's)
-    def first_time(i):
+    def first_time(c, i):
+        # crossing event i, in slot c
         ip = opts.solver.interpolation_cls(
-            t0=ev.c_t0[i], t1=ev.c_t1[i],
-            **jax.tree_util.tree_map(lambda x: x[i], ev.c_dense))
+            t0=ev.c_t0[c], t1=ev.c_t1[c],
+            **jax.tree_util.tree_map(lambda x: x[c], ev.c_dense))
         only = jnp.arange(n) == i
-        seen = jnp.isfinite(ev.c_t0[i])
-        h = jnp.where(seen, ev.c_t1[i] - ev.c_t0[i], 1.0)
+        seen = jnp.isfinite(ev.c_t0[c])
+        h = jnp.where(seen, ev.c_t1[c] - ev.c_t0[c], 1.0)
         lc = locate_in_step(
             events, lambda t: sg(system.event_values(t, ip.evaluate(t), mode)),
-            sg(jnp.where(seen, ev.c_t0[i], 0.0)), sg(h), opts.n_samples,
-            jnp.where(only, sg(ev.c_sign), 0.0), jnp.zeros(n, jnp.int32),
-            jnp.where(only, sg(ev.c_tzero), jnp.nan), jnp.where(only, 1, 0), only)
+            sg(jnp.where(seen, ev.c_t0[c], 0.0)), sg(h), opts.n_samples,
+            jnp.where(only, sg(ev.c_sign[c]), 0.0), jnp.zeros(n, jnp.int32),
+            jnp.where(only, sg(ev.c_tzero[c]), jnp.nan), jnp.where(only, 1, 0), only)
         tf, _ = _implicit(system, mode, ip, jnp.where(seen & lc.found, lc.t, 0.0), i)
         # the crossing that ends the segment is the first when none was seen before it
         end_first = found & (e == i) & (counts[i] == 1)
         return jnp.where(seen & lc.found & ~(found & (lc.t > t_ev)), tf,
                          jnp.where(end_first, t_ev, jnp.nan))
 
-    t_first = jnp.stack([first_time(i) if events.kinds[i] == CROSSING else nan_n[0]
+    slot = {i: c for c, i in enumerate(cross)}
+    t_first = jnp.stack([first_time(slot[i], i) if i in slot else nan_n[0]
                          for i in range(n)]) if n else nan_n
 
     res = sol.result
