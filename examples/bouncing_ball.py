@@ -47,7 +47,7 @@ class BouncingBall(rollax.AbstractSystem):
     def reset(self, t, y, mode, aux, event):
         bounces = aux[0] + 1
         y_new = jnp.stack([jnp.zeros_like(y[0]), -self.e * y[1]])
-        return y_new, mode, aux.at[0].set(bounces), bounces >= self.n_bounces
+        return t, y_new, mode, aux.at[0].set(bounces), bounces >= self.n_bounces
 
     def outcome(self, sol):
         return jnp.select([sol.failed, sol.status == rollax.Status.EVENT],

@@ -449,18 +449,20 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     t_out = jnp.where(event_now, t_e, t_last)
     y_out = jnp.where(event_now, y_e, y_phys)
     # at an event: the reset map decides (non-hybrid: the run ends there)
-    y_r, mode_r, aux_r, term = system.reset(t_out, y_out, mode, s.aux, e)
+    t_r, y_r, mode_r, aux_r, term = system.reset(t_out, y_out, mode, s.aux, e)
     term = jnp.asarray(term, bool)
     resets = s.resets + (event_now & ~term).astype(jnp.int32)
     status = jnp.where(status == -2,
                        jnp.where(term, Status.EVENT,
                                  jnp.where(resets > opts.max_resets, Status.MAX_STEPS, -1)),
                        status).astype(jnp.int32)
+    # a reset that moves the time to or past t1 ends the run there
+    status = jnp.where((status == -1) & (t_r >= t1), Status.T_MAX, status).astype(jnp.int32)
     go_on = status == -1
     ended_by_event = status == Status.EVENT
     keep = lambda a, b: jnp.where(event_now, a, b)  # noqa: E731
     return _State(
-        t=t_out,
+        t=keep(jnp.asarray(t_r, t_out.dtype), t_out),
         y=keep(y_r, y_out),
         mode=keep(jnp.asarray(mode_r, jnp.int32), mode),
         aux=keep(jnp.asarray(aux_r, s.aux.dtype), s.aux),

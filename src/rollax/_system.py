@@ -8,7 +8,7 @@ differentiable; a leading batch axis on any of them gives per-start parameters i
 * a tuple of :class:`Event` descriptors (``events``) and their values
   ``event_values(t, y, mode)``, one per descriptor, in the same order;
 * for hybrid systems: the discrete ``modes``, a ``reset`` map applied at a located event
-  (new state, mode and bookkeeping, and whether the run ends), the per-trajectory
+  (new time, state, mode and bookkeeping, and whether the run ends), the per-trajectory
   bookkeeping ``aux`` (``n_aux`` numbers, started by ``initial_aux``);
 * an ``outcome`` classification of a finished run (an enumeration of the system's own);
 * optionally ``field_and_events``, the field and the event values in one call, so that an
@@ -122,11 +122,13 @@ class AbstractSystem(eqx.Module):
     def reset(
         self, t: Float[Array, ""], y: Float[Array, " d"], mode: Int[Array, ""],
         aux: Float[Array, " p"], event: Int[Array, ""],
-    ) -> tuple[Float[Array, " d"], Int[Array, ""], Float[Array, " p"], Bool[Array, ""]]:
-        """At the located root of ``event``: ``(y, mode, aux, terminal)`` to go on with.
+    ) -> tuple[Float[Array, ""], Float[Array, " d"], Int[Array, ""], Float[Array, " p"],
+               Bool[Array, ""]]:
+        """At the located root ``t`` of ``event``: ``(t, y, mode, aux, terminal)`` to go on with
+        (a map may move the time ahead, e.g. a slip extrapolated to its stop).
 
         The default (a non-hybrid system) ends the run at every event."""
-        return y, mode, aux, jnp.asarray(True)
+        return t, y, mode, aux, jnp.asarray(True)
 
     def initial_aux(self, y0: Float[Array, " d"], mode: Int[Array, ""]) -> Float[Array, " p"]:
         """The bookkeeping a run starts with (``n_aux`` numbers; zeros by default)."""

@@ -1,9 +1,10 @@
 """The papers' models as :class:`rollax.AbstractSystem` classes, ready for both integrators.
 
 * :class:`RimRolling`: the basketball rolling on the rim (rim paper, Sect. 5.1), with the
-  basin outcomes periodic / in / out.
+  basin outcomes periodic / in / out;
+* :class:`RimSlipping`: the same ball with finite friction, rolling <-> slipping (Sect. 5.2).
 """
 
-from rollax.systems.rim import RimOutcome, RimRolling
+from rollax.systems.rim import RimOutcome, RimRolling, RimSlipping
 
-__all__ = ["RimOutcome", "RimRolling"]
+__all__ = ["RimOutcome", "RimRolling", "RimSlipping"]

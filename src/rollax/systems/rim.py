@@ -9,6 +9,9 @@ of (83)) run until
   **periodic**; with dissipation the proposition no longer holds, so the basin preset counts
   the zeros without ending the run (``w1_target = 0``);
 * the final time comes first: **undecided**; a failed solve: **failed**.
+
+:class:`RimSlipping` is the hybrid rolling/slipping ball of Sect. 5.2 (the model, transition
+maps and events of :mod:`rollax.slip`), with the extra outcome **chattering**.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from __future__ import annotations
 import enum
 
 import equinox as eqx
+import numpy as np
 import jax
 import jax.numpy as jnp
 
 from rollax._solution import Status
 from rollax._system import AbstractSystem, boundary, crossing
 from rollax.rim import Rim
+from rollax import slip as _slip
 
 
 class RimOutcome(enum.IntEnum):
@@ -79,3 +84,93 @@ class RimRolling(AbstractSystem):
             [RimOutcome.IN, RimOutcome.OUT, RimOutcome.PERIODIC, RimOutcome.UNDECIDED],
             RimOutcome.FAILED,
         ).astype(jnp.int8)
+
+
+# the reset map's per-run bookkeeping (aux)
+SWITCHES, SHORT, T_SWITCH, T_SLIP, T_PHASE, CHATTER = range(6)
+
+
+class RimSlipping(AbstractSystem):
+    """The ball on the rim with finite friction: rolling <-> slipping (Sect. 5.2.2).
+
+    The state is ``(beta, w1, w2, w3, u1, u3)``; in mode ``leaving`` the last two are
+    ``(w, 0)``, the slip on its slow manifold (:mod:`rollax.slip`). A rolling start is the
+    state with ``u1 = u3 = 0`` in mode ``rolling``. The events are those of
+    ``rollax.slip.HYBRID_EVENTS`` (separation, slip onset (39), stick, zeros of w1, layer exit);
+    the reset map is :func:`rollax.slip.transition` with the switch bookkeeping (``aux``:
+    switches, consecutive short phases, time of the last switch, slipping time, start of the
+    phase, chattering flag) and the chattering cut-off: more than ``max_switches`` switches or
+    ``max_short`` consecutive phases shorter than ``min_dwell`` [s].
+    """
+
+    rim: Rim = eqx.field(default_factory=Rim, converter=_arrays)
+    delta: jax.Array = eqx.field(default=1e-6, converter=lambda x: jnp.asarray(x, float))
+    u_layer: jax.Array = eqx.field(default=1e-3, converter=lambda x: jnp.asarray(x, float))
+    tau_stick: jax.Array = eqx.field(default=1e-5, converter=lambda x: jnp.asarray(x, float))
+    dir_tol: jax.Array = eqx.field(default=1e-2, converter=lambda x: jnp.asarray(x, float))
+    min_dwell: jax.Array = eqx.field(default=1e-7, converter=lambda x: jnp.asarray(x, float))
+    max_switches: int = eqx.field(static=True, default=512)
+    max_short: int = eqx.field(static=True, default=4)
+
+    state_names = ("beta", "omega1", "omega2", "omega3", "u1", "u3")
+    modes = _slip.MODES
+    n_aux = 6
+    outcomes = RimOutcome
+    events = (boundary("separation"), boundary("slip_onset"), boundary("stick"),
+              crossing("omega1", target=2), boundary("layer_exit"))
+
+    def __check_init__(self):
+        _slip.SlipSettings(delta=self._f(self.delta), u_layer=self._f(self.u_layer),
+                           tau_stick=self._f(self.tau_stick), dir_tol=self._f(self.dir_tol),
+                           max_switches=self.max_switches, min_dwell=self._f(self.min_dwell),
+                           max_short=self.max_short)
+        _slip.check_hybrid_rim(self.rim)
+
+    @staticmethod
+    def _f(x):
+        return x if isinstance(x, jax.core.Tracer) or np.ndim(x) else float(x)
+
+    @classmethod
+    def from_settings(cls, rim: Rim, settings: "_slip.SlipSettings") -> "RimSlipping":
+        """The system with the transition parameters of a :class:`rollax.slip.SlipSettings`."""
+        return cls(rim, settings.delta, settings.u_layer, settings.tau_stick, settings.dir_tol,
+                   settings.min_dwell, int(settings.max_switches), int(settings.max_short))
+
+    def vector_field(self, t, y, mode):
+        return _slip._hybrid_rhs(y, mode, self.rim)
+
+    def event_values(self, t, y, mode):
+        return _slip._hybrid_event_values(y, mode, self.rim, self.tau_stick, self.dir_tol,
+                                          self.u_layer)
+
+    def reset(self, t, y, mode, aux, event):
+        mode_new, y_new, dt, switched, terminal = _slip.transition(
+            self.rim, mode, event, y, self.delta, self.u_layer)
+        sw = aux[SWITCHES] + switched
+        short = jnp.where(switched,
+                          jnp.where(t - aux[T_SWITCH] < self.min_dwell, aux[SHORT] + 1, 0),
+                          aux[SHORT])
+        chatter = switched & ((sw > self.max_switches) | (short >= self.max_short))
+        done = terminal | chatter
+        t_new = jnp.where(done, t, t + dt)
+        t_slip = aux[T_SLIP] + jnp.where(mode != _slip.ROLLING, t_new - aux[T_PHASE], 0.0)
+        aux_new = jnp.stack([sw, short, jnp.where(switched, t, aux[T_SWITCH]), t_slip, t_new,
+                             chatter]).astype(aux.dtype)
+        return (t_new, jnp.where(done, y, y_new), jnp.where(done, mode, mode_new), aux_new, done)
+
+    def outcome(self, sol):
+        """:class:`RimOutcome` of one run (a failed solve while slipping is chattering)."""
+        e = jnp.where(sol.status == Status.EVENT, sol.event, -1)
+        outcome, _ = _slip.classify_end(self.rim, sol.mode, e, sol.y, sol.failed)
+        return jnp.where(sol.aux[CHATTER] > 0, RimOutcome.CHATTERING, outcome).astype(jnp.int8)
+
+    def slipping_time(self, sol):
+        """Total time spent slipping (a run that ended while slipping counts to its end)."""
+        open_phase = (sol.status != Status.EVENT) & (sol.mode != _slip.ROLLING)
+        return sol.aux[T_SLIP] + jnp.where(open_phase, sol.t - sol.aux[T_PHASE], 0.0)
+
+    @staticmethod
+    def rolling_start(x):
+        """The 6-D state of a rolling start ``(beta, w1, w2, w3)`` (u = 0)."""
+        x = jnp.asarray(x, float)
+        return jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (2,), x.dtype)], axis=-1)
