@@ -197,8 +197,8 @@ def solve(
     run; a run that hits either, or whose state or event values become non-finite, ends with a
     failure :class:`rollax.Status`. ``solver``: ``dopri5`` (default), ``tsit5``, ``dopri8`` or a
     diffrax solver instance. ``jump_ts``: times where the vector field or its derivatives
-    jump (the kinks of a piecewise control); no step straddles one (diffrax's
-    ``PIDController(jump_ts=...)``). Returns a :class:`rollax.Solution`.
+    jump (the kinks of a piecewise control; default: ``system.jump_times()``); no step
+    straddles one (diffrax's ``PIDController(jump_ts=...)``). Returns a :class:`rollax.Solution`.
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
@@ -233,6 +233,8 @@ def solve(
     if isinstance(adjoint, diffrax.ForwardMode) and getattr(solver, "scan_kind", "") is None:
         # what diffrax.ForwardMode does for an unwrapped Runge-Kutta solver (JVP-able stages)
         solver = eqx.tree_at(lambda s: s.scan_kind, solver, "lax", is_leaf=lambda x: x is None)
+    if jump_ts is None:
+        jump_ts = system.jump_times()
     if jump_ts is not None:
         jump_ts = jnp.asarray(jump_ts, dtype=float).reshape(-1)
         jump_ts = jump_ts if jump_ts.shape[0] else None

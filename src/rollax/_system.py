@@ -134,6 +134,11 @@ class AbstractSystem(eqx.Module):
         """The bookkeeping a run starts with (``n_aux`` numbers; zeros by default)."""
         return jnp.zeros((self.n_aux,), jnp.result_type(y0))
 
+    def jump_times(self) -> tuple[float, ...] | None:
+        """Times where the vector field or its derivatives jump (a piecewise control's kinks):
+        no step of :func:`rollax.solve` straddles one. None by default."""
+        return None
+
     def outcome(self, solution) -> Int[Array, ""]:
         """The system's classification of one finished run (an ``outcomes`` value).
 

@@ -2,9 +2,11 @@
 
 * :class:`RimRolling`: the basketball rolling on the rim (rim paper, Sect. 5.1), with the
   basin outcomes periodic / in / out;
-* :class:`RimSlipping`: the same ball with finite friction, rolling <-> slipping (Sect. 5.2).
+* :class:`RimSlipping`: the same ball with finite friction, rolling <-> slipping (Sect. 5.2);
+* :class:`Robot`: the ball and disk robots, roll -> detach -> fly -> land -> roll again.
 """
 
 from rollax.systems.rim import RimOutcome, RimRolling, RimSlipping
+from rollax.systems.robot import Robot, RobotOutcome
 
-__all__ = ["RimOutcome", "RimRolling", "RimSlipping"]
+__all__ = ["RimOutcome", "RimRolling", "RimSlipping", "Robot", "RobotOutcome"]
