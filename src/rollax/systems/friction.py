@@ -1,0 +1,39 @@
+"""A disc or ball sliding and spinning to a stop under a friction law, as a system.
+
+The orthogonal slip state ``x_o = (u_x, u_y, rho omega_z)`` of (13)/(18) of the friction paper
+(:class:`rollax.friction.sliding.SlidingBody`) in the rescaled time tau of (114),
+``d/dt = r d/dtau`` with ``r = |x_o|``: ``x_o' = r F_o(x_o)``, ``t' = r``, a regular ODE whose
+``t`` converges to the stop time. The state is ``(u_x, u_y, rho omega_z, t)``; the run ends at
+the boundary event ``|x_o| = r_stop`` (an absolute slip magnitude).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from rollax._system import AbstractSystem, boundary
+from rollax.friction.sliding import SlidingBody
+
+
+class SlidingStop(AbstractSystem):
+    """``body`` sliding from a slip to (nearly) a stop, in the rescaled time of (114)."""
+
+    body: SlidingBody
+    r_stop: jax.Array = eqx.field(default=1e-12, converter=lambda x: jnp.asarray(x, float))
+
+    state_names = ("u_x", "u_y", "rho_omega_z", "t")
+    events = (boundary("stop"),)
+
+    def vector_field(self, t, y, mode):
+        x = y[:3]
+        r = jnp.sqrt(jnp.sum(x * x))
+        return jnp.concatenate([r * self.body.rhs(x), r[None]])
+
+    def event_values(self, t, y, mode):
+        return (jnp.sqrt(jnp.sum(y[:3] ** 2)) - self.r_stop)[None]
+
+    def eps(self, y):
+        """Slip-spin ratio (35) of the state."""
+        return self.body.eps(y[:3])
