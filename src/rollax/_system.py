@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
+import typing
 from typing import ClassVar
 
 import equinox as eqx
@@ -185,32 +186,74 @@ class AbstractSystem(eqx.Module):
     def batch_shape(self) -> tuple[int, ...]:
         """The leading batch shape of the parameters (``()`` for one system).
 
-        Every array field is a scalar parameter by default; a subclass whose field is a vector
-        per system names its per-system number of axes in ``param_ndim``."""
+        A leaf is batched when it has more axes than its field declares: the number of axes of
+        a field annotated with jaxtyping (``Float[Array, "3"]``: 1), 0 for ``float`` and other
+        scalars (nested modules are read the same way)."""
         shapes = set()
-        for path, leaf in jax.tree_util.tree_leaves_with_path(self):
-            if not eqx.is_array(leaf):
-                continue
-            name = str(getattr(path[0], "name", "")) if path else ""
-            core = type(self).param_ndim.get(name, 0)
-            shapes.add(tuple(jnp.shape(leaf))[: max(jnp.ndim(leaf) - core, 0)])
-        shapes.discard(())
+        for leaf, core in zip(*_leaves_and_core(self)):
+            if jnp.ndim(leaf) > core:
+                shapes.add(tuple(jnp.shape(leaf))[: jnp.ndim(leaf) - core])
         if len(shapes) > 1:
             raise ValueError(f"parameters of {type(self).__name__} have different batch shapes "
                              f"{sorted(shapes)}; use one leading axis for all batched fields")
         return shapes.pop() if shapes else ()
 
-    param_ndim: ClassVar[dict[str, int]] = {}
-
     def batch_axes(self):
         """A pytree like the system: 0 on batched parameter leaves, None elsewhere (for
         ``jax.vmap``'s ``in_axes`` over a batch of systems that share their other fields)."""
-        def axis(path, leaf):
-            if not eqx.is_array(leaf):
-                return None
-            name = str(getattr(path[0], "name", "")) if path else ""
-            return 0 if jnp.ndim(leaf) > type(self).param_ndim.get(name, 0) else None
-        return jax.tree_util.tree_map_with_path(axis, self)
+        leaves, cores = _leaves_and_core(self)
+        marks = iter([0 if jnp.ndim(x) > c else None for x, c in zip(leaves, cores)])
+        return jax.tree_util.tree_map(lambda x: next(marks) if eqx.is_array(x) else None, self)
+
+
+def _annotation_ndim(cls, name: str) -> int:
+    """Axes of one system's value of field ``name`` of ``cls``, from its annotation."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # unresolvable annotations: treat as scalars
+        hints = {}
+    return _ndim_of(hints.get(name))
+
+
+def _ndim_of(tp) -> int:
+    dims = getattr(tp, "dims", None)
+    if isinstance(dims, tuple):
+        return len(dims)
+    for arg in typing.get_args(tp) or ():  # Optional[...] / unions: the first array type
+        if isinstance(getattr(arg, "dims", None), tuple):
+            return len(arg.dims)
+    return 0
+
+
+def _leaves_and_core(tree):
+    """The array leaves of ``tree`` (in ``jax.tree_util`` order) and each one's number of
+    per-system axes, read from the annotations of the modules that hold them."""
+    leaves, cores = [], []
+
+    def walk(node, core):
+        if eqx.is_array(node):
+            leaves.append(node)
+            cores.append(core)
+        elif isinstance(node, eqx.Module):
+            for f in dataclasses.fields(node):
+                if f.metadata.get("static", False):
+                    continue
+                walk(getattr(node, f.name), _annotation_ndim(type(node), f.name))
+        elif isinstance(node, (tuple, list)):
+            for x in node:
+                walk(x, 0)
+        else:
+            for x in jax.tree_util.tree_leaves(node):
+                if eqx.is_array(x):
+                    leaves.append(x)
+                    cores.append(0)
+
+    walk(tree, 0)
+    ref = [x for x in jax.tree_util.tree_leaves(tree) if eqx.is_array(x)]
+    if len(ref) != len(leaves) or any(a is not b for a, b in zip(ref, leaves)):
+        # an exotic pytree: fall back to all scalars, in the canonical order
+        return ref, [0] * len(ref)
+    return leaves, cores
 
 
 def _no_fn(t, y, args):  # pragma: no cover - the integrators call the system instead
