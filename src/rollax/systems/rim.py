@@ -174,3 +174,46 @@ class RimSlipping(AbstractSystem):
         """The 6-D state of a rolling start ``(beta, w1, w2, w3)`` (u = 0)."""
         x = jnp.asarray(x, float)
         return jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (2,), x.dtype)], axis=-1)
+
+
+def slip_result(system: RimSlipping, sol) -> "_slip.HybridResult":
+    """The per-run summary of a :class:`RimSlipping` run (outcome, end, physical state, mode,
+    switches, slipping time, recontact, period of periodic rolling, steps)."""
+    e = jnp.where(sol.status == Status.EVENT, sol.event, -1)
+    _, recontact = _slip.classify_end(system.rim, sol.mode, e, sol.y, sol.failed)
+    outcome = system.outcome(sol)
+    chatter = sol.aux[CHATTER] > 0
+    period = jnp.where(outcome == RimOutcome.PERIODIC,
+                       2.0 * (sol.t - sol.t_first[_slip.W1_ZERO]), jnp.nan)
+    return _slip.HybridResult(
+        outcome=outcome.astype(jnp.int32), t_end=sol.t,
+        y_end=_slip.physical_state(sol.y, sol.mode, system.rim), mode=sol.mode,
+        switches=sol.aux[SWITCHES].astype(jnp.int32), t_slip=system.slipping_time(sol),
+        recontact=recontact & ~chatter, period=period, steps=sol.steps)
+
+
+def simulate_slip(rim: Rim, y0, settings: "_slip.SlipSettings | None" = None, *,
+                  mode0: int = _slip.ROLLING, t_max: float = 60.0, rtol: float = 1e-9,
+                  atol: float = 1e-9, max_steps: int = 8192) -> "_slip.HybridResult":
+    """One hybrid rolling/slipping run (Sect. 5.2.2) of :class:`RimSlipping` on
+    :func:`rollax.solve`. ``y0``: a rolling state ``(beta, w1, w2, w3)`` or a 6-D state (then
+    ``mode0`` says whether it rolls or slips); ``max_steps`` bounds each phase. ``jit``/``vmap``
+    compatible. Returns a :class:`rollax.slip.HybridResult`."""
+    from rollax._solve import solve
+
+    system = RimSlipping.from_settings(rim, settings or _slip.SlipSettings())
+    y0 = jnp.asarray(y0, dtype=float)
+    if y0.shape == (4,):
+        y0 = RimSlipping.rolling_start(y0)
+    if y0.shape != (6,):
+        raise ValueError(f"y0 has shape {y0.shape}; allowed: (4,) rolling or (6,) (x, u1, u3)")
+    if isinstance(mode0, int) and mode0 not in (_slip.ROLLING, _slip.SLIPPING):
+        raise ValueError(f"mode0 = {mode0!r} must be ROLLING (0) or SLIPPING (1)")
+    sol = solve(system, y0, 0.0, t_max, mode=mode0, rtol=rtol, atol=atol, max_steps=max_steps,
+                max_resets=slip_max_resets(system))
+    return slip_result(system, sol)
+
+
+def slip_max_resets(system: RimSlipping) -> int:
+    """Segments a run may take: every phase is one, and the switch cap ends runs long before."""
+    return 8 * int(system.max_switches) + 64
