@@ -16,11 +16,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import rollax  # noqa: F401
+import rollax
 from rollax import dopri5, ensemble
 from rollax.basin import ROLLING_EVENTS, Axis, _events, _rolling, section_starts
 from rollax.fastmath import sincos
 from rollax.rim import Rim
+
+rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
 
 def per_call(fn, *args, n=20):

@@ -17,9 +17,11 @@ import time
 
 import numpy as np
 
-import rollax  # noqa: F401
+import rollax
 from rollax.basin import basin_map, preset
 from rollax.slip import SlipSettings
+
+rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
 
 def step_cost(lanes: int = 512, n_steps: int = 50) -> dict[str, float]:

@@ -12,7 +12,8 @@ The public API:
   (:class:`Status`).
 """
 
-from rollax import _setup  # noqa: F401  (float64, CPU devices, compile cache)
+from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
+from rollax._config import configure
 from rollax._solution import Solution, Status
 from rollax._solve import solve
 from rollax._system import AbstractSystem, Event, EventKind, boundary, crossing, parameter
@@ -20,6 +21,6 @@ from rollax._system import AbstractSystem, Event, EventKind, boundary, crossing,
 __version__ = "0.1.0"
 
 __all__ = [
-    "AbstractSystem", "Event", "EventKind", "Solution", "Status", "boundary", "crossing",
+    "AbstractSystem", "Event", "EventKind", "Solution", "Status", "boundary", "configure", "crossing",
     "parameter", "solve",
 ]
