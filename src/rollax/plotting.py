@@ -1,8 +1,13 @@
-"""Figures of rollax results (matplotlib, Agg backend: files, never windows)."""
+"""Figures of rollax results (matplotlib, Agg backend: files, never windows).
+
+The plotting layer draws data it is given (arrays, or a result object such as a
+:class:`rollax.basin.BasinMap`); it computes no physics and imports no analysis module.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 import matplotlib
 
@@ -12,17 +17,21 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from rollax.outcomes import OUTCOMES  # noqa: E402
+
 # periodic, in, out, undecided, failed, chattering
 OUTCOME_COLOURS = ("#2ca02c", "#1f77b4", "#d62728", "#bbbbbb", "#000000", "#ff7f0e")
 LABELS = {"beta": r"$\beta$ [rad]", "omega1": r"$\omega_1$ [1/s]", "omega2": r"$\omega_2$ [1/s]",
           "omega3": r"$\omega_3$ [1/s]"}
 
 
-def plot_basin(bmap, path: str | os.PathLike, title: str | None = None) -> None:
+def plot_basin(bmap, path: str | os.PathLike, title: str | None = None,
+               steady: Sequence[float] | None = None) -> None:
     """Draw the outcome map of a :class:`rollax.basin.BasinMap` with a legend and the steady
-    motion of the section marked (when the section is a (beta, omega1) plane)."""
-    from rollax.basin import OUTCOMES, steady_beta
+    motions of the section marked (when the section is a (beta, omega1) plane).
 
+    ``steady``: the angles beta0 of those steady motions (default: ``bmap.steady_betas()``).
+    """
     xs, ys = bmap.x.values, bmap.y.values
     fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=100)
     ax.pcolormesh(xs, ys, bmap.outcome.T, cmap=ListedColormap(OUTCOME_COLOURS), vmin=-0.5,
@@ -31,9 +40,7 @@ def plot_basin(bmap, path: str | os.PathLike, title: str | None = None) -> None:
     handles = [Patch(color=c, label=f"{n} ({counts[n]})") for c, n in zip(OUTCOME_COLOURS, OUTCOMES)
                if counts[n] > 0]
     if {bmap.x.name, bmap.y.name} == {"beta", "omega1"}:
-        w2, w3 = bmap.fixed["omega2"], bmap.fixed["omega3"]
-        for b0 in steady_beta(bmap.rim, w2, w3, bmap.x.lo if bmap.x.name == "beta" else bmap.y.lo,
-                              bmap.x.hi if bmap.x.name == "beta" else bmap.y.hi):
+        for b0 in bmap.steady_betas() if steady is None else steady:
             pt = (b0, 0.0) if bmap.x.name == "beta" else (0.0, b0)
             ax.plot(*pt, marker="*", color="yellow", markeredgecolor="k", markersize=14)
         handles.append(plt.Line2D([], [], marker="*", color="yellow", markeredgecolor="k",

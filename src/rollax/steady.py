@@ -398,3 +398,20 @@ def summary(rim: Rim, mu=None) -> dict:
             "active": list(m.active),
         }
     return out
+
+
+def steady_beta(rim: Rim, omega2: float, omega3: float, lo: float, hi: float) -> list[float]:
+    """Angles beta0 in [lo, hi] of the steady motions (47)-(48) with the given w2 and w3."""
+    b = np.linspace(lo, hi, 2001)
+    w2 = np.asarray(rim.steady_omega2(jnp.asarray(b), omega3)) - omega2
+    roots = []
+    for i in np.nonzero(np.sign(w2[:-1]) * np.sign(w2[1:]) < 0)[0]:
+        a_, b_ = b[i], b[i + 1]
+        for _ in range(60):
+            m = 0.5 * (a_ + b_)
+            fm = float(rim.steady_omega2(m, omega3)) - omega2
+            fa = float(rim.steady_omega2(a_, omega3)) - omega2
+            a_, b_ = (m, b_) if np.sign(fm) == np.sign(fa) else (a_, m)
+        if abs(np.cos(0.5 * (a_ + b_))) > 1e-6:  # not the pole at beta = pi/2
+            roots.append(0.5 * (a_ + b_))
+    return roots
