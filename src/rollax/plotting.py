@@ -56,3 +56,70 @@ def plot_basin(bmap, path: str | os.PathLike, title: str | None = None,
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+# ------------------------------------------------------------------------ bouncing penny
+def _table_outline(ax, billiard) -> None:
+    u = np.linspace(0, 2 * np.pi, 400)
+    ax.plot(float(billiard.table.a) * np.cos(u), float(billiard.table.b) * np.sin(u), "k-", lw=1.2)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+
+
+def plot_penny_sequence(billiard, state0, dense, pre_states, path: str | os.PathLike,
+                        title: str) -> None:
+    """Figs. 1-4 of the penny paper: the contact point's path between impacts ``dense``
+    (``(n_flights, n_points, >= 2)``, e.g. ``billiard.path(state0, seq, 60)``), the penny at
+    each impact (``pre_states``, NaN rows skipped) and the table edge."""
+    dense = np.asarray(dense)
+    fig, ax = plt.subplots(figsize=(4.6, 5.2), dpi=100)
+    _table_outline(ax, billiard)
+    n = dense.shape[0]
+    cmap = plt.get_cmap("viridis")
+    for k in range(n):
+        ax.plot(dense[k, :, 0], dense[k, :, 1], "-", color=cmap(k / max(n - 1, 1)), lw=1.0)
+    pre = np.asarray(pre_states)
+    ok = np.isfinite(pre[:, 0])
+    R = float(billiard.penny.R)
+    for st in pre[ok]:
+        e = R * np.array([np.cos(st[3]), np.sin(st[3])])
+        ax.plot([st[0] - e[0], st[0] + e[0]], [st[1] - e[1], st[1] + e[1]], "r-", lw=2.0)
+    ax.plot(float(state0[0]), float(state0[1]), "ko", ms=4)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_penny_ensemble(billiard, positions, times, path: str | os.PathLike, title: str) -> None:
+    """Fig. 5 of the penny paper: an ensemble's positions ``(n_samples, len(times), 2)`` at
+    several times, one panel per time (NaN positions are left out and counted)."""
+    pos = np.asarray(positions)
+    fig, axes = plt.subplots(1, len(times), figsize=(2.6 * len(times), 3.2), dpi=100)
+    for j, ax in enumerate(np.atleast_1d(axes)):
+        _table_outline(ax, billiard)
+        ax.plot(pos[:, j, 0], pos[:, j, 1], ".", ms=3, color="C3")
+        n_ok = int(np.sum(np.isfinite(pos[:, j, 0])))
+        ax.set_title(f"t = {times[j]:g} s" + ("" if n_ok == pos.shape[0] else f" ({n_ok} valid)"), fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_penny_chaos(chaos, out: str | os.PathLike) -> list[str]:
+    """The four Fig. 5 panels of a :func:`rollax.penny.chaos` result, ``fig5_<law>_<table>.png``
+    in ``out``; returns their paths."""
+    os.makedirs(out, exist_ok=True)
+    n = chaos.summary["n_samples"]
+    paths = []
+    for name, case in chaos.cases.items():
+        law, table = name.split("_")
+        path = os.path.join(out, f"fig5_{name}.png")
+        plot_penny_ensemble(case.billiard, case.positions, case.times, path,
+                            f"{law} impacts, {table} table: {n} initial conditions "
+                            f"(theta_dot, phi_dot perturbed < 0.005)")
+        paths.append(path)
+    return paths
