@@ -253,3 +253,66 @@ def plot_floquet_map(data: dict, summ: dict, a_over_R: float, path: str | os.Pat
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ finite contact friction
+def plot_friction_law(curves, data: dict, path: str | os.PathLike) -> None:
+    """Q_eps and T_eps of an exact law: ``curves = (eps, Q, T)`` and the points of ``data``
+    (``eps``, ``Q``, ``T``, ``pressure``), as from :mod:`rollax.friction.reports`."""
+    e, Q, T = curves
+    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
+    ax.semilogx(e, Q, label="Q_eps")
+    ax.semilogx(e, T, label="T_eps")
+    ax.plot(data["eps"], data["Q"], "k.", data["eps"], data["T"], "k.")
+    ax.set_xlabel("eps")
+    ax.set_title(f"exact law, {data['pressure']} pressure (53)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_friction_fit(curves: dict, label: str, path: str | os.PathLike) -> None:
+    """Q and T over theta of the exact law (dotted) and a fitted model (``label``)."""
+    th = curves["theta"]
+    fig, ax = plt.subplots(1, 2, figsize=(8, 3.2), dpi=100)
+    for a, name in ((ax[0], "Q"), (ax[1], "T")):
+        a.plot(th, curves[f"{name}_law"], "k:", label="exact")
+        a.plot(th, curves[f"{name}_model"], label=label)
+        a.set_xlabel("theta")
+        a.set_ylabel(name)
+    ax[0].legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_bifurcations(diagram: dict, title: str, path: str | os.PathLike) -> None:
+    """w3 of the nontrivial limit directions against the force, with F_T, F_P and the folds
+    (:func:`rollax.friction.reports.bifurcation_diagram`)."""
+    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
+    for f, w3 in zip(diagram["force"], diagram["w3"]):
+        ax.plot(f, w3, "b.", ms=2)
+    ax.axvline(diagram["F_T"], color="purple", ls="--", label="F_T")
+    ax.axvline(diagram["F_P"], color="green", ls="--", label="F_P")
+    for fo in diagram["folds"]:
+        ax.axvline(fo, color="brown", ls=":", label="F_F")
+    ax.set_xlabel("F/(mu m g)")
+    ax.set_ylabel("w3 of nontrivial limit directions")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_stop(t, u, rho_omega, path: str | os.PathLike) -> None:
+    """|u| and rho |omega| of a body sliding and spinning to a stop."""
+    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
+    ax.plot(t, u, label="|u|")
+    ax.plot(t, rho_omega, label="rho |omega|")
+    ax.set_xlabel("t")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
