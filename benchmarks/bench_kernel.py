@@ -16,11 +16,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import rollax  # noqa: F401
+import rollax
 from rollax import dopri5, ensemble
-from rollax.basin import ROLLING_EVENTS, Axis, _events, _rolling, section_starts
+from rollax.basin import ROLLING_EVENTS, Axis, rolling_event_values, rolling_field, section_starts
 from rollax.fastmath import sincos
 from rollax.rim import Rim
+
+rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
 
 def per_call(fn, *args, n=20):
@@ -50,8 +52,8 @@ def main() -> None:
 
         return jax.jit(lambda y: jax.lax.fori_loop(0, 200, body, y))
 
-    f = lambda t, y: _rolling(t, y, rim)  # noqa: E731
-    g = lambda t, y: _events(t, y, rim)  # noqa: E731
+    f = lambda t, y: rolling_field(t, y, rim)  # noqa: E731
+    g = lambda t, y: rolling_event_values(t, y, rim)  # noqa: E731
     out["dopri5_step_ns_per_lane"] = per_call(steps(f, g), y, n=3) / 200 / L * 1e9
 
     y0 = section_starts(Axis("beta", 0.8, 1.8, 360), Axis("omega1", -20, 20, 240),
@@ -60,7 +62,7 @@ def main() -> None:
     for devices in (1, 2):
         for lanes in (256, 512, 1024, 2048):
             run = lambda: ensemble.solve_ensemble(  # noqa: E731
-                _rolling, ROLLING_EVENTS, y0, rim, t_max=60.0, lanes=lanes, devices=devices)
+                rolling_field, ROLLING_EVENTS, y0, rim, t_max=60.0, lanes=lanes, devices=devices)
             run()
             panel[f"devices={devices} lanes={lanes}"] = min(
                 per_call(lambda: run().t, n=1) for _ in range(3))

@@ -17,9 +17,11 @@ import time
 
 import numpy as np
 
-import rollax  # noqa: F401
+import rollax
 from rollax.basin import basin_map, preset
 from rollax.slip import SlipSettings
+
+rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
 
 def step_cost(lanes: int = 512, n_steps: int = 50) -> dict[str, float]:
@@ -28,7 +30,7 @@ def step_cost(lanes: int = 512, n_steps: int = 50) -> dict[str, float]:
     import jax.numpy as jnp
 
     from rollax import dopri5, slip
-    from rollax.basin import _events, _rolling
+    from rollax.basin import rolling_event_values, rolling_field
     from rollax.rim import Rim
 
     rim = jax.tree_util.tree_map(jnp.asarray, Rim(mu=1.0))
@@ -37,13 +39,24 @@ def step_cost(lanes: int = 512, n_steps: int = 50) -> dict[str, float]:
     modes = rng.integers(0, 3, (lanes, 1)).astype(float)
     z = jnp.asarray(np.concatenate([x, np.full((lanes, 2), 1e-3), modes], axis=1))
     settings = slip.SlipSettings()
-    kargs = slip._KernelArgs(rim, *(jnp.asarray(float(getattr(settings, k))) for k in
-                                    ("tau_stick", "dir_tol", "u_layer", "delta", "min_dwell")),
-                             jnp.int32(settings.max_switches), jnp.int32(settings.max_short))
+    tau, tol, u_layer = (jnp.asarray(float(getattr(settings, k)))
+                         for k in ("tau_stick", "dir_tol", "u_layer"))
+
+    # the batched sweep's state z = (6-D state, mode): the mode rides in the state
+    def hybrid_args(z):
+        return slip.HybridArgs(rim, z[6], tau, tol, u_layer)
+
+    def hybrid_field(t, z):
+        f = slip.hybrid_vector_field(t, z[:6], hybrid_args(z))
+        return jnp.concatenate([f, (0.0 * z[6])[None]])
+
+    def hybrid_events(t, z):
+        return slip.HYBRID_EVENTS.fn(t, z[:6], hybrid_args(z))
+
     cases = {
-        "rolling": (lambda t, y: _rolling(t, y, rim), lambda t, y: _events(t, y, rim), z[:, :4]),
-        "hybrid (mixed modes)": (lambda t, y: slip._kernel_field(t, y, kargs),
-                                 lambda t, y: slip._kernel_events(t, y, kargs), z),
+        "rolling": (lambda t, y: rolling_field(t, y, rim),
+                    lambda t, y: rolling_event_values(t, y, rim), z[:, :4]),
+        "hybrid (mixed modes)": (hybrid_field, hybrid_events, z),
     }
     out = {}
     stages = jnp.asarray(dopri5.SAMPLE_STAGES)

@@ -68,9 +68,9 @@ def test_kernel_agrees_with_diffrax_path():
     x0[:150, 1] = rng.uniform(-5, 5, 150)
     tol = 1e-12
     rim = jax.tree_util.tree_map(jnp.asarray, RIM)
-    res = ensemble.solve_ensemble(basin._rolling, basin.ROLLING_EVENTS, x0, rim, t_max=60.0,
+    res = ensemble.solve_ensemble(basin.rolling_field, basin.ROLLING_EVENTS, x0, rim, t_max=60.0,
                                   rtol=tol, atol=tol)
-    run = jax.jit(jax.vmap(lambda x: solve(basin._rolling, x, 0.0, 60.0, rim,
+    run = jax.jit(jax.vmap(lambda x: solve(basin.rolling_field, x, 0.0, 60.0, rim,
                                            basin.ROLLING_EVENTS, rtol=tol, atol=tol,
                                            max_steps=8192)))
     sol = run(jnp.asarray(x0))

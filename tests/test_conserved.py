@@ -48,7 +48,7 @@ def test_conserved_along_rolling_trajectories(case):
     Pc = jax.vmap(lambda x: MI.integral(x[0], x[2], x[3], c))(xs)
     np.testing.assert_allclose(np.asarray(Pc), np.asarray(P) @ np.asarray(c), rtol=1e-12)
     if case == "A":
-        # the printed energy (60), with m g r sin(beta), is not conserved (NOTES.md)
+        # the printed energy (60), with m g r sin(beta), is not conserved (docs/physics-notes.md)
         m, r, j, g = RIM.m, RIM.r, RIM.j, RIM.g
         x = np.asarray(xs)
         E_printed = (0.5 * m * j * r**2 * x[:, 2] ** 2

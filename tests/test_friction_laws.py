@@ -53,7 +53,7 @@ def _ref_uniform(e):
         q = 4 / (3 * mp.pi) * ((e**2 + 1) * mp.ellipe(m) + (e**2 - 1) * mp.ellipk(m)) / e
         t = 2 / (3 * mp.pi) * ((4 - 2 * e**2) * mp.ellipe(m) + (e**2 - 1) * mp.ellipk(m))
         return q, t
-    m = 1 / e**2  # (58) second branch is T_eps2 (NOTES.md erratum)
+    m = 1 / e**2  # (58) second branch is T_eps2 (docs/physics-notes.md erratum)
     q = 4 / (3 * mp.pi) * ((e**2 + 1) * mp.ellipe(m) - (e**2 - 1) * mp.ellipk(m))
     t = 2 / (3 * mp.pi) * ((4 - 2 * e**2) * mp.ellipe(m) + (2 * e**2 - 5 + 3 / e**2) * mp.ellipk(m)) * e
     return q, t
@@ -80,7 +80,7 @@ def test_exact_laws_match_high_precision_closed_forms(law, ref):
 
 
 def test_uniform_series_with_corrected_coefficients():
-    """(78)-(79) with the NOTES.md errata (5/384 at eps^6, 3/512 at eps^-5)."""
+    """(78)-(79) with the errata of docs/physics-notes.md (5/384 at eps^6, 3/512 at eps^-5)."""
     law = ExactUniform()
     e = 0.05
     assert abs(float(law.Q_eps(e)) - (e - e**3 / 8 - e**5 / 64)) < 1e-9

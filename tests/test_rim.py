@@ -35,7 +35,7 @@ def _flow_jit(x0, T):
 def test_defaults_reproduce_notes():
     assert (RIM.r, RIM.a, RIM.R, RIM.j, RIM.g, RIM.mu) == (0.12, 0.01, 0.225, 2 / 3, 9.81, 1.0)
     assert math.isclose(RIM.rho, 0.13)
-    # beta* = arccos((1 + j) rho / R) = 0.2730 (Sect. 3.2, quoted in NOTES.md)
+    # beta* = arccos((1 + j) rho / R) = 0.2730 (Sect. 3.2, quoted in docs/physics-notes.md)
     assert abs(math.acos((1 + RIM.j) * RIM.rho / RIM.R) - 0.2730) < 5e-5
 
 
@@ -57,7 +57,7 @@ def test_energy_conserved_over_10s():
     e0 = float(RIM.energy(x0))
     x1 = _flow_jit(x0, 10.0)
     assert abs(float(RIM.energy(x1)) - e0) / abs(e0) < 1e-9
-    # the energy as printed in (60), with r instead of rho, is not conserved (NOTES.md)
+    # the energy as printed in (60), with r instead of rho, is not conserved (docs/physics-notes.md)
     printed = lambda x: RIM.energy(x) - RIM.m * RIM.g * (RIM.rho - RIM.r) * jnp.sin(x[0])  # noqa
     assert abs(float(printed(x1)) - float(printed(x0))) / abs(e0) > 1e-4
 

@@ -54,7 +54,7 @@ def test_duff_basis_right_handed_orthonormal():
 
 
 def test_ball_example_centre_of_mass_above_centre():
-    # NOTES.md: the reading zeta = r (cos n - sin b1) puts the CM above the GC at (6.12)
+    # docs/physics-notes.md: the reading zeta = r (cos n - sin b1) puts the CM above the GC at (6.12)
     ball = paper_ball().model
     zeta, _, _ = ball.rail_geometry(jnp.asarray(BALL_THETA0))
     cm = ball.all_masses() @ zeta

@@ -13,7 +13,7 @@ from rollax.basin import IN, OUT, PERIODIC, UNDECIDED
 from rollax.rim import Rim
 from rollax.slip import CHATTERING, ROLLING, SLIPPING, SlipSettings
 
-RIM = Rim()  # mu = 1, Table 1 (NOTES.md)
+RIM = Rim()  # mu = 1, Table 1 (docs/physics-notes.md)
 N_BATCH = 256  # one kernel shape for every batched sweep in this file
 
 

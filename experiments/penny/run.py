@@ -15,8 +15,8 @@ Run: python experiments/penny/run.py   (about 2 minutes on 2 CPU cores)
 import json
 import os
 
-from rollax.cli.penny import _billiard, chaos, plot_sequence, sequence_records
-from rollax.penny import simulate
+from rollax.penny import chaos, paper_billiard, sequence_records, simulate
+from rollax.plotting import plot_penny_chaos, plot_penny_sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIGS = {
@@ -30,15 +30,20 @@ FIGS = {
 def main() -> None:
     seqs = {}
     for (law, table), fig in FIGS.items():
-        b = _billiard(table, law, 1.0, 1e-6)
+        b = paper_billiard(table, law, 1.0, 1e-6)
         s0 = b.penny.state()
         seq = simulate(b, s0, 20)
         seqs[f"{law}_{table}"] = {"figure": fig, **sequence_records(b, s0, seq)}
-        plot_sequence(b, s0, seq, os.path.join(HERE, f"{fig}_{law}_{table}.png"),
-                      f"Fig. {fig[-1]}: {law} impacts, {table} table, first 20 impacts")
+        plot_penny_sequence(b, s0, b.path(s0, seq, 60), seq.pre_states,
+                            os.path.join(HERE, f"{fig}_{law}_{table}.png"),
+                            f"Fig. {fig[-1]}: {law} impacts, {table} table, first 20 impacts")
     with open(os.path.join(HERE, "sequences.json"), "w") as fh:
         json.dump(seqs, fh, indent=1)
-    res = chaos(HERE, n_samples=100, seed=0)
+    result = chaos(n_samples=100, seed=0)
+    plot_penny_chaos(result, HERE)
+    res = result.summary
+    with open(os.path.join(HERE, "ftle.json"), "w") as fh:
+        json.dump(res, fh, indent=1)
 
     lines = ["# Bouncing penny: results of run.py", "",
              "## First 20 impacts (Sect. VI-A)", "",

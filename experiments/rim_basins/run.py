@@ -17,9 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-import rollax  # noqa: F401
+import rollax
 from rollax.basin import OUTCOMES, PERIODIC, Axis, basin_map, preset
 from rollax.plotting import OUTCOME_COLOURS, plot_basin
+
+rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
 HERE = Path(__file__).resolve().parent
 

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax import conserved as C
-from rollax.cli import floquet as floquet_cli
-from rollax.cli import steady as steady_cli
+from rollax import floquet
+from rollax import steady as steady_figures
 from rollax.rim import Rim
 from rollax.steady import summary
 
@@ -47,11 +47,11 @@ def conservation_check(rim: Rim) -> dict:
 def main() -> None:
     t0 = time.time()
     rim = Rim()
-    for n in steady_cli.FIGURES:
-        steady_cli.make_figure(n, rim, HERE, v_throw=10.0, w3_max=60.0)
-    fsum = floquet_cli.summary(rim)
-    data = floquet_cli.stability_data(160, 100, 1.0)
-    floquet_cli.make_figure(data, fsum, float(rim.a / rim.R), HERE)
+    for n in steady_figures.FIGURES:
+        steady_figures.write_figure(n, rim, HERE, v_throw=10.0, w3_max=60.0)
+    fsum = floquet.summary(rim)
+    data = floquet.stability_data(160, 100, 1.0)
+    floquet.write_figure(data, fsum, float(rim.a / rim.R), HERE)
     fsum["map"] = {"n_rho": 160, "n_j": 100, "stable_fraction": float(np.mean(data["stable"]))}
     out = {
         "parameters": {k: float(getattr(rim, k)) for k in ("r", "a", "R", "j", "g", "mu")},

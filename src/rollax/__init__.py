@@ -14,7 +14,8 @@ The public API:
   :class:`SweepResult`), and :func:`classify` (the system's outcome of each run).
 """
 
-from rollax import _setup  # noqa: F401  (float64, CPU devices, compile cache)
+from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
+from rollax._config import configure
 from rollax._solution import Solution, Status
 from rollax._solve import solve
 from rollax._sweep import Axis, SweepResult, sweep
@@ -25,5 +26,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AbstractSystem", "Axis", "Event", "EventKind", "Solution", "Status", "SweepResult",
-    "boundary", "classify", "crossing", "parameter", "solve", "sweep",
+    "boundary", "classify", "configure", "crossing", "parameter", "solve", "sweep",
 ]

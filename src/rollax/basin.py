@@ -33,31 +33,33 @@ import numpy as np
 
 from rollax import ensemble
 from rollax.events import BOUNDARY, CROSSING, EventSet
+from rollax.outcomes import CHATTERING, FAILED, IN, OUT, OUTCOMES, PERIODIC, UNDECIDED  # noqa: F401
 from rollax.rim import Rim
 from rollax._chunks import run_chunked, sweep_key
+from rollax.steady import steady_beta
 
-PERIODIC, IN, OUT, UNDECIDED, FAILED, CHATTERING = 0, 1, 2, 3, 4, 5
-OUTCOMES = ("periodic", "in", "out", "undecided", "failed", "chattering")
 VARIABLES = ("beta", "omega1", "omega2", "omega3")
 UNITS = {"beta": "rad", "omega1": "1/s", "omega2": "1/s", "omega3": "1/s"}
 
-# Sections of Figs. 11-13 (NOTES.md): beta in [0.8, 1.8], w1 in [-20, 20], w3 = 10, grid 360 x 240.
+# Sections of Figs. 11-13 (docs/physics-notes.md): beta in [0.8, 1.8], w1 in [-20, 20], w3 = 10, grid 360 x 240.
 PRESETS = {"fig11": 35.0, "fig12": 65.0, "fig13": 105.0}
 DISSIPATION = {"none": (0.0, 0.0), "drilling": (0.02, 0.0), "rolling": (0.0, 0.02)}
 
 
-def _rolling(t, x, rim):
+def rolling_field(t, x, rim):
+    """The rolling vector field in the ensemble kernel's signature ``f(t, x, args)``."""
     return rim.vector_field(x)
 
 
-def _events(t, x, rim):
-    # F2/m (a boundary: the ball separates at F2 = 0) and w1 (crossings, Proposition 4).
+def rolling_event_values(t, x, rim):
+    """The event functions of a rolling start: ``F2/m`` (a boundary: the ball separates at
+    F2 = 0) and ``w1`` (crossings, Proposition 4)."""
     return jnp.stack([rim.normal_force(x) / rim.m, x[1]])
 
 
-ROLLING_EVENTS = EventSet(_events, (BOUNDARY, CROSSING), (1, 2))
+ROLLING_EVENTS = EventSet(rolling_event_values, (BOUNDARY, CROSSING), (1, 2))
 # With dissipation the orbits are not periodic: w1 zeros are counted, never ending the run.
-DISSIPATIVE_EVENTS = EventSet(_events, (BOUNDARY, CROSSING), (1, 0))
+DISSIPATIVE_EVENTS = EventSet(rolling_event_values, (BOUNDARY, CROSSING), (1, 0))
 
 
 @jax.jit
@@ -113,6 +115,14 @@ class BasinMap:
         """Number of starts per outcome."""
         return {name: int(np.sum(self.outcome == k)) for k, name in enumerate(OUTCOMES)}
 
+    def steady_betas(self) -> list[float]:
+        """Angles beta0 of the steady motions (47)-(48) in a (beta, omega1) section (w1 = 0 there);
+        empty for other sections."""
+        if {self.x.name, self.y.name} != {"beta", "omega1"}:
+            return []
+        ax = self.x if self.x.name == "beta" else self.y
+        return steady_beta(self.rim, self.fixed["omega2"], self.fixed["omega3"], ax.lo, ax.hi)
+
     def save(self, out_dir: str | os.PathLike, figure: bool = True) -> Path:
         """Write ``basin.npz`` (and ``basin.png``) into ``out_dir``; returns the npz path."""
         out = Path(out_dir)
@@ -143,7 +153,7 @@ class BasinMap:
         if figure:
             from rollax.plotting import plot_basin
 
-            plot_basin(self, out / "basin.png")
+            plot_basin(self, out / "basin.png", steady=self.steady_betas())
         return out / "basin.npz"
 
 
@@ -281,7 +291,7 @@ def _run_chunk(rim, rim_arrays, chunk, valid, t_max, rtol, atol, max_steps, lane
                                     "switches", "t_slip")}
     events = DISSIPATIVE_EVENTS if rim.dissipative else ROLLING_EVENTS
     res = ensemble.solve_ensemble(
-        _rolling, events, chunk, rim_arrays, t_max=t_max, rtol=rtol, atol=atol,
+        rolling_field, events, chunk, rim_arrays, t_max=t_max, rtol=rtol, atol=atol,
         max_steps=max_steps, lanes=lanes, devices=devices, valid=valid,
     )
     outcome, recontact, period = classify(rim_arrays, res)
@@ -306,23 +316,6 @@ def preset(name: str, dissipation: str = "none", rim: Rim | None = None) -> tupl
         fixed={"omega2": PRESETS[name], "omega3": 10.0},
     )
     return rim, kwargs
-
-
-def steady_beta(rim: Rim, omega2: float, omega3: float, lo: float, hi: float) -> list[float]:
-    """Angles beta0 in [lo, hi] of the steady motions (47)-(48) with the given w2 and w3."""
-    b = np.linspace(lo, hi, 2001)
-    w2 = np.asarray(rim.steady_omega2(jnp.asarray(b), omega3)) - omega2
-    roots = []
-    for i in np.nonzero(np.sign(w2[:-1]) * np.sign(w2[1:]) < 0)[0]:
-        a_, b_ = b[i], b[i + 1]
-        for _ in range(60):
-            m = 0.5 * (a_ + b_)
-            fm = float(rim.steady_omega2(m, omega3)) - omega2
-            fa = float(rim.steady_omega2(a_, omega3)) - omega2
-            a_, b_ = (m, b_) if np.sign(fm) == np.sign(fa) else (a_, m)
-        if abs(np.cos(0.5 * (a_ + b_))) > 1e-6:  # not the pole at beta = pi/2
-            roots.append(0.5 * (a_ + b_))
-    return roots
 
 
 def grid_index(values: Sequence[float], v: float) -> int:

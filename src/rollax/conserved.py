@@ -1,6 +1,6 @@
 """Conserved quantities of the ball rolling on the rim (Sect. 4.4).
 
-- The energy, eq. (60) corrected to the potential m g rho sin(beta) (NOTES.md).
+- The energy, eq. (60) corrected to the potential m g rho sin(beta) (docs/physics-notes.md).
 - P = c2(beta) w2 + c3(beta) w3 (eq. (65) with c1 = 0) is conserved along every rolling
   trajectory (33)-(36) when (c2, c3) solves the linear system (66),
 
@@ -34,7 +34,7 @@ Scalar = Float[Array, ""]
 
 
 def energy(rim: Rim, x: Float[Array, "4"]) -> Scalar:
-    """Total energy of the rolling ball, eq. (60) with the potential m g rho sin(beta) (NOTES.md)."""
+    """Total energy of the rolling ball, eq. (60) with the potential m g rho sin(beta) (docs/physics-notes.md)."""
     return rim.energy(x)
 
 

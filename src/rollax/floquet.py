@@ -134,3 +134,53 @@ def stability_map(
     P, Q = jnp.meshgrid(rho_R, j)
     tr = _traces(P.ravel(), Q.ravel(), rtol, atol)
     return tr.reshape(P.shape)
+
+
+# ------------------------------------------------------------ summaries and Fig. 9
+def summary(rim: Rim) -> dict:
+    """Monodromy matrix, multipliers and stability of (62) for ``rim`` (Props. 7-8), JSON-ready."""
+    import numpy as np
+
+    fs = FloquetSystem.from_rim(rim)
+    M = np.asarray(fs.monodromy())
+    mu = np.asarray(multipliers_of(jnp.asarray(M)))
+    tr = float(np.trace(M))
+    return {
+        "rho_over_R": float(rim.rho / rim.R),
+        "j": float(rim.j),
+        "monodromy": M.tolist(),
+        "trace": tr,
+        "det": float(np.linalg.det(M)),
+        "multipliers": [[float(m.real), float(m.imag)] for m in mu],
+        "abs_multipliers": [float(abs(m)) for m in mu],
+        "stable": bool(abs(tr) < 2.0),
+    }
+
+
+def stability_data(n_rho: int, n_j: int, j_max: float = 1.0) -> dict:
+    """tr M on the (rho/R, j) grid of Fig. 9 (cell centres, avoiding the excluded edges):
+    ``rho_over_R``, ``j``, ``trace`` and ``stable`` (|tr M| < 2)."""
+    import numpy as np
+
+    for name, n in (("n_rho", n_rho), ("n_j", n_j)):
+        if not (isinstance(n, int) and n >= 2):
+            raise ValueError(f"{name} = {n!r} must be an integer >= 2")
+    rho_R = (np.arange(n_rho) + 0.5) / n_rho
+    j = (np.arange(n_j) + 0.5) / n_j * j_max
+    tr = np.asarray(stability_map(rho_R, j))
+    return {"rho_over_R": rho_R, "j": j, "trace": tr, "stable": np.abs(tr) < 2.0}
+
+
+def write_figure(data: dict, summ: dict, a_over_R: float, out) -> str:
+    """Write ``fig9.png`` (:func:`rollax.plotting.plot_floquet_map`) and ``fig9.npz`` (``data``)
+    into ``out``; returns the PNG path."""
+    import os
+
+    import numpy as np
+
+    from rollax.plotting import plot_floquet_map
+
+    png = os.path.join(out, "fig9.png")
+    plot_floquet_map(data, summ, a_over_R, png)
+    np.savez_compressed(os.path.join(out, "fig9.npz"), **data)
+    return png

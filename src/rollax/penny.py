@@ -34,17 +34,22 @@ __all__ = [
     "NO_IMPACT",
     "OUTSIDE",
     "STATUS_NAMES",
+    "Chaos",
+    "ChaosCase",
     "CustomTable",
     "EllipseTable",
     "FTLE",
     "ImpactSequence",
     "Penny",
     "PennyBilliard",
+    "chaos",
     "circle_table",
     "dynamic",
     "ftle",
     "ftle_batch",
     "lagrange_dalembert_vector_field",
+    "paper_billiard",
+    "sequence_records",
     "simulate",
     "simulate_batch",
 ]
@@ -704,3 +709,134 @@ def simulate_batch(billiard: PennyBilliard, states0: Float[ArrayLike, "B 8"], n_
 def ftle_batch(billiard: PennyBilliard, states0: Float[ArrayLike, "B 8"], n_impacts: int):
     """:func:`ftle` vmapped over a batch of initial states (jitted)."""
     return jax.vmap(lambda s: ftle(billiard, s, n_impacts))(jnp.asarray(states0, float))
+
+
+# --------------------------------------------------------------- the paper's experiments
+STATE_FIELDS = ("x", "y", "theta", "phi", "x_dot", "y_dot", "theta_dot", "phi_dot")
+TABLES = ("circle", "ellipse")
+CHAOS_TIMES = {"elastic": (0.0, 10.0, 30.0, 60.0), "plastic": (0.0, 2.0, 4.0, 6.0)}
+
+
+def paper_billiard(table: str = "ellipse", law: str = "elastic", e: float = 1.0,
+                   glancing_tol: float = 1e-6) -> PennyBilliard:
+    """The billiard of Table I (:func:`dynamic`): ``table`` is ``"ellipse"`` (a = 0.15,
+    b = 0.20 m) or ``"circle"`` (radius 0.20 m)."""
+    if table not in TABLES:
+        raise ValueError(f"table = {table!r} must be one of {TABLES}")
+    tab = circle_table(0.20) if table == "circle" else EllipseTable(0.15, 0.20)
+    return dynamic(PennyBilliard(table=tab, law=law, e=e, glancing_tol=glancing_tol))
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def sequence_records(billiard: PennyBilliard, state0, seq: ImpactSequence) -> dict:
+    """JSON-ready description of one impact sequence: per impact its time, flight time, end
+    (front/back), status, post-impact state and energy (``None`` for non-finite values), and
+    the overall status, initial state, energy and parameters."""
+    import numpy as np
+
+    seq = [np.asarray(v) for v in seq]
+    times, taus, states, _, energies, ends, status = seq
+    recs = []
+    for k in range(times.shape[0]):
+        recs.append({
+            "index": k + 1,
+            "time": _num(times[k]),
+            "flight_time": _num(taus[k]),
+            "end": {0: "front", 1: "back"}.get(int(ends[k])),
+            "status": STATUS_NAMES[int(status[k])],
+            "state": {f: _num(v) for f, v in zip(STATE_FIELDS, states[k])},
+            "energy": _num(energies[k]),
+        })
+    bad = status[status != 0]
+    b = billiard
+    return {
+        "status": STATUS_NAMES[int(bad[0])] if bad.size else "impact",
+        "n_completed": int(np.sum(status == 0)),
+        "initial_state": {f: float(v) for f, v in zip(STATE_FIELDS, np.asarray(state0))},
+        "initial_energy": float(b.penny.energy(state0)),
+        "parameters": {
+            "R": float(b.penny.R), "m": float(b.penny.m), "I": float(b.penny.I), "J": float(b.penny.J),
+            "a": float(b.table.a), "b": float(b.table.b), "law": b.law, "e": float(b.e),
+            "glancing_tol": float(b.glancing_tol),
+        },
+        "impacts": recs,
+    }
+
+
+class ChaosCase(NamedTuple):
+    """One (law, table) case of :func:`chaos`: the billiard, the sample times and the
+    ensemble's positions ``(n_samples, len(times), 2)`` (NaN where a member has stopped)."""
+
+    billiard: PennyBilliard
+    times: tuple[float, ...]
+    positions: object
+
+
+class Chaos(NamedTuple):
+    """:func:`chaos`: the JSON-ready ``summary`` and the ``cases`` keyed ``"<law>_<table>"``."""
+
+    summary: dict
+    cases: dict
+
+
+def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
+          n_impacts: int = 100, n_ftle: int = 100) -> Chaos:
+    """Fig. 5 and FTLEs for elastic/plastic impacts on the circle and the ellipse (Sect. VI).
+
+    The ensemble: the initial state of Sect. VI-A with theta_dot and phi_dot perturbed uniformly
+    by less than 0.005, followed for ``n_impacts`` impacts; positions at the times
+    :data:`CHAOS_TIMES` (plastic runs stop earlier: they end grazing the edge). FTLE:
+    :func:`ftle` over ``n_ftle`` impacts for the nominal state and each member; also the
+    ensemble's rms position spread at each time.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    pert = rng.uniform(-0.005, 0.005, size=(n_samples, 2))
+    result = {"n_samples": n_samples, "seed": seed,
+              "perturbation": "uniform in (-0.005, 0.005) on theta_dot and phi_dot",
+              "n_impacts_ftle": n_ftle, "cases": {}}
+    cases = {}
+    for law in ("elastic", "plastic"):
+        times = CHAOS_TIMES[law]
+        for table in TABLES:
+            b = paper_billiard(table, law, 1.0, glancing_tol)
+            p = b.penny
+            s_nom = p.state()
+            states = jnp.stack([p.state(theta_dot=10.0 + d1, phi_dot=0.2 + d2) for d1, d2 in pert])
+            seq = simulate_batch(b, states, n_impacts)
+            at = jax.vmap(lambda s, q: jax.vmap(lambda t: b.state_at(s, q, t))(jnp.asarray(times)))(states, seq)
+            pos = np.asarray(at)[:, :, :2]  # (samples, times, 2)
+            spread = []
+            for j in range(len(times)):
+                pj = pos[:, j][np.isfinite(pos[:, j, 0])]
+                spread.append(float(np.sqrt(np.mean(np.sum((pj - pj.mean(0)) ** 2, -1)))) if len(pj) else None)
+            res = ftle_batch(b, jnp.concatenate([s_nom[None], states]), n_ftle)
+            lam_k, lam_t, used = (np.asarray(v) for v in res[:3])
+            logs = np.asarray(res.log_stretch[0])
+            n_nom = int(used[0])
+            history = {str(n): float(np.sum(logs[:n]) / n) for n in (10, 25, 50, 100, 200) if n <= n_nom}
+            status = np.asarray(seq.status)
+            name = f"{law}_{table}"
+            result["cases"][name] = {
+                "ftle_per_impact_nominal": float(lam_k[0]),
+                "ftle_per_second_nominal": float(lam_t[0]),
+                "impacts_used_nominal": n_nom,
+                "ftle_per_impact_nominal_after_n": history,
+                "ftle_per_impact_ensemble_mean": float(np.mean(lam_k[1:])),
+                "ftle_per_impact_ensemble_std": float(np.std(lam_k[1:])),
+                "ftle_per_second_ensemble_mean": float(np.mean(lam_t[1:])),
+                "impacts_used_ensemble_min": int(np.min(used[1:])),
+                "impacts_used_ensemble_max": int(np.max(used[1:])),
+                "times": list(times),
+                "position_spread_rms_m": spread,
+                "valid_positions_per_time": [int(np.sum(np.isfinite(pos[:, j, 0]))) for j in range(len(times))],
+                "members_stopped_glancing": int(np.sum(np.any(status == 2, axis=1))),
+                "members_stopped_no_impact": int(np.sum(np.any(status == 1, axis=1))),
+            }
+            cases[name] = ChaosCase(b, times, pos)
+    return Chaos(result, cases)

@@ -1,7 +1,7 @@
 """A basketball rolling on the rim of the hoop.
 
-Equations follow *Basketball rolling on the rim* (``shared/papers/basketball_rolling_on_rim.txt``),
-with the parameters and errata of ``shared/NOTES.md``. The reduced rolling state is
+Equations follow the rim paper (*Basketball rolling on the rim*, ``docs/references.md``),
+with the parameters and errata of ``docs/physics-notes.md``. The reduced rolling state is
 ``x = (beta, w1, w2, w3)`` of eq. (38): beta is the angle around the tube's cross-section
 (0 = inside at rim height, pi/2 = top), w1, w2, w3 the ball's angular velocity in the contact
 frame (n1, n2, n3) of eqs. (2)-(4).
@@ -22,7 +22,7 @@ State = Float[Array, "4"]
 
 
 class Rim(eqx.Module):
-    """Ball-and-rim parameters (Table 1 as reconstructed in NOTES.md) and the rolling model.
+    """Ball-and-rim parameters (Table 1 as reconstructed in docs/physics-notes.md) and the rolling model.
 
     Fields: ball radius ``r`` [m], tube (minor) radius ``a`` [m], rim (major) radius ``R`` [m],
     dimensionless moment of inertia ``j`` (J = j m r^2), gravity ``g`` [m/s^2], friction
@@ -125,7 +125,7 @@ class Rim(eqx.Module):
     def energy(self, x: State) -> Float[Array, ""]:
         """Total mechanical energy, eq. (60) with the potential corrected to m g rho sin(beta).
 
-        (The paper prints m g r sin(beta); NOTES.md: the centre's height is rho sin(beta).)
+        (The paper prints m g r sin(beta); docs/physics-notes.md: the centre's height is rho sin(beta).)
         """
         return rolling_energy(x, self.m, self.r, self.j, self.g, self.rho)
 

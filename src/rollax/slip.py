@@ -79,7 +79,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from rollax._validate import check_positive, check_range
-from rollax.basin import CHATTERING, FAILED, IN, OUT, PERIODIC, UNDECIDED
+from rollax.outcomes import CHATTERING, FAILED, IN, OUT, PERIODIC, UNDECIDED
 from rollax.fastmath import sincos
 from rollax.events import BOUNDARY, CROSSING, EventSet
 from rollax.integrate import solve

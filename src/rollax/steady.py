@@ -398,3 +398,117 @@ def summary(rim: Rim, mu=None) -> dict:
             "active": list(m.active),
         }
     return out
+
+
+def steady_beta(rim: Rim, omega2: float, omega3: float, lo: float, hi: float) -> list[float]:
+    """Angles beta0 in [lo, hi] of the steady motions (47)-(48) with the given w2 and w3."""
+    b = np.linspace(lo, hi, 2001)
+    w2 = np.asarray(rim.steady_omega2(jnp.asarray(b), omega3)) - omega2
+    roots = []
+    for i in np.nonzero(np.sign(w2[:-1]) * np.sign(w2[1:]) < 0)[0]:
+        a_, b_ = b[i], b[i + 1]
+        for _ in range(60):
+            m = 0.5 * (a_ + b_)
+            fm = float(rim.steady_omega2(m, omega3)) - omega2
+            fa = float(rim.steady_omega2(a_, omega3)) - omega2
+            a_, b_ = (m, b_) if np.sign(fm) == np.sign(fa) else (a_, m)
+        if abs(np.cos(0.5 * (a_ + b_))) > 1e-6:  # not the pole at beta = pi/2
+            roots.append(0.5 * (a_ + b_))
+    return roots
+
+
+# ------------------------------------------------------------------ data of Figs. 3-8
+FIGURES = (3, 5, 6, 7, 8)
+
+
+def figure_grid(w3_max: float = 60.0, nb: int = 629, nw: int = 480):
+    """(beta0, omega30) grid of Figs. 3-8 (``meshgrid``, indexed [omega30, beta0]); ``nw`` even
+    so omega30 = 0 is never hit."""
+    b = np.linspace(-np.pi, np.pi, nb)
+    w = np.linspace(-w3_max, w3_max, nw)
+    return np.meshgrid(b, w, indexing="xy")
+
+
+def figure_data(n: int, rim: Rim, v_throw: float = 10.0, w3_max: float = 60.0) -> dict:
+    """Arrays of Fig. ``n`` (3, 5, 6, 7 or 8 of the rim paper) over the (beta0, omega30) plane:
+    ``beta0``, ``omega30`` and the figure's fields (omega20, h, slip and fall margins, throw
+    speeds, realisable regions, minimum throw speeds)."""
+    B, W = figure_grid(w3_max)
+    Bj, Wj = jnp.asarray(B), jnp.asarray(W)
+    d = {"beta0": B, "omega30": W}
+    if n == 3:
+        d["omega20"] = np.asarray(rim.steady_omega2(Bj, Wj))
+    elif n == 5:
+        d["h"] = np.asarray(rim.stability_h(Bj, Wj))
+        d["beta_star"] = beta_star(rim)
+        d["beta_hat"] = beta_hat(rim)
+    elif n == 6:
+        mus = [0.25, 0.5, 1.0, 2.0, 4.0]
+        d["mu"] = np.array(mus)
+        d["margin"] = np.stack([np.asarray(slip_margin(rim, Bj, Wj, mu)) for mu in mus])
+        d["fall_margin"] = np.asarray(fall_margin(rim, Bj, Wj))
+        d["margin_rim_mu"] = np.asarray(slip_margin(rim, Bj, Wj))
+        d["beta_tilde"] = beta_tilde(rim.mu)
+    elif n == 7:
+        d["v_required"] = np.asarray(throw_speed(rim, Bj, Wj))
+        d["v_levels"] = np.array([2.0, 4.0, 6.0, 8.0, v_throw])
+    elif n == 8:
+        d["realisable"] = np.asarray(realisable(rim, Bj, Wj, v_throw))
+        d["omega20"] = np.asarray(rim.steady_omega2(Bj, Wj))
+        d["v_throw"] = v_throw
+        for name in REGIONS:
+            try:
+                m = min_throw_speed(rim, name)
+                d[f"v_min_{name}"] = m.v_min
+                d[f"argmin_{name}"] = np.array([m.beta0, m.omega30])
+            except ValueError:
+                pass
+    else:
+        raise ValueError(f"figure = {n} must be one of {FIGURES}")
+    return d
+
+
+def compact_figure_data(d: dict) -> dict:
+    """Data of a figure for saving: 1-D axes, sign masks (boolean) at full resolution,
+    continuous fields as float32 on every second grid point (axes ``*_coarse``)."""
+    out = {"beta0": d["beta0"][0], "omega30": d["omega30"][:, 0]}
+    out["beta0_coarse"], out["omega30_coarse"] = out["beta0"][::2], out["omega30"][::2]
+    for k, v in d.items():
+        if k in ("beta0", "omega30"):
+            continue
+        v = np.asarray(v)
+        if k in ("margin", "fall_margin", "margin_rim_mu"):
+            out[k + "_nonneg"] = v >= 0
+        elif k == "h":
+            out["stable"] = v < 0
+            out["h_coarse"] = v[::2, ::2].astype(np.float32)
+        elif v.dtype == np.float64 and v.ndim >= 2:
+            out[k + "_coarse"] = v[..., ::2, ::2].astype(np.float32)
+        else:
+            out[k] = v
+    return out
+
+
+def h_min_omega3(rim: Rim, beta0: float) -> float:
+    """|omega30| minimising h at fixed beta0: W = sqrt(c / a) of h = a W + b + c / W (eq. (54))."""
+    r, R, j, g, rho = (float(v) for v in (rim.r, rim.R, rim.j, rim.g, rim.rho))
+    c = math.cos(beta0)
+    D = R - rho * c
+    a = r**2 * (R * c - (1 + j) * rho) / ((1 + j) * rho * D**2)
+    cc = g**2 * c * D / (r**2 * rho * (1 + j) ** 2)
+    return math.sqrt(math.sqrt(cc / a))
+
+
+def write_figure(n: int, rim: Rim, out, v_throw: float = 10.0, w3_max: float = 60.0) -> str:
+    """Write ``fig{n}.png`` (:func:`rollax.plotting.plot_steady_figure`) and ``fig{n}.npz``
+    (:func:`compact_figure_data`) into ``out``; returns the PNG path."""
+    import os
+
+    from rollax.plotting import plot_steady_figure
+
+    d = figure_data(n, rim, v_throw, w3_max)
+    png = os.path.join(out, f"fig{n}.png")
+    plot_steady_figure(n, d, png, rim_mu=float(rim.mu), v_throw=v_throw, regions=REGIONS,
+                       omega30_h_min=h_min_omega3(rim, d["beta_hat"]) if n == 5 else None)
+    np.savez_compressed(os.path.join(out, f"fig{n}.npz"), **compact_figure_data(d))
+    return png

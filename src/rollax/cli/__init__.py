@@ -1,5 +1,8 @@
 """The ``rollax`` command line. Each sub-command lives in its own module with a
-``register(subparsers)`` function that adds its parser and sets ``func``."""
+``register(subparsers)`` function that adds its parser and sets ``func``.
+
+The CLI only parses arguments, calls the library and prints; :func:`main` first calls
+:func:`rollax.configure` (one CPU device per core, the compile cache)."""
 
 from __future__ import annotations
 
@@ -31,6 +34,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    import rollax
+
+    try:
+        rollax.configure()  # CPU devices and compile cache, before any JAX work
+    except ValueError as err:
+        print(f"rollax: error: {err}", file=sys.stderr)
+        return 2
     first = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(first if first in _COMMANDS else None)
     args = parser.parse_args(argv)

@@ -73,237 +73,85 @@ def _emit(args, data: dict, text: str) -> None:
             json.dump(data, fh, indent=1)
 
 
-def _figure():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 # ------------------------------------------------------------------------------------- law
 def run_law(args) -> int:
-    import jax.numpy as jnp
-    import numpy as np
-
-    from rollax.friction import exact_law
+    from rollax.friction.reports import law_curves, law_values
 
     if any(not (e >= 0) for e in args.eps):
         raise ValueError(f"--eps must be >= 0, got {args.eps}")
-    law = exact_law(args.pressure, rho="R")
-    eps = jnp.asarray(args.eps, dtype=jnp.float64)
-    Q = np.asarray(law.Q_eps(eps)).tolist()
-    T = np.asarray(law.T_eps(eps)).tolist()
-    data = {"pressure": args.pressure, "kappa_over_R": float(law.kappa / law.R), "eps": list(args.eps), "Q": Q, "T": T}
+    law, data = law_values(args.pressure, args.eps)
     lines = [f"{'eps':>12} {'Q_eps':>20} {'T_eps':>20}"] + [
-        f"{e:12.6g} {q:20.16f} {t:20.16f}" for e, q, t in zip(args.eps, Q, T)
+        f"{e:12.6g} {q:20.16f} {t:20.16f}" for e, q, t in zip(args.eps, data["Q"], data["T"])
     ]
     _emit(args, data, "\n".join(lines))
     if args.out:
-        plt = _figure()
-        e = np.logspace(-2, 2, 400)
-        fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
-        ax.semilogx(e, law.Q_eps(jnp.asarray(e)), label="Q_eps")
-        ax.semilogx(e, law.T_eps(jnp.asarray(e)), label="T_eps")
-        ax.plot(args.eps, Q, "k.", args.eps, T, "k.")
-        ax.set_xlabel("eps")
-        ax.set_title(f"exact law, {args.pressure} pressure (53)")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "law.png"))
-        plt.close(fig)
+        from rollax.plotting import plot_friction_law
+
+        plot_friction_law(law_curves(law), data, os.path.join(args.out, "law.png"))
     return 0
 
 
 # ------------------------------------------------------------------------------------- fit
 def run_fit(args) -> int:
-    import jax.numpy as jnp
-    import numpy as np
-
-    from rollax.friction import HarmonicModel, exact_law
-    from rollax.friction.fit import fit_error, fit_harmonic, fit_pade
+    from rollax.friction.reports import fit_curves, fit_report
 
     if args.degree < 1 or (args.model == "pade" and args.degree < 2):
         raise ValueError(f"--degree {args.degree}: must be >= 1 (harmonic) or >= 2 (pade)")
-    law = exact_law(args.pressure, rho=args.rho)
-    if args.model == "harmonic":
-        model, loss = fit_harmonic(law, args.degree)
-        quad = HarmonicModel.from_law(law, args.degree)
-        params = {
-            "c": np.asarray(model.c).tolist(),
-            "s": np.asarray(model.s).tolist(),
-            "C": np.asarray(model.C_coeffs()).tolist(),
-            "S": np.asarray(model.S_coeffs()).tolist(),
-            "c_quadrature": np.asarray(quad.c).tolist(),
-            "s_quadrature": np.asarray(quad.s).tolist(),
-        }
-    else:
-        model, loss = fit_pade(law, args.degree)
-        p, q, r, s = model.coefficients()
-        params = {
-            "p": np.asarray(p).tolist(),
-            "q": np.asarray(q).tolist(),
-            "r": np.asarray(r).tolist(),
-            "s": np.asarray(s).tolist(),
-            "poles_free": model.poles_free(),
-        }
-    err = fit_error(model, law)
-    data = {"pressure": args.pressure, "model": args.model, "degree": args.degree, "rho": args.rho, "loss": loss, **params, "error": err}
+    law, model, data = fit_report(args.pressure, args.model, args.degree, args.rho)
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)
     if args.out:
-        plt = _figure()
-        th = np.linspace(0, np.pi / 2, 300)
-        fig, ax = plt.subplots(1, 2, figsize=(8, 3.2), dpi=100)
-        for a, f_law, f_mod, name in ((ax[0], law.Q_theta, model.Q_theta, "Q"), (ax[1], law.T_theta, model.T_theta, "T")):
-            a.plot(th, f_law(jnp.asarray(th)), "k:", label="exact")
-            a.plot(th, f_mod(jnp.asarray(th)), label=f"{args.model} N={args.degree}")
-            a.set_xlabel("theta")
-            a.set_ylabel(name)
-        ax[0].legend()
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "fit.png"))
-        plt.close(fig)
+        from rollax.plotting import plot_friction_fit
+
+        plot_friction_fit(fit_curves(law, model), f"{args.model} N={args.degree}",
+                          os.path.join(args.out, "fit.png"))
     return 0
 
 
 # ------------------------------------------------------------------------ limit directions
 def run_limit_directions(args) -> int:
-    from rollax.friction import ExactHertz, ExactUniform, HarmonicModel
-    from rollax.friction.limit_directions import PlanarBody
+    from rollax.friction.reports import bifurcation_diagram, limit_direction_report
 
     if args.degree < 1:
         raise ValueError(f"--degree {args.degree} must be >= 1")
     if not args.force >= 0:
         raise ValueError(f"--force {args.force} must be >= 0")
-    exact = ExactUniform() if args.body == "disc" else ExactHertz()
-    model = HarmonicModel.from_law(exact, args.degree)
-    if args.body == "disc":
-        body = PlanarBody.disc(model, f=args.force)
-    else:
-        body = PlanarBody.ball(model, f=args.force, lam=args.lam)
-    dirs = body.limit_directions()
-    data = {
-        "body": args.body,
-        "force": args.force,
-        "degree": args.degree,
-        "C": [float(v) for v in model.C_coeffs()],
-        "S": [float(v) for v in model.S_coeffs()],
-        "bifurcations": body.bifurcations(),
-        "limit_directions": dirs,
-    }
+    body, data = limit_direction_report(args.body, args.force, args.degree, args.lam)
     lines = [f"{args.body}, F/(mu m g) = {args.force}, harmonic degree N = {args.degree}", f"bifurcations: {data['bifurcations']}"]
-    for d in dirs:
+    for d in data["limit_directions"]:
         lines.append(
             f"  w = ({d['w'][0]:+.6f}, {d['w'][1]:+.6f}, {d['w'][2]:+.6f})  eps = {d['eps']:.6g}  "
             f"{d['radial']}, {d['stability']} {d['sphere']}{' (circle)' if d['circle'] else ''}"
         )
     _emit(args, data, "\n".join(lines))
     if args.out:
-        _bifurcation_figure(body, model, args, os.path.join(args.out, "limit_directions.png"))
+        from rollax.plotting import plot_bifurcations
+
+        plot_bifurcations(bifurcation_diagram(body), f"{args.body}, harmonic N = {args.degree}",
+                          os.path.join(args.out, "limit_directions.png"))
     return 0
-
-
-def _bifurcation_figure(body, model, args, path):
-    import numpy as np
-
-    from rollax.friction.limit_directions import PlanarBody
-
-    plt = _figure()
-    fmax = 1.2 * body.F_T()
-    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
-    for f in np.linspace(1e-3, fmax, 60):
-        b = PlanarBody(body.law, body.a, body.b, f, body.name)
-        for w in b.nontrivial(n_grid=801):
-            ax.plot(f, w[2], "b.", ms=2)
-    ax.axvline(body.F_T(), color="purple", ls="--", label="F_T")
-    ax.axvline(body.F_P(), color="green", ls="--", label="F_P")
-    for fo in body.folds():
-        ax.axvline(fo["F"], color="brown", ls=":", label="F_F")
-    ax.set_xlabel("F/(mu m g)")
-    ax.set_ylabel("w3 of nontrivial limit directions")
-    ax.set_title(f"{args.body}, harmonic N = {args.degree}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 # -------------------------------------------------------------------------------- stop
-def _law_from_name(name: str, body: str):
-    from rollax.friction import ExactHertz, ExactUniform, HarmonicModel, LinearModel, PadeModel
-
-    base = ExactUniform() if body == "disc" else ExactHertz()
-    if name == "exact-uniform":
-        return ExactUniform()
-    if name == "exact-hertz":
-        return ExactHertz()
-    if name == "linear":
-        return LinearModel("uniform" if body == "disc" else "hertz")
-    if name == "pade":
-        return PadeModel.from_law(base, 2)
-    if name.startswith("harmonic-") and name[9:].isdigit() and int(name[9:]) >= 1:
-        return HarmonicModel.from_law(base, int(name[9:]))
-    raise ValueError(f"--law {name!r} must be exact-uniform, exact-hertz, linear, pade or harmonic-N")
-
-
 def run_stop(args) -> int:
-    import jax.numpy as jnp
-    import numpy as np
+    from rollax.friction.reports import LAW_NAMES, law_from_name, stop_curves, stop_report
 
-    from rollax.friction.limit_directions import PlanarBody, force_free_eps
-    from rollax.friction.sliding import SlidingBody, simulate_stop
-
-    law = _law_from_name(args.law, args.body)
+    try:
+        law_from_name(args.law, args.body)
+    except ValueError:
+        raise ValueError(f"--law {args.law!r} must be {LAW_NAMES}") from None
     if not args.force >= 0:
         raise ValueError(f"--force {args.force} must be >= 0")
-    if args.body == "disc":
-        body = SlidingBody(law, F=args.force)
-    else:
-        body = SlidingBody(law, j=0.4, R_bar=args.lam * float(law.R), F=args.force, kind="ball")
-    x0 = jnp.asarray(args.u0, dtype=jnp.float64)
-    if float(jnp.linalg.norm(x0)) == 0.0:
+    if not any(args.u0):
         raise ValueError("--u0 must be nonzero (zero slip is already stuck)")
-    res = simulate_stop(body, x0)
-    data = {
-        "body": args.body,
-        "law": args.law,
-        "force": args.force,
-        "u0": list(args.u0),
-        "stopped": bool(res.stopped),
-        "t_stop": float(res.t_stop),
-        "eps": float(res.eps),
-        "w_stop": (np.asarray(res.x_o) / float(jnp.linalg.norm(res.x_o))).tolist(),
-    }
-    if args.force == 0.0 and args.body == "disc":
-        pb = PlanarBody.disc(law) if hasattr(law, "C_w") else None
-        if pb is not None:
-            data["eps_limit_direction"] = force_free_eps(pb)
+    body, x0, data = stop_report(args.body, args.law, args.force, args.u0, args.lam)
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)
     if args.out:
-        _stop_figure(body, x0, float(res.t_stop), os.path.join(args.out, "stop.png"))
+        from rollax.plotting import plot_stop
+
+        plot_stop(*stop_curves(body, x0, data["t_stop"]), os.path.join(args.out, "stop.png"))
     return 0
-
-
-def _stop_figure(body, x0, t_stop, path):
-    import jax.numpy as jnp
-    import numpy as np
-
-    from rollax.friction.fit import disc_trajectory
-
-    plt = _figure()
-    ts = jnp.linspace(0.0, 0.98 * t_stop, 200)
-    xs = np.asarray(disc_trajectory(body, x0, ts))
-    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
-    ax.plot(ts, np.hypot(xs[:, 0], xs[:, 1]), label="|u|")
-    ax.plot(ts, np.abs(xs[:, 2]), label="rho |omega|")
-    ax.set_xlabel("t")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 if __name__ == "__main__":  # pragma: no cover

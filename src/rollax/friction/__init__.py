@@ -3,7 +3,8 @@
 Exact laws (uniform (56)-(60) and Hertz (61)-(63) pressure), quadrature of (19)-(23) for any
 pressure, the linear-ellipsoidal model (64)-(69), the harmonic model (82)-(88), a Pade model,
 gradient fitting, limit directions of the codimension-3 discontinuity (Sect. 7.2) and disc/ball
-stop simulations. Source: 'finite contact friction models' (papers/), errata in NOTES.md.
+stop simulations. Source: the friction paper of ``docs/references.md``; errata in
+``docs/physics-notes.md``.
 """
 
 from rollax.friction.base import AxisymmetricLaw, DirectionLaw, EpsLaw, kappa_for

@@ -1,7 +1,7 @@
 """Complete elliptic integrals K(m), E(m) and D(m) = (K - E)/m in JAX, differentiable.
 
 The friction laws (59)-(60) of the uniform pressure distribution need the *complete* elliptic
-integrals of the first and second kind with parameter m (NOTES.md: the paper's 'incomplete'
+integrals of the first and second kind with parameter m (docs/physics-notes.md: the paper's 'incomplete'
 is a misprint), the same convention as ``scipy.special.ellipk`` / ``ellipe``.
 
 They are evaluated by the arithmetic-geometric mean (AGM) with a fixed number of iterations

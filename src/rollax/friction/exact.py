@@ -1,6 +1,6 @@
 """Exact friction laws of a circular contact for uniform (56) and Hertz (61) pressure.
 
-Uniform pressure: (57)-(60) with the complete elliptic integrals K, E (NOTES.md errata: the
+Uniform pressure: (57)-(60) with the complete elliptic integrals K, E (docs/physics-notes.md errata: the
 second branch of (58) is T_eps2; K, E are complete). Hertz pressure: (61)-(63).
 
 Numerical stability. The closed forms cancel badly for large eps (the leading terms of T_eps2

@@ -7,7 +7,7 @@ polynomial model (84)-(88): Q = -mu P (w1 C(w3), w2 C(w3), kappa/rho w3 S(w3)) w
 C(w3) = sum C_i w3^(2i-2), S(w3) = sum S_i w3^(2i-2). The conversion c -> C, s -> S uses
 cos((2i-1)theta) = cos(theta) (-1)^(i-1) U_{2i-2}(sin theta) and
 sin((2i-1)theta) = (-1)^(i-1) T_{2i-1}(sin theta) (Chebyshev polynomials), which gives (94)
-for N = 2. (NOTES.md: (96) is misprinted; the polynomial form is used throughout.)
+for N = 2. (docs/physics-notes.md: (96) is misprinted; the polynomial form is used throughout.)
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from rollax.robot.rails import (
     circle_from_spherical,
     duff_basis,
 )
+from rollax.robot.report import ExampleReport, example_report
 from rollax.robot.trajectory import (
     Trajectory,
     contact_extrema,
@@ -45,7 +46,7 @@ from rollax.robot.trajectory import (
 )
 
 __all__ = [
-    "Ball", "BallFlight", "CircleRail", "ConstantForce", "Control", "CurveRail", "Disk",
+    "Ball", "BallFlight", "ExampleReport", "example_report", "CircleRail", "ConstantForce", "Control", "CurveRail", "Disk",
     "DiskFlight", "EllipseRail", "FigureEightRail", "Landing", "PiecewisePolynomialControl",
     "Rail", "RampControl", "SegmentRail", "SplineControl", "Trajectory", "ZeroControl",
     "circle_from_spherical", "contact_extrema", "detach", "duff_basis", "flight_model", "fly",

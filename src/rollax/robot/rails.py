@@ -252,7 +252,7 @@ def duff_basis(n: Float[Array, "3"]) -> tuple[Float[Array, "3"], Float[Array, "3
 
 def circle_from_spherical(radius, v) -> CircleRail:
     """The ball example's rail (6.8): ``zeta(theta) = r_i (cos(theta) n - sin(theta) b1)`` with
-    ``n = varsigma(v)`` (6.9)-(6.10) and ``b1`` from :func:`duff_basis` (reading of NOTES.md)."""
+    ``n = varsigma(v)`` (6.9)-(6.10) and ``b1`` from :func:`duff_basis` (the reading of docs/physics-notes.md)."""
     n = spherical_to_cartesian(jnp.asarray(v, dtype=float))
     n = n / jnp.linalg.norm(n)
     b1, _ = duff_basis(n)

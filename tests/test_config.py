@@ -1,0 +1,77 @@
+"""rollax.configure: importing rollax only enables float64; devices and cache are opt-in."""
+
+import os
+import subprocess
+import sys
+
+import jax
+import pytest
+
+import rollax
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def _python(code: str, **env) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "ROLLAX_CPU_DEVICES")}
+    full["PYTHONPATH"] = SRC + os.pathsep + full.get("PYTHONPATH", "")
+    full.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full,
+                          timeout=120)
+
+
+def test_import_has_no_side_effects_but_float64():
+    r = _python(
+        "import os, jax, rollax\n"
+        "from jax._src import xla_bridge as xb\n"
+        "print(os.environ.get('XLA_FLAGS'), jax.config.jax_enable_x64,\n"
+        "      jax.config.jax_compilation_cache_dir, jax.config.jax_num_cpu_devices,\n"
+        "      xb.backends_are_initialized())"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["None", "True", "None", "-1", "False"]
+
+
+def test_configure_splits_cpu_and_sets_cache(tmp_path):
+    r = _python(
+        "import jax, rollax\n"
+        f"rollax.configure(cpu_devices=3, cache_dir={str(tmp_path / 'c')!r})\n"
+        "print(len(jax.devices('cpu')), jax.config.jax_compilation_cache_dir)"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["3", str(tmp_path / "c")]
+
+
+def test_configure_too_late_is_one_clear_line():
+    have = len(jax.devices("cpu"))
+    rollax.configure(cpu_devices=have, cache_dir="off")  # same count: harmless
+    with pytest.raises(RuntimeError, match="already initialised its backends") as err:
+        rollax.configure(cpu_devices=have + 1, cache_dir="off")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(cpu_devices=0), "cpu_devices = 0"),
+    (dict(cpu_devices=2.5), "cpu_devices = 2.5"),
+    (dict(cpu_devices=True), "cpu_devices = True"),
+    (dict(cache_dir=5), "cache_dir = 5"),
+    (dict(cache_dir=__file__), "cache_dir = "),
+])
+def test_configure_bad_arguments(kw, match):
+    with pytest.raises(ValueError, match=match) as err:
+        rollax.configure(**kw)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("env, match", [
+    ({"ROLLAX_CPU_DEVICES": "abc"}, "ROLLAX_CPU_DEVICES = 'abc'"),
+    ({"ROLLAX_CPU_DEVICES": "0"}, "ROLLAX_CPU_DEVICES = '0'"),
+    ({"ROLLAX_CACHE_DIR": __file__}, "ROLLAX_CACHE_DIR = "),
+])
+def test_cli_bad_environment_is_one_line_error(env, match):
+    r = _python("import sys; from rollax.cli import main; sys.exit(main(['steady', '--summary']))",
+                **env)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rollax: error: ") and match in lines[0], r.stderr

@@ -1,0 +1,233 @@
+"""The package's layering, checked on the source (``ast``; nothing is imported).
+
+models (rim, slip, robot, penny, friction, impacts) and the machinery (events, integrate,
+ensemble, sweep) -> analyses (basin, steady, floquet, conserved) -> plotting -> CLI;
+experiments and benchmarks use the public API only.
+
+Run as a script (``python tests/test_layering.py``) to print the import graph's cycles.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+PKG = SRC / "rollax"
+
+MODELS = ("rollax.rim", "rollax.slip", "rollax.impacts", "rollax.penny", "rollax.friction",
+          "rollax.robot", "rollax.outcomes")
+ANALYSES = ("rollax.basin", "rollax.steady", "rollax.floquet", "rollax.conserved")
+
+
+def _in(name: str, prefixes) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def module_files() -> dict[str, Path]:
+    """Dotted module name -> file, for every module under src/rollax."""
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        if is_pkg:
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _is_package(name: str, modules: dict[str, Path]) -> bool:
+    return name in modules and modules[name].name == "__init__.py"
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int, bool]]:
+    """(imported rollax module, line, at module level) for every import in the file, including
+    imports inside functions; ``from P import m`` counts as importing ``P.m`` when that is a
+    module, else ``P``."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if _is_package(name, modules) else name.rpartition(".")[0]
+    # module level: not inside a def or a class (top-level if/try blocks count)
+    nested = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            nested.update(id(s) for s in ast.walk(node) if s is not node)
+    found = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            for a in node.names:
+                sub = f"{mod}.{a.name}"
+                targets.append(sub if sub in modules else mod)
+        else:
+            continue
+        for t in targets:
+            # the longest prefix that is a module of the package
+            while t and t not in modules:
+                t = t.rpartition(".")[0]
+            if t:
+                found.append((t, node.lineno, id(node) not in nested))
+    return found
+
+
+def import_graph() -> dict[str, dict[str, list[tuple[int, bool]]]]:
+    """module -> {imported module: [(line, module level)]}; a package importing its own
+    submodules is left out."""
+    modules = module_files()
+    graph: dict[str, dict[str, list[tuple[int, bool]]]] = {}
+    for name, path in modules.items():
+        edges = graph.setdefault(name, {})
+        for target, line, top in imports_of(name, path, modules):
+            if target == name:
+                continue
+            if _is_package(name, modules) and target.startswith(name + "."):
+                continue  # a package importing its own submodules
+            edges.setdefault(target, []).append((line, top))
+    return graph
+
+
+def cycles(graph) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _describe(graph, comp) -> str:
+    lines = [" <-> ".join(comp)]
+    for a in comp:
+        for b in comp:
+            for line, top in graph[a].get(b, ()):
+                lines.append(f"    {a} imports {b} (line {line}, {'module level' if top else 'in a function'})")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ tests
+def test_no_import_cycles():
+    graph = import_graph()
+    found = cycles(graph)
+    assert not found, "import cycles:\n" + "\n".join(_describe(graph, c) for c in found)
+
+
+def test_only_the_cli_imports_the_cli():
+    bad = [f"{a} imports {b} (line {ln})" for a, edges in import_graph().items()
+           if not _in(a, ("rollax.cli",)) for b, uses in edges.items() if _in(b, ("rollax.cli",))
+           for ln, _ in uses]
+    assert not bad, bad
+
+
+def test_models_and_analyses_do_not_import_plotting_at_module_level():
+    bad = [f"{a} imports {b} (line {ln})" for a, edges in import_graph().items()
+           if _in(a, MODELS + ANALYSES) for b, uses in edges.items() if b == "rollax.plotting"
+           for ln, top in uses if top]
+    assert not bad, bad
+
+
+def test_models_import_no_analysis_plotting_or_cli():
+    bad = [f"{a} imports {b} (line {ln})" for a, edges in import_graph().items()
+           if _in(a, MODELS) for b, uses in edges.items()
+           if _in(b, ANALYSES + ("rollax.plotting", "rollax.cli")) for ln, _ in uses]
+    assert not bad, bad
+
+
+def test_plotting_imports_no_analysis_or_cli():
+    edges = import_graph()["rollax.plotting"]
+    bad = [b for b in edges if _in(b, ANALYSES + ("rollax.cli",))]
+    assert not bad, bad
+
+
+def _script_violations(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    bad, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("rollax"):
+                    aliases[a.asname or a.name.split(".")[0]] = a.name
+                    mods = [a.name]
+                else:
+                    mods = []
+                for m in mods:
+                    if _in(m, ("rollax.cli",)) or any(p.startswith("_") for p in m.split(".")):
+                        bad.append(f"line {node.lineno}: import {m}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rollax") and not node.level:
+            m = node.module
+            if _in(m, ("rollax.cli",)) or any(p.startswith("_") for p in m.split(".")):
+                bad.append(f"line {node.lineno}: from {m} import ...")
+            for a in node.names:
+                if a.name.startswith("_") or (m == "rollax" and a.name == "cli"):
+                    bad.append(f"line {node.lineno}: from {m} import {a.name}")
+                else:
+                    aliases[a.asname or a.name] = f"{m}.{a.name}"
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "__import__":
+            if node.args and isinstance(node.args[0], ast.Constant):
+                m = str(node.args[0].value)
+                if _in(m, ("rollax.cli",)) or any(p.startswith("_") for p in m.split(".")):
+                    bad.append(f"line {node.lineno}: __import__({m!r})")
+    for node in ast.walk(tree):  # rollax.x._private or alias._private
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in aliases:
+                bad.append(f"line {node.lineno}: {base.id}...{node.attr} (private name of {aliases[base.id]})")
+    return bad
+
+
+def test_experiments_and_benchmarks_use_the_public_api():
+    files = sorted((ROOT / "experiments").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py"))
+    assert files
+    bad = {str(f.relative_to(ROOT)): v for f in files if (v := _script_violations(f))}
+    assert not bad, bad
+
+
+if __name__ == "__main__":
+    g = import_graph()
+    n_edges = sum(len(e) for e in g.values())
+    found = cycles(g)
+    print(f"{len(g)} modules, {n_edges} import edges (module-level and in functions)")
+    if not found:
+        print("no import cycles")
+    for c in found:
+        print("cycle: " + _describe(g, c))
+    files = sorted((ROOT / "experiments").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py"))
+    for f in files:
+        for v in _script_violations(f):
+            print(f"{f.relative_to(ROOT)}: {v}")
+    sys.exit(1 if found else 0)
