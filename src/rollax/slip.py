@@ -1,12 +1,12 @@
 """The ball on the rim with finite friction: slipping, and rolling <-> slipping transitions.
 
 Equations follow Sects. 2.5 and 5.2 of *Basketball rolling on the rim*
-(``shared/papers/basketball_rolling_on_rim.txt``); the theory of limit directions is Sect. 7.2 of
-``shared/papers/finite_contact_friction_models.txt``. The slipping state is the 6-D
+([rim paper], ``docs/references.md``); the theory of limit directions is Sect. 7.2 of the
+[friction paper]. The slipping state is the 6-D
 
     y = (beta, w1, w2, w3, u1, u3)                                            (44)
 
-(the paper prints ``u2`` for the last entry; it means ``u3``, NOTES.md), where ``(u1, u3)`` is
+(the paper prints ``u2`` for the last entry; it means ``u3``, ``docs/physics-notes.md``), where ``(u1, u3)`` is
 the velocity of the contact point (17). Rolling is the 4-D subspace ``u1 = u3 = 0``, a
 codimension-2 discontinuity of the slipping vector field (42).
 
@@ -146,7 +146,7 @@ def slip_vector_field(rim: Rim, y: SlipState) -> SlipState:
 
 def slip_energy(rim: Rim, y: SlipState) -> Float[Array, ""]:
     """Mechanical energy of the slipping ball (kinetic from (13), (16), (19)-(20); potential
-    m g rho sin(beta), NOTES.md). Its rate is the friction power -mu F2 u <= 0; at u = 0 it is
+    m g rho sin(beta), ``docs/physics-notes.md``). Its rate is the friction power -mu F2 u <= 0; at u = 0 it is
     :meth:`Rim.energy`."""
     beta, w1, w2, w3, u1, u3 = y[0], y[1], y[2], y[3], y[4], y[5]
     m, r = rim.m, rim.r
