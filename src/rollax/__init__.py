@@ -13,6 +13,7 @@ The public API:
 """
 
 from rollax import _setup  # noqa: F401  (float64, CPU devices, compile cache)
+from rollax._ensemble import solve_ensemble
 from rollax._solution import Solution, Status
 from rollax._solve import solve
 from rollax._system import AbstractSystem, Event, EventKind, boundary, crossing, parameter
@@ -21,5 +22,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AbstractSystem", "Event", "EventKind", "Solution", "Status", "boundary", "crossing",
-    "parameter", "solve",
+    "parameter", "solve", "solve_ensemble",
 ]
