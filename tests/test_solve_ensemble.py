@@ -207,3 +207,4 @@ def test_inputs_are_validated():
             rollax.solve_ensemble(ball, args.pop("y0s"), 0.0, args.pop("t1"), **args)
     with pytest.raises(ValueError, match="batch"):
         rollax.solve_ensemble(BouncingBall(e=np.full(4, 0.5)), y0s, 0.0, 10.0)
+
