@@ -16,6 +16,7 @@ The public API:
 
 from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
 from rollax._config import configure
+from rollax._ensemble import solve_ensemble
 from rollax._solution import Solution, Status
 from rollax._solve import solve
 from rollax._sweep import Axis, SweepResult, sweep
@@ -26,5 +27,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AbstractSystem", "Axis", "Event", "EventKind", "Solution", "Status", "SweepResult",
-    "boundary", "classify", "configure", "crossing", "parameter", "solve", "sweep",
+    "boundary", "classify", "configure", "crossing", "parameter", "solve", "solve_ensemble",
+    "sweep",
 ]

@@ -34,6 +34,7 @@ import numpy as np
 from rollax import ensemble
 from rollax.events import BOUNDARY, CROSSING, EventSet
 from rollax.outcomes import CHATTERING, FAILED, IN, OUT, OUTCOMES, PERIODIC, UNDECIDED  # noqa: F401
+from rollax.fastmath import sincos
 from rollax.rim import Rim
 from rollax._chunks import run_chunked, sweep_key
 from rollax.steady import steady_beta
@@ -53,8 +54,13 @@ def rolling_field(t, x, rim):
 
 def rolling_event_values(t, x, rim):
     """The event functions of a rolling start: ``F2/m`` (a boundary: the ball separates at
-    F2 = 0) and ``w1`` (crossings, Proposition 4)."""
-    return jnp.stack([rim.normal_force(x) / rim.m, x[1]])
+    F2 = 0) and ``w1`` (crossings, Proposition 4). F2/m is written out with one divide: the
+    kernel evaluates it at every sample of every step."""
+    beta, w1, w3 = x[0], x[1], x[3]
+    s, c = sincos(beta)
+    r2 = rim.r**2
+    f2_m = r2 * w3**2 * c / (rim.R - rim.rho * c) - r2 * w1**2 * (1.0 / rim.rho) + rim.g * s
+    return jnp.stack([f2_m, w1])
 
 
 ROLLING_EVENTS = EventSet(rolling_event_values, (BOUNDARY, CROSSING), (1, 2))

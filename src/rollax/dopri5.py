@@ -1,8 +1,9 @@
 """The Dormand-Prince 5(4) Runge-Kutta pair with its continuous extension (Hairer's DOPRI5).
 
 Written for the batched ensemble kernel: one step is a pure function of ``(t, y, h, k1)`` with
-first-same-as-last reuse of ``k1``, and the stage *states* are returned too, so event functions
-can be sampled inside the step at no extra right-hand-side cost. Reference: Hairer, Norsett and
+first-same-as-last reuse of ``k1``; the event functions are sampled on the step's continuous
+extension (:func:`dense_coefficients` once per step, then :func:`dense_eval` per sample, four
+multiply-adds per component). Reference: Hairer, Norsett and
 Wanner, *Solving ODEs I*, Sect. II.5 and II.6 (dense output coefficients of DOPRI5).
 """
 
@@ -35,8 +36,9 @@ D = (
     -1453857185 / 822651844,
     69997945 / 29380423,
 )
-# Times (as fractions of the step) of the stage states that approximate the solution, used as
-# event samples inside a step: Y2..Y5 and the new state (Y6 shares c = 1 with it).
+# Stage states that approximate the solution (Y2..Y5 and the new state) and their step
+# fractions. The kernel no longer samples events there (it samples the continuous extension,
+# as rollax.solve does); benchmarks/bench_slip.py still measures stage sampling.
 SAMPLE_STAGES = (1, 2, 3, 4, 6)
 SAMPLE_THETAS = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0)
 
@@ -48,30 +50,39 @@ def step(
     h: Float[Array, ""],
     k1: Float[Array, " d"],
     g: Callable[[Float[Array, ""], Float[Array, " d"]], Float[Array, " n"]] | None = None,
+    fg: Callable | None = None,
 ) -> tuple[Float[Array, " d"], Float[Array, " d"], Float[Array, "7 d"], Float[Array, "7 d"],
-           Float[Array, "7 n"] | None]:
+           Float[Array, "7 n"] | Float[Array, " n"] | None]:
     """One DOPRI5 step of ``y' = f(t, y)`` from ``(t, y)`` with ``k1 = f(t, y)``.
 
     Returns ``(y_new, err, ks, states, gs)``: the 5th-order solution, the local error estimate
     (5th minus 4th order), the seven stage derivatives (``ks[6] = f(y_new)`` is the next
     ``k1``), the seven stage states (``states[6] = y_new``) and, if ``g`` is given, ``g`` at the
     stage states (``gs[0]`` is ``g(t, y)``). Evaluating ``g`` next to ``f`` lets XLA share their
-    common subexpressions. (Unrolled: with polynomial sin/cos, see :mod:`rollax.fastmath`,
+    common subexpressions. With ``fg(t, y) -> (f, g)`` instead, the last stage (the new state)
+    is evaluated by ``fg`` and ``gs`` is ``g(t + h, y_new)`` only. (Unrolled: with polynomial sin/cos, see :mod:`rollax.fastmath`,
     this is 1.4x faster than a ``fori_loop`` over the stages; with XLA's own sin/cos the two
     cost the same.)
     """
     ks = [k1]
     states = [y]
     gs = [g(t, y)] if g is not None else None
-    for c, row in zip(C, A):
+    g_new = None
+    for i, (c, row) in enumerate(zip(C, A)):
         ti = t + c * h
         yi = y + h * sum(a * k for a, k in zip(row, ks) if a != 0.0)
         states.append(yi)
-        ks.append(f(ti, yi))
+        if fg is not None and i == len(C) - 1:
+            k, g_new = fg(ti, yi)
+            ks.append(k)
+        else:
+            ks.append(f(ti, yi))
         if g is not None:
             gs.append(g(ti, yi))
     y_new = states[-1]
     err = h * sum(e * k for e, k in zip(E, ks) if e != 0.0)
+    if fg is not None:
+        return y_new, err, jnp.stack(ks), jnp.stack(states), g_new
     return y_new, err, jnp.stack(ks), jnp.stack(states), (jnp.stack(gs) if g is not None else None)
 
 
@@ -83,10 +94,24 @@ def interpolate(
     theta: Float[Array, ""],
 ) -> Float[Array, " d"]:
     """4th-order continuous extension of a DOPRI5 step at ``t0 + theta * h``, ``theta`` in [0, 1]."""
+    return dense_eval(y0, dense_coefficients(y0, y1, ks, h), theta)
+
+
+def dense_coefficients(
+    y0: Float[Array, " d"], y1: Float[Array, " d"], ks: Float[Array, "7 d"], h: Float[Array, ""]
+) -> Float[Array, "4 d"]:
+    """The continuous extension's coefficients ``(dy, bspl, r4, r5)`` of one step (Hairer's
+    contd5), computed once per step so that each sample costs four multiply-adds per component."""
     dy = y1 - y0
     bspl = h * ks[0] - dy
     r4 = dy - h * ks[6] - bspl
     r5 = h * sum(d * ks[i] for i, d in enumerate(D) if d != 0.0)
+    return jnp.stack([dy, bspl, r4, r5])
+
+
+def dense_eval(y0: Float[Array, " d"], coef: Float[Array, "4 d"], theta) -> Float[Array, " d"]:
+    """The continuous extension at ``theta`` from the coefficients of :func:`dense_coefficients`."""
+    dy, bspl, r4, r5 = coef
     return y0 + theta * (dy + (1 - theta) * (bspl + theta * (r4 + (1 - theta) * r5)))
 
 

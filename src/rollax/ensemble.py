@@ -6,11 +6,20 @@ Design (measured in ``shared/PERFORMANCE.md``):
   trajectories in lock-step; a finished lane writes its result and takes the next start, in a
   refill done only once a sixteenth of the lanes are free. Under plain ``vmap`` a batch would
   cost its slowest trajectory.
-* **Event logic outside the hot loop.** In the loop only the signs of the event functions are
-  checked, at the stage states of each accepted step (which also catches a function that dips
-  through zero and back inside a step). A step that contains a terminating event is not taken:
-  the lane stops at the step's start. After the loop one vectorised pass redoes that step and
-  locates the earliest root of all events on the dense output (:mod:`rollax.events`).
+* **Event sampling as in** :func:`rollax.solve`. Every accepted step is sampled at
+  ``n_samples`` equally spaced points ``theta = k / n_samples`` (k = 1..n_samples) of its
+  continuous extension, and the samples are walked with :func:`rollax.events.scan` (per-lane
+  sign, count and start of a run of exact zeros); the interpolation coefficients are computed
+  once per step, so a sample costs four multiply-adds per component plus the event functions,
+  and the last sample (the new state) shares its evaluation with the step's last stage
+  (``field_and_events``). A non-finite sampled event value ends the start as ``FAILED_NAN``.
+* **Root finding outside the hot loop.** A step that contains a terminating event is not
+  taken: the lane stops at the step's start. After the loop (or, with a reset map, in a
+  service pass over the parked lanes) the step is redone and the earliest root located on its
+  dense output with :func:`rollax.events.locate_in_step`, as :func:`rollax.solve` does.
+* **Per-start parameters.** Leaves of ``args`` marked in ``args_batched`` have a leading axis
+  of N starts; they are dealt to the devices with the starts and gathered into per-lane
+  arrays on refill, so each lane uses its own start's values; the other leaves are shared.
 * **One queue per device**: starts are dealt round-robin to the local JAX devices
   (``pmap``); on a CPU, :mod:`rollax._setup` makes one device per core.
 * **Hybrid systems in the loop.** With a ``reset`` map, an event does not end the lane: the
@@ -21,13 +30,14 @@ Design (measured in ``shared/PERFORMANCE.md``):
   lane may be in a different mode; per-start bookkeeping the reset map needs (switch counts,
   say) rides in ``aux``. The reset map decides which events end the run.
 
-The event semantics are those of :mod:`rollax.events`, the same as :func:`rollax.integrate.solve`.
+The event semantics are those of :mod:`rollax.events` and :func:`rollax.solve` (same samples,
+same walk, same root location, same counts and first crossings).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +45,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from rollax import dopri5
-from rollax.events import CROSSING, EventSet, locate_root, scan_samples
+from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 # Status codes of a finished start.
 EVENT = 0  # ended by an event (see ``event``)
@@ -73,8 +83,10 @@ class _Lanes(NamedTuple):
     y: Float[Array, "L d"]
     h: Float[Array, " L"]
     k1: Float[Array, "L d"]
+    # the event scan's state (rollax.events.scan) at t
     sign: Float[Array, "L n"]
     count: Int[Array, "L n"]
+    t_zero: Float[Array, "L n"]
     steps: Int[Array, " L"]
     seg: Int[Array, " L"]  # steps at the start of the current segment
     resets: Int[Array, " L"]
@@ -83,7 +95,10 @@ class _Lanes(NamedTuple):
     fc_t: Float[Array, "L c"]  # its start (nan: none yet)
     fc_y: Float[Array, "L c d"]
     fc_h: Float[Array, "L c"]
-    fc_sign: Float[Array, "L c"]  # the event's sign before it
+    fc_k1: Float[Array, "L c d"]
+    fc_sign: Float[Array, "L c"]  # the event's scan state before it
+    fc_tzero: Float[Array, "L c"]
+    bargs: tuple  # the lane's own values of the per-start leaves of args (L, ...)
 
 
 class _Out(NamedTuple):
@@ -92,15 +107,19 @@ class _Out(NamedTuple):
     t: Float[Array, " M"]
     y: Float[Array, "M d"]
     h: Float[Array, " M"]
+    k1: Float[Array, "M d"]
     sign: Float[Array, "M n"]
     count: Int[Array, "M n"]
+    t_zero: Float[Array, "M n"]
     steps: Int[Array, " M"]
     resets: Int[Array, " M"]
     aux: Float[Array, "M p"]
     fc_t: Float[Array, "M c"]
     fc_y: Float[Array, "M c d"]
     fc_h: Float[Array, "M c"]
+    fc_k1: Float[Array, "M c d"]
     fc_sign: Float[Array, "M c"]
+    fc_tzero: Float[Array, "M c"]
 
 
 _RECORD = _Out._fields
@@ -114,6 +133,62 @@ class _Problem(NamedTuple):
     reset: Callable | None
     n_error: int | None
     n_samples: int
+    fg: Callable | None  # (f, g) at one point; None: f and events.fn called separately
+    args_def: Any  # treedef of args
+    batched: tuple[bool, ...]  # per leaf of args: a leading axis of N starts
+
+
+class _Fns(NamedTuple):
+    """The problem's functions of ``(t, y, bargs)``: ``bargs`` are one start's per-start leaves."""
+
+    f: Callable
+    g: Callable
+    fg: Callable
+    args: Callable  # bargs -> the full args pytree
+
+
+def _fns(pb: _Problem, shared: tuple) -> _Fns:
+    def args_of(bl):
+        # both lead with a dummy leaf (see solve_ensemble)
+        it_b, it_s = iter(bl[1:]), iter(shared[1:])
+        return pb.args_def.unflatten([next(it_b) if b else next(it_s) for b in pb.batched])
+
+    def f(t, y, bl):
+        return pb.f(t, y, args_of(bl))
+
+    def g(t, y, bl):
+        return pb.events.fn(t, y, args_of(bl))
+
+    def fg(t, y, bl):
+        if pb.fg is not None:
+            return pb.fg(t, y, args_of(bl))
+        return f(t, y, bl), g(t, y, bl)
+
+    return _Fns(f, g, fg, args_of)
+
+
+def _start_sign(fn: _Fns, t, y, k1, g, bl):
+    """The scan's initial signs: a function exactly at zero takes the side it moves to
+    (its derivative along the field), as in :func:`rollax.solve`."""
+    _, dg = jax.jvp(lambda t_, y_: fn.g(t_, y_, bl), (t, y), (jnp.ones_like(t), k1))
+    return jnp.where(g != 0, jnp.sign(g), jnp.sign(dg)).astype(y.dtype)
+
+
+def _sample(fn: _Fns, n_samples: int, t, y, h, y1, coef, g1, bl):
+    """The event values at the step's samples ``t + h k / n_samples`` (k = 1..n_samples) on its
+    continuous extension; the last one (the new state) is ``g1``. One expression for the hot
+    loop and the root finder, so that both see the same values."""
+    thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=y.dtype)[1:]
+    times = t + thetas * h
+    vals = [fn.g(times[k], _dense_at(t, y, h, y1, coef, times[k]), bl)
+            for k in range(n_samples - 1)]
+    return jnp.stack(vals + [g1]), times
+
+
+def _dense_at(t, y, h, y1, coef, tt):
+    # the step's end is the new state itself (not its interpolant, which differs by rounding);
+    # 1 / h is computed once per step by XLA (a multiply per sample, not a divide)
+    return jnp.where(tt == t + h, y1, dopri5.dense_eval(y, coef, (tt - t) * (1.0 / h)))
 
 
 def _queue(
@@ -122,7 +197,8 @@ def _queue(
     y0s: Float[Array, "N d"],
     aux0s: Float[Array, "N p"],
     valid: Bool[Array, " N"],
-    args,
+    bargs: tuple,
+    sargs: tuple,
     t0: Float[Array, ""],
     t_max: Float[Array, ""],
     rtol: Float[Array, ""],
@@ -131,50 +207,59 @@ def _queue(
     max_resets: Int[Array, ""],
     dt_max: Float[Array, ""],
 ) -> _Out:
-    """Run one work queue over the starts ``y0s`` (one device). Returns raw per-start records."""
-    f, events, reset, ne = pb.f, pb.events, pb.reset, pb.n_error
+    """Run one work queue over the starts ``y0s`` (one device). Returns raw per-start records.
+
+    ``bargs``: the per-start leaves of args (leading axis N), ``sargs``: the shared ones."""
+    events, reset, ne, K = pb.events, pb.reset, pb.n_error, pb.n_samples
+    fn = _fns(pb, sargs)
     N, d = y0s.shape
     n = events.n
     L = lanes
     cross = jnp.asarray(_crossings(events), jnp.int32)
     nc = len(_crossings(events))
-    fy = lambda t, y: f(t, y, args)  # noqa: E731
-    gy = lambda t, y: events.fn(t, y, args)  # noqa: E731
     dtype = y0s.dtype
 
-    def first_step(t, y, k):
-        h = dopri5.initial_step(fy, t, y, k, rtol, atol, ne)
+    def first_step(t, y, k, bl):
+        h = dopri5.initial_step(lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne)
         return jnp.minimum(jnp.minimum(h, dt_max), t_max - t)
 
-    # Per-start set-up, vectorised once: event values, k1 and the first step size.
-    g0 = jax.vmap(lambda y: gy(t0, y))(y0s)
-    k10 = jax.vmap(lambda y: fy(t0, y))(y0s)
-    h0 = jax.vmap(lambda y, k: first_step(t0, y, k))(y0s, k10)
+    # Per-start set-up, vectorised once: event values and their signs, k1, the first step.
+    def setup(y, bl):
+        k, g = fn.fg(t0, y, bl)
+        bad = ~jnp.all(jnp.isfinite(g)) | ~jnp.all(jnp.isfinite(y))
+        return g, k, first_step(t0, y, k, bl), _start_sign(fn, t0, y, k, g, bl), bad
+
+    g0, k10, h0, sign0, bad0 = jax.vmap(setup)(y0s, bargs)
     # A boundary already violated at t0: without a reset map the start needs no solve; with
-    # one it enters parked, at a step of length 0.
+    # one it enters parked, at a step of length 0. A non-finite start fails at once.
     at_start = jax.vmap(events.fired_at_start)(g0).any(axis=1) if n else jnp.zeros(N, bool)
-    needs = valid if reset is not None else valid & ~at_start
+    needs = valid & ~bad0 & (~at_start if reset is None else True)
     order = jnp.argsort(~needs, stable=True).astype(jnp.int32)
     nq = jnp.sum(needs).astype(jnp.int32)
 
     # Records, with one spare row (index N) that absorbs the writes of empty lanes.
     M = N + 1
 
-    def blank(K):
+    def blank(K_):
         # per-record arrays shared by the lanes and the records: crossings and their steps
         return dict(
-            event=jnp.full((K,), -1, jnp.int32),
-            sign=jnp.zeros((K, n), dtype),
-            count=jnp.zeros((K, n), jnp.int32),
-            steps=jnp.zeros((K,), jnp.int32),
-            resets=jnp.zeros((K,), jnp.int32),
-            fc_t=jnp.full((K, nc), jnp.nan, dtype),
-            fc_y=jnp.zeros((K, nc, d), dtype),
-            fc_h=jnp.zeros((K, nc), dtype),
-            fc_sign=jnp.zeros((K, nc), dtype),
+            event=jnp.full((K_,), -1, jnp.int32),
+            k1=jnp.zeros((K_, d), dtype),
+            sign=jnp.zeros((K_, n), dtype),
+            count=jnp.zeros((K_, n), jnp.int32),
+            t_zero=jnp.full((K_, n), jnp.nan, dtype),
+            steps=jnp.zeros((K_,), jnp.int32),
+            resets=jnp.zeros((K_,), jnp.int32),
+            fc_t=jnp.full((K_, nc), jnp.nan, dtype),
+            fc_y=jnp.zeros((K_, nc, d), dtype),
+            fc_h=jnp.zeros((K_, nc), dtype),
+            fc_k1=jnp.zeros((K_, nc, d), dtype),
+            fc_sign=jnp.zeros((K_, nc), dtype),
+            fc_tzero=jnp.full((K_, nc), jnp.nan, dtype),
         )
 
     first_status = jnp.where(at_start, _PENDING, T_MAX) if reset is None else T_MAX
+    first_status = jnp.where(bad0, FAILED_NAN, first_status)
     out = _Out(
         status=jnp.concatenate(
             [jnp.where(valid, first_status, PADDING), jnp.array([PADDING])]
@@ -192,9 +277,9 @@ def _queue(
         t=jnp.full((L,), t0, dtype),
         y=jnp.zeros((L, d), dtype),
         h=jnp.ones((L,), dtype),
-        k1=jnp.zeros((L, d), dtype),
         seg=jnp.zeros((L,), jnp.int32),
         aux=jnp.zeros((L,) + aux0s.shape[1:], dtype),
+        bargs=tuple(jnp.broadcast_to(b[:1], (L,) + b.shape[1:]) for b in bargs),
         **blank(L),
     )
 
@@ -204,6 +289,9 @@ def _queue(
         w = jnp.where(done, ln.idx, N)
         out = _Out(*(getattr(out, k).at[w].set(getattr(ln, k)) for k in _RECORD))
         return ln._replace(idx=jnp.where(done, -1, ln.idx)), out
+
+    def lane_mask(m, x):
+        return m.reshape(m.shape + (1,) * (x.ndim - 1))
 
     def refill(carry):
         ln, qp, out = carry
@@ -223,116 +311,129 @@ def _queue(
             y=jnp.where(tk, y0s[src], ln.y),
             h=jnp.where(take, jnp.where(parked, 0.0, h0[src]), ln.h),
             k1=jnp.where(tk, k10[src], ln.k1),
-            sign=jnp.where(tk, jnp.sign(g0[src]), ln.sign),
+            sign=jnp.where(tk, sign0[src], ln.sign),
             count=jnp.where(tk, 0, ln.count),
+            t_zero=jnp.where(tk, jnp.nan, ln.t_zero),
             steps=jnp.where(take, 0, ln.steps),
             seg=jnp.where(take, 0, ln.seg),
             resets=jnp.where(take, 0, ln.resets),
-            aux=jnp.where(take.reshape((L,) + (1,) * (ln.aux.ndim - 1)), aux0s[src], ln.aux),
+            aux=jnp.where(lane_mask(take, ln.aux), aux0s[src], ln.aux),
             fc_t=jnp.where(tk, jnp.nan, ln.fc_t),
+            bargs=tuple(jnp.where(lane_mask(take, a), b[src], a) for a, b in zip(ln.bargs, bargs)),
         )
         return ln, qp + jnp.sum(take).astype(jnp.int32), out
 
     is_cross = jnp.asarray(events.kinds, jnp.int32) == CROSSING
 
-    def serve_one(t, y, h, sign, count, steps, resets, aux, fc_t):
+    def serve_one(t, y, h, k1, sign, count, t_zero, steps, resets, aux, fc_t, *bl):
         # Locate the event of a parked lane (h = 0: it fired at the state itself), apply the
         # reset map and set up the next segment.
-        g_here = gy(t, y)
+        g_here = fn.g(t, y, bl)
         at0 = h == 0.0
         e0 = jnp.argmax(events.fired_at_start(g_here)).astype(jnp.int32)
-        found, e1, theta, y_at = _locate(pb, args, t, y, jnp.where(at0, 1.0, h), sign, count,
-                                         jnp.broadcast_to(~at0, (n,)))
-        e = jnp.where(at0, e0, e1)
-        te = jnp.where(at0, t, t + theta * h)
+        loc, y_at = _locate(pb, fn, bl, t, y, jnp.where(at0, 1.0, h), k1, sign, count, t_zero)
+        e = jnp.where(at0, e0, loc.event)
+        te = jnp.where(at0, t, loc.t)
         ye = jnp.where(at0, y, y_at)
-        t_n, y_n, aux_n, term = reset(te, ye, aux, e, args)
-        lost = ~at0 & ~found  # cannot happen unless the redone step differs: report it
+        t_n, y_n, aux_n, term = reset(te, ye, aux, e, fn.args(bl))
+        term = jnp.asarray(term, bool)
+        lost = ~at0 & ~loc.found  # cannot happen unless the redone step differs: report it
         term = term & ~lost
-        g_n = gy(t_n, y_n)
-        k1_n = fy(t_n, y_n)
+        k1_n, g_n = fn.fg(t_n, y_n, bl)
+        bad = ~jnp.all(jnp.isfinite(g_n)) | ~jnp.all(jnp.isfinite(y_n))
         again = ~term & jnp.any(events.fired_at_start(g_n))
         resets_n = resets + jnp.where(term, 0, 1)
         over = ~term & ~again & (t_n >= t_max)
         capped = ~term & (resets_n > max_resets)
-        status = jnp.select([lost, term, capped, over, again],
-                            [FAILED_NAN, EVENT, FAILED_STEPS, T_MAX, _PARKED], _LIVE)
+        status = jnp.select([lost, term, capped, bad, again, over],
+                            [FAILED_NAN, EVENT, FAILED_STEPS, FAILED_NAN, _PARKED, T_MAX], _LIVE)
         live = status == _LIVE
-        h_n = jnp.where(again, 0.0, first_step(t_n, y_n, k1_n))
-        # a terminal event keeps the segment's crossings (the ending one counted)
-        count_n = jnp.where(term, count + (is_cross & (jnp.arange(n) == e)), 0)
+        h_n = jnp.where(again | bad, 0.0, first_step(t_n, y_n, k1_n, bl))
+        # a terminal event keeps the segment's crossings (those before the root and the
+        # ending one); a new segment starts afresh
+        count_n = jnp.where(term, jnp.where(at0, 0, loc.count), 0)
         return (live, status.astype(jnp.int32), jnp.where(term, e, -1), t_n, y_n, h_n, k1_n,
-                jnp.sign(g_n), count_n.astype(count.dtype), steps, resets_n, aux_n,
+                _start_sign(fn, t_n, y_n, k1_n, g_n, bl), count_n.astype(count.dtype),
+                jnp.full_like(t_zero, jnp.nan), steps, resets_n, aux_n,
                 jnp.where(term, fc_t, jnp.nan))
 
     def serve(carry):
         ln, qp, out = carry
         parked = (ln.idx >= 0) & ~ln.live & (ln.status == _PARKED)
-        names = ("live", "status", "event", "t", "y", "h", "k1", "sign", "count", "seg",
-                 "resets", "aux", "fc_t")
+        names = ("live", "status", "event", "t", "y", "h", "k1", "sign", "count", "t_zero",
+                 "seg", "resets", "aux", "fc_t")
         res = _blocked(serve_one, parked, max(16, L // 16),
-                       (ln.t, ln.y, ln.h, ln.sign, ln.count, ln.steps, ln.resets, ln.aux,
-                        ln.fc_t),
+                       (ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.steps,
+                        ln.resets, ln.aux, ln.fc_t) + tuple(ln.bargs),
                        tuple(getattr(ln, k) for k in names))
         return ln._replace(**dict(zip(names, res))), qp, out
 
-    sample_stages = jnp.asarray(dopri5.SAMPLE_STAGES)
     stop_status = _PENDING if reset is None else _PARKED
+
+    def lane_step(t, y, h, k1, sign, count, t_zero, bl):
+        # one DOPRI5 step, its error norm and the scan of its samples
+        y1, err, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
+                                         fg=lambda t_, y_: fn.fg(t_, y_, bl))
+        en = dopri5.error_norm(err, y, y1, rtol, atol, ne)
+        coef = dopri5.dense_coefficients(y, y1, ks, h)
+        vals, times = _sample(fn, K, t, y, h, y1, coef, g1, bl)
+        sc = scan(events, vals, times, sign, count, t_zero)
+        return y1, ks[6], en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite
 
     def step_lanes(ln: _Lanes) -> _Lanes:
         # one attempted step of every live lane (any number of lanes)
         live = ln.live
-        y1, err, ks, _, gs = jax.vmap(lambda t, y, h, k: dopri5.step(fy, t, y, h, k, gy))(
-            ln.t, ln.y, ln.h, ln.k1
-        )
-        en = jax.vmap(lambda e, a, b: dopri5.error_norm(e, a, b, rtol, atol, ne))(err, ln.y, y1)
+        y1, k7, en, fired, sign2, count2, tzero2, bad_g = jax.vmap(lane_step)(
+            ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.bargs)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1), axis=1)
         accept = live & finite & (en <= 1.0)
-
-        # Event signs at the stage states (inside the step) and at the new state.
-        fired, _, sign2, count2 = jax.vmap(lambda v, s, c: scan_samples(events, v, s, c))(
-            gs[:, sample_stages], ln.sign, ln.count
-        )
-        hit = accept & jnp.any(fired, axis=1)
-        go = accept & ~hit
+        bad_ev = accept & bad_g  # a non-finite event value ends the start (after the step)
+        hit = accept & ~bad_ev & jnp.any(fired, axis=1)
+        go = accept & ~hit & ~bad_ev
         t1 = ln.t + ln.h
         at_end = go & (t1 >= t_max)
         steps = ln.steps + live.astype(jnp.int32)
 
-        # First crossings: remember the step that holds them, to locate them afterwards.
-        first = go[:, None] & (ln.count[:, cross] == 0) & (count2[:, cross] > 0)
+        # First crossings: remember the step that holds them, to locate them afterwards (also
+        # in the step that holds the terminal event: one may come before its root).
+        first = accept[:, None] & (ln.count[:, cross] == 0) & (count2[:, cross] > 0)
         fk = first[:, :, None]
 
         # Step-size control (elementary controller with safety 0.9, factor in [0.2, 10]).
         fac = jnp.where(finite, jnp.clip(0.9 * en ** (-0.2), 0.2, 10.0), 0.2)
         fac = jnp.where(accept, fac, jnp.minimum(fac, 1.0))
-        t_new = jnp.where(go, t1, ln.t)
+        moved = go | bad_ev
+        t_new = jnp.where(moved, t1, ln.t)
         h_new = jnp.minimum(jnp.minimum(ln.h * fac, dt_max), t_max - t_new)
         # a hit keeps its step (it is redone to locate the event); finished lanes keep theirs
         h_new = jnp.where(hit | ~live, ln.h, h_new)
         tiny = ln.h < 1e-14 * jnp.maximum(1.0, jnp.abs(ln.t))
-        nan_fail = live & (~jnp.all(jnp.isfinite(ln.y), axis=1) | tiny)
+        nan_fail = bad_ev | (live & (~jnp.all(jnp.isfinite(ln.y), axis=1) | tiny))
         step_fail = live & ~nan_fail & ~hit & ~at_end & (steps - ln.seg >= max_steps)
         done = hit | at_end | nan_fail | step_fail
         status = jnp.select(
-            [hit, at_end, nan_fail], [stop_status, T_MAX, FAILED_NAN], FAILED_STEPS
+            [nan_fail, hit, at_end], [FAILED_NAN, stop_status, T_MAX], FAILED_STEPS
         ).astype(jnp.int32)
-        ln = ln._replace(
+        gk = go[:, None]
+        mk = moved[:, None]  # a failed step's samples count, as in rollax.solve
+        return ln._replace(
             live=live & ~done,
             status=jnp.where(done, status, ln.status),
             t=t_new,
-            y=jnp.where(go[:, None], y1, ln.y),
+            y=jnp.where(moved[:, None], y1, ln.y),
             h=h_new,
-            k1=jnp.where(go[:, None], ks[:, 6], ln.k1),
-            sign=jnp.where(go[:, None], sign2, ln.sign),
-            count=jnp.where(go[:, None], count2, ln.count),
+            k1=jnp.where(gk, k7, ln.k1),
+            sign=jnp.where(mk, sign2, ln.sign),
+            count=jnp.where(mk, count2, ln.count),
+            t_zero=jnp.where(mk, tzero2, ln.t_zero),
             steps=steps,
             fc_t=jnp.where(first, ln.t[:, None], ln.fc_t),
             fc_y=jnp.where(fk, ln.y[:, None, :], ln.fc_y),
             fc_h=jnp.where(first, ln.h[:, None], ln.fc_h),
+            fc_k1=jnp.where(fk, ln.k1[:, None, :], ln.fc_k1),
             fc_sign=jnp.where(first, ln.sign[:, cross], ln.fc_sign),
+            fc_tzero=jnp.where(first, ln.t_zero[:, cross], ln.fc_tzero),
         )
-        return ln
 
     # The tail: once the queue is empty and few lanes are live (a few long runs), step only
     # the first S lanes, the live ones moved there, instead of paying for all L.
@@ -380,76 +481,34 @@ def _crossings(events: EventSet) -> tuple[int, ...]:
 
 def _locate(
     pb: _Problem,
-    args,
+    fn: _Fns,
+    bl: tuple,
     t: Float[Array, ""],
     y: Float[Array, " d"],
     h: Float[Array, ""],
+    k1: Float[Array, " d"],
     sign: Float[Array, " n"],
     count: Int[Array, " n"],
-    mask: Bool[Array, " n"] | None = None,
-    targets: tuple[int, ...] | None = None,
-) -> tuple[Bool[Array, ""], Int[Array, ""], Float[Array, ""], Float[Array, " d"]]:
-    """Redo the step ``(t, y, h)`` and locate the earliest firing root of the events
-    (those in ``mask``, default all) on its dense output.
+    t_zero: Float[Array, " n"],
+    targets: Int[Array, " n"] | None = None,
+    event_mask: Bool[Array, " n"] | None = None,
+) -> tuple[Located, Float[Array, " d"]]:
+    """Redo the step ``(t, y, h)`` (from the ``k1`` the kernel used) and locate the earliest
+    firing root of the events on its dense output with :func:`rollax.events.locate_in_step`,
+    from the scan state ``(sign, count, t_zero)`` before the step. Returns the location and
+    the interpolated state at the root."""
+    events, K = pb.events, pb.n_samples
+    y1, _, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
+                                   fg=lambda t_, y_: fn.fg(t_, y_, bl))
+    coef = dopri5.dense_coefficients(y, y1, ks, h)
+    t_end = t + h
 
-    Returns ``(found, e, theta, y_at)``: whether an event fires in the step, which one fires
-    first, where (as a fraction of h), and the interpolated state there. The bracket is the
-    first interval of ``n_samples`` equally spaced samples of the interpolant in which an event
-    fires (if the interpolant shows no firing, a graze seen only at a stage state within the
-    tolerance, the stage samples give it). One root finder runs on the lower envelope of the
-    events that fire in that interval (each oriented to be positive before it fires), whose
-    first root is the earliest of theirs.
-    """
-    events, n_samples = pb.events, pb.n_samples
-    fy = lambda t_, y_: pb.f(t_, y_, args)  # noqa: E731
-    gy = lambda t_, y_: events.fn(t_, y_, args)  # noqa: E731
-    k1 = fy(t, y)
-    y1, _, ks, _, gs = dopri5.step(fy, t, y, h, k1, gy)
-    dtype = y.dtype
-    n = events.n
+    def g_at(tt):
+        # the new state's values are those of the step's last stage, as in the hot loop
+        return jnp.where(tt == t_end, g1, fn.g(tt, _dense_at(t, y, h, y1, coef, tt), bl))
 
-    def g_at(theta):
-        return gy(t + theta * h, dopri5.interpolate(y, y1, ks, h, theta))
-
-    tg = None if targets is None else jnp.asarray(targets, jnp.int32)
-    thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=dtype)[1:]
-    vals = jax.vmap(g_at)(thetas)
-    fired, first, _, _ = scan_samples(events, vals, sign, count, tg)
-    # Fallback: the stage states that made the kernel stop.
-    st_th = jnp.asarray(dopri5.SAMPLE_THETAS, dtype)
-    st_vals = gs[jnp.asarray(dopri5.SAMPLE_STAGES)]
-    fired_s, first_s, _, _ = scan_samples(events, st_vals, sign, count, tg)
-    if mask is not None:
-        fired, fired_s = fired & mask, fired_s & mask
-    use_stage = ~jnp.any(fired)
-    fired = jnp.where(use_stage, fired_s, fired)
-    first = jnp.where(use_stage, first_s, first)
-    k = jnp.min(jnp.where(fired, first, n_samples))
-    cand = fired & (first == k)
-    ks_ = jnp.clip(k, 0, n_samples - 1)
-    kst = jnp.clip(k, 0, st_th.shape[0] - 1)
-    a = jnp.where(k == 0, 0.0, jnp.where(use_stage, st_th[kst - 1], thetas[ks_ - 1]))
-    b = jnp.where(use_stage, st_th[kst], thetas[ks_])
-    ga_all = jnp.where(k == 0, gy(t, y), jnp.where(use_stage, st_vals[kst - 1], vals[ks_ - 1]))
-    gb_all = jnp.where(use_stage, st_vals[kst], vals[ks_])
-    # orientation: boundaries fire at <= 0; a crossing fires on leaving its sign before
-    kinds = jnp.asarray(events.kinds, jnp.int32)
-    orient = jnp.where(kinds == CROSSING, -jnp.sign(gb_all), 1.0).astype(dtype)
-
-    def envelope(g):
-        return jnp.min(jnp.where(cand, orient * g, jnp.inf))
-
-    G = lambda th: envelope(g_at(th))  # noqa: E731
-    found = jnp.any(cand)
-    ga, gb = envelope(ga_all), envelope(gb_all)
-    # nothing to locate (padding of a block, a lane parked at its start): an empty bracket,
-    # so that the vmapped root finder does not run on for those lanes
-    root = locate_root(G, jnp.where(found, a, b), b, jnp.where(found, ga, 1.0),
-                       jnp.where(found, gb, -1.0))
-    root = jnp.where(found, root, 1.0)
-    g_root = g_at(root)
-    e = jnp.argmin(jnp.where(cand, orient * g_root, jnp.inf)).astype(jnp.int32) if n else jnp.int32(0)
-    return found, e, root, dopri5.interpolate(y, y1, ks, h, root)
+    loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask)
+    return loc, _dense_at(t, y, h, y1, coef, loc.t)
 
 
 def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
@@ -477,69 +536,78 @@ def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
 
 
 def _finish(
-    pb: _Problem, out: _Out, args, block: int = 512
+    pb: _Problem, out: _Out, bargs: tuple, sargs: tuple, block: int = 512
 ) -> tuple[Int[Array, " M"], Int[Array, " M"], Float[Array, " M"], Float[Array, "M d"],
            Int[Array, "M n"], Float[Array, "M n"]]:
     """Post-pass: locate the ending event of every pending start (no reset map), and the
-    first crossings of the crossing events, on the dense output of the step that holds them."""
+    first crossings of the crossing events, on the dense output of the step that holds them
+    (``bargs``: the per-start leaves of args, one row per record)."""
     events = pb.events
+    fn = _fns(pb, sargs)
     n = events.n
     M = out.t.shape[0]
     if n == 0:  # no events: nothing to locate
         return (out.status, out.event, out.t, out.y, out.count, jnp.zeros((M, 0), out.t.dtype))
-    is_cross = jnp.asarray(events.kinds, jnp.int32) == CROSSING
     pending = out.status == _PENDING
     at_start = pending & (out.h == 0.0)  # ended at the very start: no step to search
 
     # Starts that ended at t0: the first boundary already violated there.
-    g0 = jax.vmap(lambda t, y: events.fn(t, y, args))(out.t, out.y)
+    g0 = jax.vmap(lambda t, y, *bl: fn.g(t, y, bl))(out.t, out.y, *bargs)
     e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
 
-    def end_one(t, y, h, sign, count):
-        _, e, theta, y_at = _locate(pb, args, t, y, h, sign, count)
-        return e, t + theta * h, y_at
+    def end_one(t, y, h, k1, sign, count, t_zero, *bl):
+        loc, y_at = _locate(pb, fn, bl, t, y, h, k1, sign, count, t_zero)
+        # a root that the redone step does not show (rounding): reported as a failure
+        return loc.event, loc.t, y_at, loc.count, jnp.where(loc.found, EVENT, FAILED_NAN)
 
-    event, t_end, y_end = _blocked(
-        end_one, pending & ~at_start, block, (out.t, out.y, out.h, out.sign, out.count),
-        (jnp.where(at_start, e0, out.event), out.t, out.y),
+    event, t_end, y_end, counts, status = _blocked(
+        end_one, pending & ~at_start, block,
+        (out.t, out.y, out.h, out.k1, out.sign, out.count, out.t_zero) + tuple(bargs),
+        (jnp.where(at_start, e0, out.event), out.t, out.y, out.count,
+         jnp.where(pending, EVENT, out.status)),
     )
-    counts = out.count + (
-        pending[:, None] & is_cross[None, :] & (event[:, None] == jnp.arange(n)[None, :])
-    ).astype(out.count.dtype)
-    status = jnp.where(pending, EVENT, out.status)
 
     # First crossings (only of crossing events, only where one was seen).
+    ended = status == EVENT
     t_first = jnp.full((M, n), jnp.nan, out.t.dtype)
-    ones = tuple(1 for _ in events.kinds)
     for c, e in enumerate(_crossings(events)):
         only = jnp.arange(n) == e
 
-        def first_one(t, y, h, sign_e, only=only):
-            sign = jnp.where(only, sign_e, 0.0)  # the other events are masked out
-            found, _, theta, _ = _locate(pb, args, t, y, h, sign, jnp.zeros(n, jnp.int32),
-                                         mask=only, targets=ones)
-            return (jnp.where(found, t + theta * h, jnp.nan),)
+        def first_one(t, y, h, k1, sign_e, tzero_e, *bl, only=only):
+            # the other events are masked out; this one fires at its first crossing
+            loc, _ = _locate(pb, fn, bl, t, y, h, k1, jnp.where(only, sign_e, 0.0),
+                             jnp.zeros(n, jnp.int32), jnp.where(only, tzero_e, jnp.nan),
+                             targets=only.astype(jnp.int32), event_mask=only)
+            return (jnp.where(loc.found, loc.t, jnp.nan),)
 
         seen = jnp.isfinite(out.fc_t[:, c])
         (tf,) = _blocked(first_one, seen, block,
-                         (out.fc_t[:, c], out.fc_y[:, c], out.fc_h[:, c], out.fc_sign[:, c]),
+                         (out.fc_t[:, c], out.fc_y[:, c], out.fc_h[:, c], out.fc_k1[:, c],
+                          out.fc_sign[:, c], out.fc_tzero[:, c]) + tuple(bargs),
                          (t_first[:, e],))
-        # a crossing that ends the run is also the first one when none was seen before
-        tf = jnp.where(~seen & (event == e) & (status == EVENT), t_end, tf)
+        # one seen in the ending step after the root does not count; the crossing that ends
+        # the run is the first when none was seen before it
+        tf = jnp.where(ended & (tf > t_end), jnp.nan, tf)
+        end_first = ended & (event == e) & (counts[:, e] == 1)
+        tf = jnp.where(jnp.isnan(tf) & end_first, t_end, tf)
         t_first = t_first.at[:, e].set(tf)
     return status, event, t_end, y_end, counts, t_first
 
 
 @functools.lru_cache(maxsize=32)
 def _compiled(pb: _Problem, lanes: int, n_dev: int):
-    def run(y0s, aux0s, valid, args, t0, t_max, rtol, atol, max_steps, max_resets, dt_max):
-        out = _queue(pb, lanes, y0s, aux0s, valid, args, t0, t_max, rtol, atol, max_steps,
-                     max_resets, dt_max)
-        status, event, t, y, counts, t_first = _finish(pb, out, args)
+    def run(y0s, aux0s, valid, bargs, sargs, t0, t_max, rtol, atol, max_steps, max_resets,
+            dt_max):
+        out = _queue(pb, lanes, y0s, aux0s, valid, bargs, sargs, t0, t_max, rtol, atol,
+                     max_steps, max_resets, dt_max)
+        # one spare row of the per-start leaves for the spare record
+        brec = tuple(jnp.concatenate([b, b[:1]]) for b in bargs)
+        status, event, t, y, counts, t_first = _finish(pb, out, brec, sargs)
         return (status[:-1], event[:-1], t[:-1], y[:-1], counts[:-1], t_first[:-1],
                 out.steps[:-1], out.resets[:-1], out.aux[:-1])
 
-    return jax.pmap(run, in_axes=(0, 0, 0) + (None,) * 8, devices=jax.local_devices()[:n_dev])
+    return jax.pmap(run, in_axes=(0, 0, 0, 0) + (None,) * 8,
+                    devices=jax.local_devices()[:n_dev])
 
 
 def solve_ensemble(
@@ -555,24 +623,36 @@ def solve_ensemble(
     max_steps: int = 100_000,
     dt_max: float = np.inf,
     lanes: int = 512,
-    n_samples: int = 16,
+    n_samples: int = 8,
     devices: int | None = None,
     valid: np.ndarray | None = None,
     reset: Callable | None = None,
     aux: np.ndarray | None = None,
     n_error: int | None = None,
     max_resets: int = 10_000,
+    args_batched=False,
+    field_and_events: Callable | None = None,
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax.events`) or ``t_max``.
 
-    ``f``, ``events`` and ``reset`` must be stable objects (module-level functions / a
-    module-level :class:`EventSet`): compiled kernels are cached on their identity; pass
-    parameters through ``args`` (a pytree of arrays) so that new parameter values do not
-    recompile. The starts are dealt round-robin to ``devices`` JAX devices (default: all local
-    devices), each running its own work queue of ``lanes`` lanes. Returns an
-    :class:`EnsembleResult`; starts whose state became non-finite or that hit ``max_steps``
-    are reported with a failure status.
+    Events follow :func:`rollax.solve`: every accepted step is sampled at ``n_samples``
+    equally spaced points of its dense output (the default is ``rollax.solve``'s), a
+    non-finite sampled event value ends the start with ``FAILED_NAN``, and the root is located
+    on the dense output of the step that holds it.
+
+    ``f``, ``events``, ``reset`` and ``field_and_events`` must be stable objects
+    (module-level functions / a module-level :class:`EventSet`, or hashable objects equal by
+    value): compiled kernels are cached on them; pass parameters through ``args`` (a pytree
+    of arrays) so that new parameter values do not recompile. ``field_and_events(t, y, args)
+    -> (f, g)`` evaluates both at one point, where the kernel needs both (default: separate
+    calls). **Per-start parameters**: ``args_batched`` is a pytree prefix of ``args`` of bools
+    (or one bool for all leaves); a leaf marked True has a leading axis of N (one value per
+    start), is dealt to the devices with the starts, and each lane uses its own start's
+    value; unmarked leaves are shared. The starts are dealt round-robin to ``devices`` JAX
+    devices (default: all local devices), each running its own work queue of ``lanes``
+    lanes. Returns an :class:`EnsembleResult`; starts whose state or event values became
+    non-finite or that hit ``max_steps`` are reported with a failure status.
 
     **Hybrid systems.** With ``reset(t, y, aux, event, args) -> (t, y, aux, terminal)``, every
     event is located (the earliest root, as without a reset) and passed to the reset map with
@@ -595,6 +675,8 @@ def solve_ensemble(
             raise ValueError(f"{name} = {tol!r} is outside the allowed range (0, 1)")
     if lanes < 16:
         raise ValueError(f"lanes = {lanes!r} must be at least 16")
+    if not (isinstance(n_samples, (int, np.integer)) and n_samples >= 1):
+        raise ValueError(f"n_samples = {n_samples!r} must be an integer >= 1")
     N, d = y0s.shape
     if n_error is not None and not 1 <= n_error <= d:
         raise ValueError(f"n_error = {n_error!r} is outside the allowed range [1, {d}]")
@@ -607,19 +689,29 @@ def solve_ensemble(
     if not 1 <= n_dev <= jax.local_device_count():
         raise ValueError(f"devices = {n_dev!r} is outside the allowed range [1, {jax.local_device_count()}]")
     valid = np.ones(N, bool) if valid is None else np.asarray(valid, bool)
+    leaves, args_def, batched = _split_args(args, args_batched, N)
     per = -(-max(N, 1) // n_dev)
     pad = per * n_dev - N
 
-    def shard(x):
-        # round-robin: start i goes to device i % n_dev
-        x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)]) if pad else x
+    def shard(x, repeat=False):
+        # round-robin: start i goes to device i % n_dev; padding rows are invalid starts
+        # (per-start parameters are padded with the first start's, to stay finite)
+        x = np.asarray(x)
+        if pad:
+            fill = (np.repeat(x[:1], pad, axis=0) if repeat and len(x)
+                    else np.zeros((pad,) + x.shape[1:], x.dtype))
+            x = np.concatenate([x, fill])
         return x.reshape((per, n_dev) + x.shape[1:]).swapaxes(0, 1)
 
-    pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error), int(n_samples))
+    pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
+                  int(n_samples), field_and_events, args_def, batched)
     run = _compiled(pb, int(lanes), n_dev)
-    args = jax.tree_util.tree_map(jnp.asarray, args)
-    res = run(shard(y0s), shard(aux), shard(valid), args, float(t0), float(t_max), float(rtol),
-              float(atol), int(max_steps), int(max_resets), float(dt_max))
+    # each led by a dummy leaf: pmap misplaces in_axes after an empty tuple (jax 0.10.2)
+    bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)
+                                          for x, b in zip(leaves, batched) if b)
+    sargs = (jnp.zeros(()),) + tuple(jnp.asarray(x) for x, b in zip(leaves, batched) if not b)
+    res = run(shard(y0s), shard(aux), shard(valid), bargs, sargs, float(t0), float(t_max),
+              float(rtol), float(atol), int(max_steps), int(max_resets), float(dt_max))
 
     def unshard(x):
         x = np.asarray(x)
@@ -630,3 +722,24 @@ def solve_ensemble(
         status=status.astype(np.int8), event=event.astype(np.int32), t=t, y=y,
         counts=counts, t_first=t_first, steps=steps, resets=resets, aux=aux_out,
     )
+
+
+def _split_args(args, args_batched, N: int):
+    """``args``' leaves (as arrays), its treedef, and per leaf whether it is per-start."""
+    leaves, args_def = jax.tree_util.tree_flatten(args)
+    try:
+        marks = jax.tree_util.tree_map(
+            lambda b, sub: jax.tree_util.tree_map(lambda _: bool(b), sub), args_batched, args)
+    except ValueError:
+        raise ValueError(f"args_batched = {args_batched!r} must be a bool or a pytree prefix "
+                         f"of args with bool leaves") from None
+    batched = tuple(jax.tree_util.tree_leaves(marks))
+    out = []
+    for x, b in zip(leaves, batched):
+        if b:
+            x = np.asarray(x)
+            if x.ndim == 0 or x.shape[0] != N:
+                raise ValueError(f"a per-start leaf of args has shape {x.shape}; it needs a "
+                                 f"leading axis of N = {N} starts")
+        out.append(x)
+    return out, args_def, batched

@@ -1,0 +1,198 @@
+"""``rollax.solve_ensemble``: many runs of one system on the batched work-queue kernel.
+
+The system is adapted onto :func:`rollax.ensemble.solve_ensemble`:
+
+* the state is ``z = (y, mode)``: the mode rides as a passive component (zero rate, left out
+  of the error norm), so every lane may be in a different mode;
+* the system's array leaves (its parameters) go through the kernel's ``args``; a leaf with a
+  leading batch axis (see :meth:`rollax.AbstractSystem.batch_shape`) is a per-start
+  parameter, dealt with the starts; the rest (static fields, structure) is held by a small
+  hashable adapter, so compiled kernels are cached on the system's type, static fields and
+  tree structure, not on the object: a new system with new parameter values reuses them;
+* the kernel's reset map calls ``system.reset``; where the kernel needs the field and the event
+  values at one point it calls ``system.field_and_events``.
+
+The event semantics are those of :func:`rollax.solve` (same samples, same walk, same root
+location); the two paths agree to the integration tolerance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from rollax import ensemble
+from rollax._solution import Solution
+from rollax._system import AbstractSystem
+from rollax.events import EventSet
+
+
+@dataclasses.dataclass(frozen=True)
+class _Adapter:
+    """The system's static part and state dimension; its methods are the kernel's callables
+    (equal by value, so the kernel cache hits for every system of the same structure)."""
+
+    static: Any
+    d: int
+
+    def system(self, dyn) -> AbstractSystem:
+        return eqx.combine(dyn, self.static)
+
+    def _split(self, z):
+        return z[: self.d], z[self.d].astype(jnp.int32)
+
+    def field(self, t, z, dyn):
+        y, mode = self._split(z)
+        return jnp.concatenate([self.system(dyn).vector_field(t, y, mode), jnp.zeros_like(z[-1:])])
+
+    def event_values(self, t, z, dyn):
+        y, mode = self._split(z)
+        return jnp.asarray(self.system(dyn).event_values(t, y, mode), z.dtype)
+
+    def field_and_events(self, t, z, dyn):
+        y, mode = self._split(z)
+        f, g = self.system(dyn).field_and_events(t, y, mode)
+        return jnp.concatenate([f, jnp.zeros_like(z[-1:])]), jnp.asarray(g, z.dtype)
+
+    def reset(self, t, z, aux, event, dyn):
+        y, mode = self._split(z)
+        y_n, mode_n, aux_n, term = self.system(dyn).reset(t, y, mode, aux, event)
+        z_n = jnp.concatenate([jnp.asarray(y_n, z.dtype),
+                               jnp.asarray(mode_n).astype(z.dtype)[None]])
+        return t, z_n, jnp.asarray(aux_n, aux.dtype), term
+
+
+@functools.lru_cache(maxsize=64)
+def _adapter(static, d: int) -> _Adapter:
+    # one adapter object per structure: bound methods compare their instances by identity,
+    # and the kernel cache compares the adapter's bound methods
+    return _Adapter(static, d)
+
+
+def _batched_leaves(system: AbstractSystem, dyn) -> Any:
+    """Per array leaf of ``dyn``: whether it carries a leading batch axis (per-start values),
+    by the rule of :meth:`AbstractSystem.batch_shape` (``param_ndim`` core axes per field)."""
+    def mark(path, leaf):
+        name = str(getattr(path[0], "name", "")) if path else ""
+        return jnp.ndim(leaf) > type(system).param_ndim.get(name, 0)
+
+    return jax.tree_util.tree_map_with_path(mark, dyn)
+
+
+def solve_ensemble(
+    system: AbstractSystem,
+    y0s: Float[Array, "N d"],
+    t0: float = 0.0,
+    t1: float = math.inf,
+    *,
+    mode=0,
+    aux=None,
+    rtol: float = 1e-9,
+    atol: float = 1e-9,
+    dt_max: float | None = None,
+    max_steps: int = 16_384,
+    max_resets: int = 1_000,
+    n_samples: int = 8,
+    lanes: int = 512,
+    devices: int | None = None,
+) -> Solution:
+    """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
+    the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
+
+    ``mode``: one mode (index or name) for all starts or an ``(N,)`` array of indices; ``aux``:
+    ``(n_aux,)`` or ``(N, n_aux)`` (default: ``system.initial_aux`` per start). A parameter
+    field with a leading batch axis of N gives each start its own value. ``dt_max`` bounds the
+    step (and so the sampling interval, ``dt_max / n_samples``); ``max_steps`` bounds the
+    steps of each segment, ``max_resets`` the resets of a hybrid run. The starts are dealt to
+    ``devices`` JAX devices (default: all local), each with a work queue of ``lanes`` lanes.
+
+    Returns a :class:`rollax.Solution` of NumPy arrays with a leading axis N. Not
+    differentiable (use :func:`rollax.solve` for derivatives).
+    """
+    if not isinstance(system, AbstractSystem):
+        raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
+    d = system.state_dim
+    y0s = np.asarray(y0s, dtype=np.float64)
+    if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
+        raise ValueError(f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
+                         f"with N >= 1 ({', '.join(system.state_names)})")
+    N = y0s.shape[0]
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if not (isinstance(tol, (int, float, np.floating)) and 0.0 < tol < 1.0):
+            raise ValueError(f"{name} = {tol!r} is outside the allowed range (0, 1)")
+    if not math.isfinite(t0):
+        raise ValueError(f"t0 = {t0!r} must be finite")
+    if math.isnan(t1) or not t1 > t0:
+        raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
+    if dt_max is not None and not dt_max > 0:
+        raise ValueError(f"dt_max = {dt_max!r} must be > 0")
+    for name, v, lo in (("max_steps", max_steps, 1), ("max_resets", max_resets, 0),
+                        ("n_samples", n_samples, 1), ("lanes", lanes, 16)):
+        if not (isinstance(v, (int, np.integer)) and v >= lo):
+            raise ValueError(f"{name} = {v!r} must be an integer >= {lo}")
+    n_dev_max = jax.local_device_count()
+    if devices is not None and not (isinstance(devices, (int, np.integer))
+                                    and 1 <= devices <= n_dev_max):
+        raise ValueError(f"devices = {devices!r} is outside the allowed range [1, {n_dev_max}]")
+    batch = system.batch_shape()
+    if batch not in ((), (N,)):
+        raise ValueError(f"the parameters of {type(system).__name__} have batch shape {batch}; "
+                         f"per-start parameters need a batch size of N = {N} (the starts)")
+    if isinstance(mode, str) or np.ndim(mode) == 0:
+        modes = np.full(N, int(system.check_mode(mode)), np.int32)
+    else:
+        modes = np.asarray(system.check_mode(np.asarray(mode)))
+        if modes.shape != (N,):
+            raise ValueError(f"mode has shape {modes.shape}; it must be one mode or ({N},)")
+
+    dyn, static = eqx.partition(system, eqx.is_array)
+    try:
+        hash(static)
+    except TypeError:
+        raise ValueError(f"the static fields of {type(system).__name__} must be hashable "
+                         f"(they key the compiled kernel)") from None
+    ad = _adapter(static, d)
+    marks = _batched_leaves(system, dyn)
+    p = system.n_aux
+    if aux is None:
+        axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
+        aux = np.asarray(_initial_aux(system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes)))
+    aux = np.asarray(aux, dtype=np.float64)
+    if aux.shape == (p,):
+        aux = np.broadcast_to(aux, (N, p))
+    if aux.shape != (N, p):
+        raise ValueError(f"aux has shape {aux.shape}; {type(system).__name__} needs ({p},) or "
+                         f"({N}, {p})")
+    hybrid = system.hybrid
+    events = EventSet(ad.event_values, system.event_set.kinds, system.event_set.targets,
+                      system.event_set.dirs)
+    z0 = np.concatenate([y0s, modes[:, None].astype(np.float64)], axis=1)
+    res = ensemble.solve_ensemble(
+        ad.field, events, z0, dyn, t0=float(t0), t_max=float(t1), rtol=float(rtol),
+        atol=float(atol), max_steps=int(max_steps),
+        dt_max=np.inf if dt_max is None else float(dt_max), lanes=int(lanes),
+        n_samples=int(n_samples), devices=devices, reset=ad.reset if hybrid else None,
+        aux=aux if hybrid else None, n_error=d, max_resets=int(max_resets),
+        args_batched=marks, field_and_events=ad.field_and_events,
+    )
+    return Solution(
+        t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),
+        aux=res.aux if hybrid else aux, status=res.status.astype(np.int32),
+        event=res.event, counts=res.counts.astype(np.int32), t_first=res.t_first,
+        steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32),
+    )
+
+
+@eqx.filter_jit
+def _initial_aux(system, dyn, axes, y0s, modes):
+    static = eqx.partition(system, eqx.is_array)[1]
+    return jax.vmap(lambda dy, y, m: eqx.combine(dy, static).initial_aux(y, m),
+                    in_axes=(axes, 0, 0))(dyn, y0s, modes)

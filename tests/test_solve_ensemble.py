@@ -1,0 +1,210 @@
+"""rollax.solve_ensemble (the batched kernel) against rollax.solve (diffrax) on the same systems:
+identical statuses, events and counts, event times within 1e-8 at rtol = atol = 1e-10, and
+closed forms where there are some."""
+
+import math
+import sys
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+from rollax import ensemble
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from bouncing_ball import BouncingBall  # noqa: E402
+
+TOL = dict(rtol=1e-10, atol=1e-10)
+KW = dict(lanes=32, **TOL)
+
+
+class Oscillator(rollax.AbstractSystem):
+    """y'' = -w^2 y; ends at the 6th zero crossing of y."""
+
+    omega: jax.Array = rollax.parameter(1.0)
+    state_names = ("y", "v")
+    events = (rollax.crossing("zero", target=6),)
+
+    def vector_field(self, t, y, mode):
+        return jnp.stack([y[1], -self.omega**2 * y[0]])
+
+    def event_values(self, t, y, mode):
+        return y[:1]
+
+
+class Line(rollax.AbstractSystem):
+    """y' = 1 with four events, each switched on or placed by a parameter (so that one
+    compiled kernel serves several cases, each start with its own parameters):
+
+    0. the 6th sign change of cos(2y) (``c_on = 0``: a constant, never crossing);
+    1. the first crossing of y = b;
+    2. sin(y - phase), counted only (target 0);
+    3. the boundary wall - y (fires at y = wall);
+    4. a boundary that is NaN once y > nan_at (a non-finite event value).
+    """
+
+    c_on: jax.Array = rollax.parameter(1.0)
+    b: jax.Array = rollax.parameter(1e3)
+    wall: jax.Array = rollax.parameter(1e3)
+    nan_at: jax.Array = rollax.parameter(1e3)
+    phase: jax.Array = rollax.parameter(0.0)
+    state_names = ("y",)
+    events = (rollax.crossing("cos", target=6), rollax.crossing("b"),
+              rollax.crossing("sin", target=0), rollax.boundary("wall"),
+              rollax.boundary("nan"))
+
+    def vector_field(self, t, y, mode):
+        return jnp.ones_like(y)
+
+    def event_values(self, t, y, mode):
+        x = y[0]
+        return jnp.stack([self.c_on * jnp.cos(2 * x) + (1 - self.c_on), x - self.b, jnp.sin(x - self.phase),
+                          self.wall - x, jnp.where(x > self.nan_at, jnp.nan, 1.0)])
+
+
+def _solve_all(system, y0s, t1, **kw):
+    """rollax.solve on every start (vmapped over the starts and the batched parameters)."""
+    dyn, static = eqx.partition(system, eqx.is_array)
+    axes = jax.tree_util.tree_map(lambda x: 0 if jnp.ndim(x) else None, dyn)
+    run = jax.jit(jax.vmap(
+        lambda d, y: rollax.solve(eqx.combine(d, static), y, 0.0, t1, **TOL, **kw), in_axes=(axes, 0)))
+    return jax.tree_util.tree_map(np.asarray, run(dyn, jnp.asarray(y0s)))
+
+
+def _agree(a, b, tol=1e-8):
+    """Same statuses, events, counts and resets; times within ``tol`` (runs that failed end
+    at the end of whatever step saw the failure, which differs between the paths)."""
+    for k in ("status", "event", "counts", "resets", "mode"):
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k), err_msg=k)
+    ok = a.status != rollax.Status.NONFINITE
+    np.testing.assert_allclose(a.t[ok], b.t[ok], rtol=0, atol=tol)
+    np.testing.assert_allclose(a.t_first[ok], b.t_first[ok], rtol=0, atol=tol)
+    np.testing.assert_allclose(a.y[ok], b.y[ok], rtol=0, atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def balls():
+    rng = np.random.default_rng(1)
+    z0 = rng.uniform(0.2, 5.0, 50)
+    y0s = np.stack([z0, np.zeros_like(z0)], axis=1)
+    ball = BouncingBall(n_bounces=4)
+    return ball, z0, y0s, rollax.solve_ensemble(ball, y0s, 0.0, 100.0, **KW)
+
+
+def test_bouncing_ball_both_paths_and_closed_form(balls):
+    ball, z0, y0s, sol = balls
+    ref = _solve_all(ball, y0s, 100.0)
+    _agree(sol, ref)
+    assert np.all(sol.status == rollax.Status.EVENT) and np.all(sol.resets == 3)
+    assert np.all(sol.aux[:, 0] == 4)
+    t4 = np.array([ball.impact_times(z, 4)[-1] for z in z0])
+    np.testing.assert_allclose(sol.t, t4, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ref.t, t4, rtol=0, atol=1e-10)
+
+
+def test_per_start_restitution_equals_one_by_one(balls):
+    ball, z0, y0s, _ = balls
+    es = np.linspace(0.3, 0.9, 4)
+    idx = np.arange(len(es)) * 7
+    batch = BouncingBall(e=es, n_bounces=4)
+    assert batch.batch_shape() == (len(es),)
+    sol = rollax.solve_ensemble(batch, y0s[idx], 0.0, 100.0, **KW)
+    misses = ensemble._compiled.cache_info().misses
+    for i, e in enumerate(es):
+        one = rollax.solve_ensemble(BouncingBall(e=e, n_bounces=4), y0s[idx[i]][None], 0.0,
+                                    100.0, **KW)  # the scalar kernel, compiled once above
+        assert sol.status[i] == one.status[0] and sol.counts[i, 0] == one.counts[0, 0]
+        assert abs(sol.t[i] - one.t[0]) < 1e-12
+        assert abs(sol.t[i] - BouncingBall(e=e).impact_times(z0[idx[i]], 4)[-1]) < 1e-10
+    assert ensemble._compiled.cache_info().misses == misses  # new values of e: no recompile
+
+
+def test_oscillator_sixth_zero():
+    rng = np.random.default_rng(2)
+    n = 40
+    y0s = np.stack([rng.uniform(-2, 2, n), rng.uniform(-2, 2, n)], axis=1)
+    omega = rng.uniform(0.5, 3.0, n)
+    osc = Oscillator(omega=omega)
+    sol = rollax.solve_ensemble(osc, y0s, 0.0, 100.0, **KW)
+    ref = _solve_all(osc, y0s, 100.0)
+    _agree(sol, ref)
+    # closed form: y = A cos(w t + phi); zeros where w t + phi = pi/2 + k pi
+    phi = np.arctan2(-y0s[:, 1] / omega, y0s[:, 0])
+    k0 = np.floor((phi - np.pi / 2) / np.pi) + 1  # the first zero after t = 0
+    t6 = ((k0 + 5) * np.pi + np.pi / 2 - phi) / omega
+    np.testing.assert_allclose(sol.t, t6, rtol=0, atol=1e-8)
+    assert np.all(sol.counts[:, 0] == 6)
+
+
+@pytest.fixture(scope="module")
+def lines():
+    delta = 1e-3
+    # (c) cos(2y) 6th sign change; (d) y = 0 from -delta; (e) counted sin + wall at 19.5;
+    # (f) a NaN event value from y = 5 on. (d) moves sin's zero off the root of y = 0: two
+    # roots at one time are ordered by rounding. y' = 1 is integrated exactly, so the steps
+    # grow without bound: dt_max keeps the samples closer than sin's zeros.
+    line = Line(c_on=np.array([1.0, 0.0, 0.0, 0.0]), b=np.array([1e3, 0.0, 1e3, 1e3]),
+                wall=np.array([1e3, 1e3, 19.5, 1e3]), nan_at=np.array([1e3, 1e3, 1e3, 5.0]),
+                phase=np.array([0.0, 0.5, 0.0, 0.0]))
+    y0s = np.array([[0.0], [-delta], [0.0], [0.0]])
+    sol = rollax.solve_ensemble(line, y0s, 0.0, 100.0, dt_max=0.5, **KW)
+    ref = _solve_all(line, y0s, 100.0, dt_max=0.5)
+    return delta, sol, ref
+
+
+def test_line_cases_agree_on_both_paths(lines):
+    _, sol, ref = lines
+    _agree(sol, ref)
+
+
+def test_sixth_sign_change_of_cos2y(lines):
+    _, sol, ref = lines
+    for s in (sol, ref):
+        assert s.status[0] == rollax.Status.EVENT and s.event[0] == 0 and s.counts[0, 0] == 6
+        assert abs(s.t[0] - 11 * math.pi / 4) < 1e-8
+
+
+def test_crossing_from_minus_delta(lines):
+    delta, sol, ref = lines
+    for s in (sol, ref):
+        assert s.status[1] == rollax.Status.EVENT and s.event[1] == 1
+        assert abs(s.t[1] - delta) < 1e-12 and abs(s.t_first[1, 1] - delta) < 1e-12
+
+
+def test_count_only_crossing_with_a_boundary(lines):
+    _, sol, ref = lines
+    for s in (sol, ref):
+        assert s.status[2] == rollax.Status.EVENT and s.event[2] == 3
+        assert abs(s.t[2] - 19.5) < 1e-10
+        # sin(y) starts at 0 moving up; its zeros at pi, ..., 6 pi < 19.5
+        assert s.counts[2, 2] == 6 and abs(s.t_first[2, 2] - math.pi) < 1e-10
+
+
+def test_nonfinite_event_value(lines):
+    _, sol, ref = lines
+    assert sol.status[3] == ref.status[3] == rollax.Status.NONFINITE
+
+
+def test_inputs_are_validated():
+    ball = BouncingBall()
+    y0s = np.ones((3, 2))
+    bad = [
+        (dict(y0s=np.ones((3, 3))), "y0s"),
+        (dict(rtol=2.0), "rtol"),
+        (dict(atol=0.0), "atol"),
+        (dict(t1=-1.0), "t1"),
+        (dict(lanes=8), "lanes"),
+        (dict(devices=99), "devices"),
+    ]
+    for kw, name in bad:
+        args = dict(y0s=y0s, t1=10.0)
+        args.update(kw)
+        with pytest.raises(ValueError, match=name):
+            rollax.solve_ensemble(ball, args.pop("y0s"), 0.0, args.pop("t1"), **args)
+    with pytest.raises(ValueError, match="batch"):
+        rollax.solve_ensemble(BouncingBall(e=np.full(4, 0.5)), y0s, 0.0, 10.0)
+
