@@ -64,10 +64,10 @@ class _Adapter:
 
     def reset(self, t, z, aux, event, dyn):
         y, mode = self._split(z)
-        y_n, mode_n, aux_n, term = self.system(dyn).reset(t, y, mode, aux, event)
+        t_n, y_n, mode_n, aux_n, term = self.system(dyn).reset(t, y, mode, aux, event)
         z_n = jnp.concatenate([jnp.asarray(y_n, z.dtype),
                                jnp.asarray(mode_n).astype(z.dtype)[None]])
-        return t, z_n, jnp.asarray(aux_n, aux.dtype), term
+        return jnp.asarray(t_n, t.dtype), z_n, jnp.asarray(aux_n, aux.dtype), term
 
 
 @functools.lru_cache(maxsize=64)
@@ -79,12 +79,11 @@ def _adapter(static, d: int) -> _Adapter:
 
 def _batched_leaves(system: AbstractSystem, dyn) -> Any:
     """Per array leaf of ``dyn``: whether it carries a leading batch axis (per-start values),
-    by the rule of :meth:`AbstractSystem.batch_shape` (``param_ndim`` core axes per field)."""
-    def mark(path, leaf):
-        name = str(getattr(path[0], "name", "")) if path else ""
-        return jnp.ndim(leaf) > type(system).param_ndim.get(name, 0)
-
-    return jax.tree_util.tree_map_with_path(mark, dyn)
+    by the rule of :meth:`AbstractSystem.batch_shape` (the fields' annotated axes)."""
+    axes = [a for a in jax.tree_util.tree_leaves(system.batch_axes(), is_leaf=lambda x: x is None)]
+    leaves = [x for x in jax.tree_util.tree_leaves(system) if x is not None]
+    marks = iter([a == 0 for a, x in zip(axes, leaves) if eqx.is_array(x)])
+    return jax.tree_util.tree_map(lambda leaf: next(marks), dyn)
 
 
 def solve_ensemble(
