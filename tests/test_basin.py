@@ -7,12 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import rollax
 import rollax.basin as basin
-from rollax import ensemble
 from rollax.basin import IN, OUT, PERIODIC, Axis, basin_map, preset, simulate
 from rollax.cli import main
-from rollax.integrate import solve
 from rollax.rim import Rim
+from rollax.systems import RimRolling
 
 RIM = Rim()
 COARSE = dict(x=Axis("beta", 0.8, 1.8, 60), y=Axis("omega1", -20.0, 20.0, 40),
@@ -67,13 +67,10 @@ def test_kernel_agrees_with_diffrax_path():
     x0[:150, 0] = rng.uniform(0.95, 1.2, 150)  # many near the periodic tongue
     x0[:150, 1] = rng.uniform(-5, 5, 150)
     tol = 1e-12
-    rim = jax.tree_util.tree_map(jnp.asarray, RIM)
-    res = ensemble.solve_ensemble(basin.rolling_field, basin.ROLLING_EVENTS, x0, rim, t_max=60.0,
-                                  rtol=tol, atol=tol)
-    run = jax.jit(jax.vmap(lambda x: solve(basin.rolling_field, x, 0.0, 60.0, rim,
-                                           basin.ROLLING_EVENTS, rtol=tol, atol=tol,
-                                           max_steps=8192)))
-    sol = run(jnp.asarray(x0))
+    system = RimRolling(RIM)
+    res = rollax.solve_ensemble(system, x0, 0.0, 60.0, rtol=tol, atol=tol)
+    sol = jax.vmap(lambda x: rollax.solve(system, x, 0.0, 60.0, rtol=tol, atol=tol,
+                                          max_steps=8192))(jnp.asarray(x0))
     assert not np.any(np.asarray(sol.failed))
     assert np.array_equal(np.asarray(sol.event), res.event)
     assert set(np.unique(res.event)) == {0, 1}
@@ -106,7 +103,9 @@ class _Killed(Exception):
 def test_resume_and_chunking_do_not_change_results(tmp_path, monkeypatch, fig11):
     kw = dict(COARSE, chunk_size=700, progress=False)
     calls = []
-    real = basin._run_chunk
+    import rollax._ensemble as ens
+
+    real = ens.solve_ensemble  # what rollax.sweep runs each chunk with
 
     def dying(*a, **k):
         if len(calls) == 2:
@@ -114,10 +113,10 @@ def test_resume_and_chunking_do_not_change_results(tmp_path, monkeypatch, fig11)
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(basin, "_run_chunk", dying)
+    monkeypatch.setattr(ens, "solve_ensemble", dying)
     with pytest.raises(_Killed):
         basin_map(RIM, cache_dir=tmp_path, **kw)
-    monkeypatch.setattr(basin, "_run_chunk", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(ens, "solve_ensemble", lambda *a, **k: calls.append(1) or real(*a, **k))
     resumed = basin_map(RIM, cache_dir=tmp_path, **kw)
     assert len(calls) == 2 + (2400 // 700 + 1) - 2  # only the unfinished chunks were run
     assert np.array_equal(resumed.outcome, fig11.outcome)

@@ -1,5 +1,6 @@
 """The slipping ball on the rim (rollax.slip): (41)-(42), limit directions (75)-(81), the
-rolling <-> slipping hybrid (Sect. 5.2.2) in the diffrax path and in the batched kernel."""
+rolling <-> slipping hybrid (Sect. 5.2.2, rollax.systems.RimSlipping) on rollax.solve
+(simulate_slip) and on the batched kernel (rollax.basin.simulate with slip=)."""
 
 import dataclasses
 
@@ -12,6 +13,7 @@ from rollax import basin, slip
 from rollax.basin import IN, OUT, PERIODIC, UNDECIDED
 from rollax.rim import Rim
 from rollax.slip import CHATTERING, ROLLING, SLIPPING, SlipSettings
+from rollax.systems.rim import simulate_slip
 
 RIM = Rim()  # mu = 1, Table 1 (docs/physics-notes.md)
 N_BATCH = 256  # one kernel shape for every batched sweep in this file
@@ -25,7 +27,7 @@ def _random_states(rng, n, u_scale=1.0):
 
 @jax.jit
 def _simulate_many(rim, settings, y0s, mode0s, t_max):
-    return jax.vmap(lambda y, m: slip.simulate(rim, y, settings, mode0=m, t_max=t_max))(y0s, mode0s)
+    return jax.vmap(lambda y, m: simulate_slip(rim, y, settings, mode0=m, t_max=t_max))(y0s, mode0s)
 
 
 def _diffrax(rim, starts, settings=SlipSettings(), t_max=60.0, mode0=ROLLING):
@@ -33,6 +35,11 @@ def _diffrax(rim, starts, settings=SlipSettings(), t_max=60.0, mode0=ROLLING):
     r = _simulate_many(rim, settings, jnp.asarray(y0s), jnp.full(len(y0s), mode0, jnp.int32),
                        jnp.asarray(t_max))
     return {k: np.asarray(v) for k, v in r._asdict().items()}
+
+
+def _sweep(rim, starts, settings=SlipSettings()):
+    """The batched kernel's hybrid runs (rollax.basin.simulate with slip=)."""
+    return basin.simulate(rim, starts, slip=settings, max_steps=8192)
 
 
 def _section_sample(n, w2, seed):
@@ -253,7 +260,7 @@ def fig11_sample():
 
 def test_batched_sweep_equals_diffrax_hybrid(fig11_sample):
     """The batched kernel sweep and the diffrax-path hybrid agree start by start."""
-    b = slip.sweep(RIM, fig11_sample)
+    b = _sweep(RIM, fig11_sample)
     d = _diffrax(RIM, fig11_sample)
     assert np.array_equal(b["outcome"], d["outcome"])
     assert np.array_equal(b["switches"], d["switches"])
@@ -268,8 +275,8 @@ def test_batched_sweep_equals_diffrax_hybrid(fig11_sample):
 
 def test_delta_does_not_change_outcomes(fig11_sample):
     """The slip speed given at the onset: 1e-6 and 1e-8 m/s give the same outcomes."""
-    a = slip.sweep(RIM, fig11_sample, SlipSettings(delta=1e-6))
-    b = slip.sweep(RIM, fig11_sample, SlipSettings(delta=1e-8))
+    a = _sweep(RIM, fig11_sample, SlipSettings(delta=1e-6))
+    b = _sweep(RIM, fig11_sample, SlipSettings(delta=1e-8))
     assert np.array_equal(a["outcome"], b["outcome"])
     assert np.array_equal(a["switches"], b["switches"])
     assert np.max(np.abs(a["t_end"] - b["t_end"])) < 1e-5
@@ -279,7 +286,7 @@ def test_huge_mu_slipping_sweep_equals_rolling_sweep(fig11_sample):
     """mu -> infinity: the slipping sweep gives the rolling sweep's outcomes (Sect. 5.1). (With
     mu = 1e4 slipping starts when F2 ~ |F_t| / mu, an instant before the separation.)"""
     rim = dataclasses.replace(RIM, mu=1e4)
-    b = slip.sweep(rim, fig11_sample)
+    b = _sweep(rim, fig11_sample)
     ref = basin.simulate(RIM, fig11_sample)
     assert np.array_equal(b["outcome"], ref["outcome"])
     assert np.max(np.abs(b["t_end"] - ref["t_end"])) < 1e-4
@@ -325,11 +332,11 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="max_switches"):
         SlipSettings(max_switches=0)
     with pytest.raises(ValueError, match="k_d"):
-        slip.sweep(dataclasses.replace(RIM, k_d=0.02), np.zeros((1, 4)))
+        _sweep(dataclasses.replace(RIM, k_d=0.02), np.zeros((1, 4)))
     with pytest.raises(ValueError, match="mu"):
-        slip.simulate(dataclasses.replace(RIM, mu=float("inf")), jnp.zeros(4))
+        simulate_slip(dataclasses.replace(RIM, mu=float("inf")), jnp.zeros(4))
     with pytest.raises(ValueError, match="shape"):
-        slip.sweep(RIM, np.zeros((3, 5)))
+        _sweep(RIM, np.zeros((3, 5)))
 
 
 def test_cli_basin_with_friction(tmp_path, capsys):
@@ -352,7 +359,7 @@ def test_cli_basin_with_friction(tmp_path, capsys):
     starts = basin.section_starts(basin.Axis("beta", 0.8, 1.8, 16),
                                   basin.Axis("omega1", -20.0, 20.0, 16),
                                   {"omega2": 65.0, "omega3": 10.0})
-    ref = slip.sweep(RIM, starts)
+    ref = _sweep(RIM, starts)
     assert np.array_equal(data["outcome"].ravel(), ref["outcome"])
     assert np.array_equal(data["switches"].ravel(), ref["switches"])
     assert np.all((data["t_slip"] > 0) == (data["switches"] > 0))

@@ -99,9 +99,10 @@ def solve_ensemble(
     dt_max: float | None = None,
     max_steps: int = 16_384,
     max_resets: int = 1_000,
-    n_samples: int = 8,
+    n_samples: int | None = None,
     lanes: int = 512,
     devices: int | None = None,
+    valid: np.ndarray | None = None,
 ) -> Solution:
     """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
     the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
@@ -113,11 +114,13 @@ def solve_ensemble(
     steps of each segment, ``max_resets`` the resets of a hybrid run. The starts are dealt to
     ``devices`` JAX devices (default: all local), each with a work queue of ``lanes`` lanes.
 
-    Returns a :class:`rollax.Solution` of NumPy arrays with a leading axis N. Not
-    differentiable (use :func:`rollax.solve` for derivatives).
+    ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
+    meaningless (the padding of a chunk). Returns a :class:`rollax.Solution` of NumPy arrays
+    with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
+    n_samples = system.n_samples if n_samples is None else n_samples
     d = system.state_dim
     y0s = np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
@@ -181,6 +184,7 @@ def solve_ensemble(
         n_samples=int(n_samples), devices=devices, reset=ad.reset if hybrid else None,
         aux=aux if hybrid else None, n_error=d, max_resets=int(max_resets),
         args_batched=marks, field_and_events=ad.field_and_events,
+        valid=None if valid is None else np.asarray(valid, bool),
     )
     return Solution(
         t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),

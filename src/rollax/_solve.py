@@ -182,7 +182,7 @@ def solve(
     dt_max: float | None = None,
     max_steps: int = 16_384,
     max_resets: int = 1_000,
-    n_samples: int = 8,
+    n_samples: int | None = None,
     solver: str | diffrax.AbstractSolver = "dopri5",
     adjoint: diffrax.AbstractAdjoint | None = None,
     jump_ts: Float[Array, " k"] | None = None,
@@ -191,8 +191,8 @@ def solve(
 
     Differentiable (reverse mode by default; ``adjoint=diffrax.ForwardMode()`` for
     ``jax.jacfwd``/``jax.hessian``), ``vmap``-able, and compiled once per system structure.
-    Events follow :mod:`rollax.events`; each step is sampled at ``n_samples`` points of its
-    dense output (see the module docstring for what can be missed and how ``dt_max`` closes
+    Events follow :mod:`rollax.events`; each step is sampled at ``n_samples`` (default:
+    ``system.n_samples``, 8 unless the system says otherwise) points of its dense output (see the module docstring for what can be missed and how ``dt_max`` closes
     it). ``max_steps`` bounds the steps of each segment, ``max_resets`` the resets of a hybrid
     run; a run that hits either, or whose state or event values become non-finite, ends with a
     failure :class:`rollax.Status`. ``solver``: ``dopri5`` (default), ``tsit5``, ``dopri8`` or a
@@ -215,6 +215,7 @@ def solve(
         raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
     if dt_max is not None:
         _check_concrete("dt_max", dt_max, lambda v: v > 0, "> 0")
+    n_samples = system.n_samples if n_samples is None else n_samples
     for name, v, lo in (("max_steps", max_steps, 1), ("max_resets", max_resets, 0),
                         ("n_samples", n_samples, 1)):
         if not (isinstance(v, int) and v >= lo):

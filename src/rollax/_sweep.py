@@ -64,6 +64,7 @@ class SweepResult:
     axes: tuple[Axis, ...]
     outcome: np.ndarray  # the system's outcome code per run
     solution: dict[str, np.ndarray]  # the fields of rollax.Solution per run
+    summary: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # see sweep()
 
     def counts(self) -> dict[str, int]:
         """Runs per outcome (by the names of the system's ``outcomes`` enumeration)."""
@@ -116,13 +117,16 @@ def sweep(
     chunk_size: int = 1 << 16,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    summary=None,
     **solver_options,
 ) -> SweepResult:
     """Run ``system`` over the grid of ``axes`` (module docstring); returns a :class:`SweepResult`.
 
     ``y0``: the state components not on an axis (a full state vector, or a mapping from
     ``state_names`` to values). ``solver_options`` go to :func:`rollax.solve_ensemble`
-    (``rtol``, ``atol``, ``max_steps``, ``lanes``, ``devices``, ...).
+    (``rtol``, ``atol``, ``max_steps``, ``lanes``, ``devices``, ...). ``summary(system, sol)``:
+    per-run quantities of one run's :class:`rollax.Solution` (a dict of arrays), computed
+    chunk by chunk (so they are saved with the chunks) into ``SweepResult.summary``.
     """
     from rollax._ensemble import solve_ensemble
 
@@ -150,9 +154,12 @@ def sweep(
                 ys[:, state_ix[a.name]] = chunk[:, k]
             else:
                 sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
-        sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, **solver_options)
+        sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid, **solver_options)
         out = {f: np.asarray(getattr(sol, f)) for f in _FIELDS}
         out["outcome"] = np.asarray(classify(sys_b, sol))
+        if summary is not None:
+            extra = _per_run(summary, sys_b, sol)
+            out.update({f"summary.{k}": np.asarray(v) for k, v in extra.items()})
         return out
 
     key = sweep_key(dict(
@@ -162,13 +169,25 @@ def sweep(
                 jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))},
         axes=[dataclasses.asdict(a) for a in axes], y0=base.tolist(), t0=t0, t1=t1,
         mode=str(mode), options={k: repr(v) for k, v in sorted(solver_options.items())},
+        summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
         chunk_size=chunk_size, version=1))
     out = run_chunked(run, points, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
                       progress=progress, desc=type(system).__name__)
     shape = tuple(a.n for a in axes)
     outcome = out.pop("outcome").reshape(shape)
-    sol = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
-    return SweepResult(system, axes, outcome, sol)
+    grid = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
+    extra = {k[len("summary."):]: v for k, v in grid.items() if k.startswith("summary.")}
+    sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
+    return SweepResult(system, axes, outcome, sol, extra)
+
+
+@eqx.filter_jit
+def _per_run(fn, system, sol):
+    """``fn(system, one run)`` over a batch of runs, each with its own parameters."""
+    from rollax._solution import Solution
+
+    sol = Solution(**{f: jnp.asarray(getattr(sol, f)) for f in _FIELDS})
+    return eqx.filter_vmap(fn, in_axes=(system.batch_axes(), 0))(system, sol)
 
 
 def _base_state(system, y0, on_axes) -> np.ndarray:

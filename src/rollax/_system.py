@@ -98,6 +98,9 @@ class AbstractSystem(eqx.Module):
     modes: ClassVar[tuple[str, ...]] = ("default",)
     n_aux: ClassVar[int] = 0
     outcomes: ClassVar[type[enum.IntEnum] | None] = None
+    # event samples per step that both integrators use unless a call says otherwise: a system
+    # whose event functions vary slowly on the scale of its steps may lower it (cost per step)
+    n_samples: ClassVar[int] = 8
 
     # ------------------------------------------------------------------ dynamics
     @abc.abstractmethod
@@ -273,13 +276,23 @@ def classify(system: AbstractSystem, solution) -> Int[Array, "*b"]:
 
     ``system`` may carry per-start parameters (a leading batch axis on some fields, as given
     to :func:`rollax.solve_ensemble`); each run is classified with its own parameters."""
+    fields = {f.name: jnp.asarray(getattr(solution, f.name))
+              for f in dataclasses.fields(solution)}
+    return _classify(system, type(solution)(**fields))
+
+
+@eqx.filter_jit
+def _classify(system, solution):
     nb = jnp.ndim(solution.t)
     if nb == 0:
         return system.outcome(solution)
     shape = jnp.shape(solution.t)
     size = int(np.prod(shape))
     flat = jax.tree_util.tree_map(
-        lambda x: jnp.reshape(jnp.asarray(x), (size,) + jnp.shape(x)[nb:]), solution)
-    out = eqx.filter_vmap(lambda s, so: s.outcome(so), in_axes=(system.batch_axes(), 0))(
-        system, flat)
+        lambda x: jnp.reshape(x, (size,) + jnp.shape(x)[nb:]), solution)
+    out = eqx.filter_vmap(_outcome_of, in_axes=(system.batch_axes(), 0))(system, flat)
     return jnp.reshape(out, shape)
+
+
+def _outcome_of(system, solution):
+    return system.outcome(solution)

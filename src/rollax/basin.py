@@ -11,13 +11,13 @@ integrated until
 * the time cap ``t_max`` comes first: **undecided**;
 * the solve produced NaN or hit the step limit: **failed**.
 
-With ``slip=SlipSettings(...)`` the ball may slip (finite ``rim.mu``): the hybrid
-rolling/slipping sweep of :mod:`rollax.slip` replaces the rolling one, with the extra outcome
+The runs are those of :class:`rollax.systems.RimRolling`. With ``slip=SlipSettings(...)`` the
+ball may slip (finite ``rim.mu``): :class:`rollax.systems.RimSlipping` (the hybrid of
+:mod:`rollax.slip`) replaces the rolling one, with the extra outcome
 **chattering** (switch cap, Zeno-like switching, or a slip that does not converge) and, per
 start, the number of roll/slip switches and the total slipping time.
 
-Sweeps run through the ensemble kernel (:mod:`rollax.ensemble`) in resumable chunks
-(:mod:`rollax._chunks`).
+A basin map is a preset of :func:`rollax.sweep` (the ensemble kernel, in resumable chunks).
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax import ensemble
-from rollax.events import BOUNDARY, CROSSING, EventSet
+from rollax._ensemble import solve_ensemble
+from rollax._sweep import Axis as SweepAxis
+from rollax._sweep import _per_run, sweep
 from rollax.outcomes import CHATTERING, FAILED, IN, OUT, OUTCOMES, PERIODIC, UNDECIDED  # noqa: F401
-from rollax.fastmath import sincos
 from rollax.rim import Rim
-from rollax._chunks import run_chunked, sweep_key
+from rollax.systems.rim import (RimRolling, RimSlipping, rolling_result, slip_max_resets,
+                                slip_result)
 from rollax.steady import steady_beta
 
 VARIABLES = ("beta", "omega1", "omega2", "omega3")
@@ -45,27 +46,6 @@ UNITS = {"beta": "rad", "omega1": "1/s", "omega2": "1/s", "omega3": "1/s"}
 # Sections of Figs. 11-13 (docs/physics-notes.md): beta in [0.8, 1.8], w1 in [-20, 20], w3 = 10, grid 360 x 240.
 PRESETS = {"fig11": 35.0, "fig12": 65.0, "fig13": 105.0}
 DISSIPATION = {"none": (0.0, 0.0), "drilling": (0.02, 0.0), "rolling": (0.0, 0.02)}
-
-
-def rolling_field(t, x, rim):
-    """The rolling vector field in the ensemble kernel's signature ``f(t, x, args)``."""
-    return rim.vector_field(x)
-
-
-def rolling_event_values(t, x, rim):
-    """The event functions of a rolling start: ``F2/m`` (a boundary: the ball separates at
-    F2 = 0) and ``w1`` (crossings, Proposition 4). F2/m is written out with one divide: the
-    kernel evaluates it at every sample of every step."""
-    beta, w1, w3 = x[0], x[1], x[3]
-    s, c = sincos(beta)
-    r2 = rim.r**2
-    f2_m = r2 * w3**2 * c / (rim.R - rim.rho * c) - r2 * w1**2 * (1.0 / rim.rho) + rim.g * s
-    return jnp.stack([f2_m, w1])
-
-
-ROLLING_EVENTS = EventSet(rolling_event_values, (BOUNDARY, CROSSING), (1, 2))
-# With dissipation the orbits are not periodic: w1 zeros are counted, never ending the run.
-DISSIPATIVE_EVENTS = EventSet(rolling_event_values, (BOUNDARY, CROSSING), (1, 0))
 
 
 @jax.jit
@@ -185,19 +165,30 @@ def section_starts(x: Axis, y: Axis, fixed: Mapping[str, float]) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def classify(rim: Rim, res: ensemble.EnsembleResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Outcomes, recontact flags and periods from raw ensemble results (see module docstring)."""
-    fell = (res.status == ensemble.EVENT) & (res.event == 0)
-    periodic = (res.status == ensemble.EVENT) & (res.event == 1)
-    inside, recontact, _ = _flight(jax.tree_util.tree_map(jnp.asarray, rim), jnp.asarray(res.y))
-    inside, recontact = np.asarray(inside), np.asarray(recontact)
-    outcome = np.full(res.status.shape, FAILED, np.int8)
-    outcome[fell & inside] = IN
-    outcome[fell & ~inside] = OUT
-    outcome[periodic] = PERIODIC
-    outcome[res.status == ensemble.T_MAX] = UNDECIDED
-    period = np.where(periodic, 2.0 * (res.t - res.t_first[:, 1]), np.nan)
-    return outcome, recontact & fell, period
+def _system(rim: Rim, slip):
+    """The rim's system: rolling (Sect. 5.1; with dissipation the w1 zeros are counted, never
+    ending the run, since Proposition 4 no longer holds) or rolling/slipping (Sect. 5.2)."""
+    if slip is not None:
+        return RimSlipping.from_settings(rim, slip)
+    return RimRolling(rim, w1_target=0 if rim.dissipative else 2)
+
+
+def _options(system, max_steps, lanes, devices, rtol, atol):
+    opts = dict(rtol=rtol, atol=atol, max_steps=max_steps, lanes=lanes, devices=devices)
+    if isinstance(system, RimSlipping):
+        # max_steps bounds each phase: a slip that does not converge must not hold the kernel's
+        # lanes for long (it is reported as chattering)
+        opts.update(max_steps=min(max_steps, 8192), max_resets=slip_max_resets(system))
+    return opts
+
+
+def _summary(system, sol) -> dict:
+    if isinstance(system, RimSlipping):
+        r = slip_result(system, sol)
+        return dict(outcome=r.outcome.astype(jnp.int8), t_end=r.t_end, recontact=r.recontact,
+                    period=r.period, steps=r.steps, switches=r.switches, t_slip=r.t_slip)
+    r = rolling_result(system, sol)
+    return {**r, "outcome": r["outcome"].astype(jnp.int8)}
 
 
 def simulate(
@@ -210,19 +201,22 @@ def simulate(
     max_steps: int = 200_000,
     lanes: int = 512,
     devices: int | None = None,
-    valid: np.ndarray | None = None,
     slip=None,
 ) -> dict[str, np.ndarray]:
-    """Outcomes of the given starts ``(N, 4)`` (one ensemble solve; no chunking).
+    """Outcomes of the given rolling starts ``(N, 4)`` (one :func:`rollax.solve_ensemble` call).
 
     Returns a dict with ``outcome``, ``t_end``, ``recontact``, ``period`` and ``steps`` (and
     ``switches``, ``t_slip`` with ``slip``, a :class:`rollax.slip.SlipSettings`).
     """
-    rim_arrays = jax.tree_util.tree_map(jnp.asarray, rim)
+    system = _system(rim, slip)
     starts = np.asarray(starts, dtype=float)
-    valid = np.ones(len(starts), bool) if valid is None else valid
-    return _run_chunk(rim, rim_arrays, starts, valid, t_max, rtol, atol, max_steps, lanes, devices,
-                      slip)
+    if starts.ndim != 2 or starts.shape[1] != 4:
+        raise ValueError(f"starts has shape {starts.shape}; allowed: (N, 4) rolling states")
+    if slip is not None:
+        starts = np.asarray(RimSlipping.rolling_start(starts))
+    sol = solve_ensemble(system, starts, 0.0, t_max,
+                         **_options(system, max_steps, lanes, devices, rtol, atol))
+    return {k: np.asarray(v) for k, v in _per_run(_summary, system, sol).items()}
 
 
 def basin_map(
@@ -242,66 +236,36 @@ def basin_map(
     progress: bool = True,
     slip=None,
 ) -> BasinMap:
-    """Outcome map of a 2-D section of rolling starts (Figs. 11-13, Sect. 5.1).
+    """Outcome map of a 2-D section of rolling starts (Figs. 11-13, Sect. 5.1): a preset of
+    :func:`rollax.sweep` over the rim's system (:class:`rollax.systems.RimRolling`, or
+    :class:`rollax.systems.RimSlipping` with ``slip``).
 
     ``x`` and ``y`` are two of ``beta, omega1, omega2, omega3``; ``fixed`` gives the other two
     (default: ``omega2 = 35``, ``omega3 = 10``, the section of Fig. 11). Work is done in chunks of
     ``chunk_size`` starts; with ``cache_dir`` every finished chunk is saved and a rerun with the
-    same arguments resumes. Results do not depend on ``chunk_size``, ``lanes`` or ``devices``.
-    ``slip`` (a :class:`rollax.slip.SlipSettings`): let the ball slip with friction coefficient
-    ``rim.mu`` (Sect. 5.2); ``None`` (default): no slipping (mu = infinity).
+    same arguments resumes. ``slip`` (a :class:`rollax.slip.SlipSettings`): let the ball slip
+    with friction coefficient ``rim.mu`` (Sect. 5.2); ``None`` (default): no slipping.
     """
     rim = Rim() if rim is None else rim
     fixed = dict(fixed) if fixed is not None else {"omega2": 35.0, "omega3": 10.0}
     if not (t_max > 0):
         raise ValueError(f"t_max = {t_max!r} must be > 0")
-    starts = section_starts(x, y, fixed)
-    params = {f.name: float(getattr(rim, f.name)) for f in dataclasses.fields(rim)}
-    key = sweep_key(
-        dict(kind="rim-basin", x=dataclasses.asdict(x), y=dataclasses.asdict(y), fixed=fixed,
-             params=params, t_max=t_max, rtol=rtol, atol=atol, max_steps=max_steps,
-             chunk_size=chunk_size, version=1,
-             slip=None if slip is None else {f.name: float(getattr(slip, f.name))
-                                             for f in dataclasses.fields(slip)})
-    )
-    rim_arrays = jax.tree_util.tree_map(jnp.asarray, rim)
-
-    def run(chunk, valid):
-        return _run_chunk(rim, rim_arrays, chunk, valid, t_max, rtol, atol, max_steps, lanes, devices,
-                          slip)
-
-    out = run_chunked(run, starts, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
-                      progress=progress, desc="basin")
-    shape = (x.n, y.n)
+    section_starts(x, y, fixed)  # checks the axes and fixed values
+    system = _system(rim, slip)
+    y0 = {k: float(v) for k, v in fixed.items()}
+    if slip is not None:
+        y0.update(u1=0.0, u3=0.0)
+    res = sweep(system, [SweepAxis(x.name, x.lo, x.hi, x.n), SweepAxis(y.name, y.lo, y.hi, y.n)],
+                y0=y0, t1=t_max, chunk_size=chunk_size, cache_dir=cache_dir, progress=progress,
+                summary=_summary, **_options(system, max_steps, lanes, devices, rtol, atol))
+    out = res.summary
     return BasinMap(
         x=x, y=y, fixed=fixed, rim=rim, t_max=t_max, rtol=rtol, atol=atol,
-        outcome=out["outcome"].reshape(shape), t_end=out["t_end"].reshape(shape),
-        recontact=out["recontact"].reshape(shape), period=out["period"].reshape(shape),
-        steps=out["steps"].reshape(shape), slip=slip,
-        switches=out["switches"].reshape(shape) if slip is not None else None,
-        t_slip=out["t_slip"].reshape(shape) if slip is not None else None,
+        outcome=out["outcome"], t_end=out["t_end"], recontact=out["recontact"],
+        period=out["period"], steps=out["steps"], slip=slip,
+        switches=out["switches"] if slip is not None else None,
+        t_slip=out["t_slip"] if slip is not None else None,
     )
-
-
-def _run_chunk(rim, rim_arrays, chunk, valid, t_max, rtol, atol, max_steps, lanes, devices,
-               slip=None):
-    if slip is not None:
-        from rollax import slip as slip_mod
-
-        # max_steps bounds each phase here: a slip that does not converge must not hold the
-        # kernel's lanes for long (it is reported as chattering)
-        out = slip_mod.sweep(rim, chunk, slip, t_max=t_max, rtol=rtol, atol=atol,
-                             max_steps=min(max_steps, 8192), lanes=lanes, devices=devices,
-                             valid=valid)
-        return {k: out[k] for k in ("outcome", "t_end", "recontact", "period", "steps",
-                                    "switches", "t_slip")}
-    events = DISSIPATIVE_EVENTS if rim.dissipative else ROLLING_EVENTS
-    res = ensemble.solve_ensemble(
-        rolling_field, events, chunk, rim_arrays, t_max=t_max, rtol=rtol, atol=atol,
-        max_steps=max_steps, lanes=lanes, devices=devices, valid=valid,
-    )
-    outcome, recontact, period = classify(rim_arrays, res)
-    return dict(outcome=outcome, t_end=res.t, recontact=recontact, period=period, steps=res.steps)
 
 
 def preset(name: str, dissipation: str = "none", rim: Rim | None = None) -> tuple[Rim, dict]:

@@ -1,0 +1,70 @@
+"""rollax.sweep: grids over state components and parameters, chunked and resumable."""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rollax
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from bouncing_ball import BouncingBall  # noqa: E402
+
+TOL = dict(rtol=1e-10, atol=1e-10, lanes=16)
+
+
+def test_grid_over_a_state_component_and_a_parameter(tmp_path):
+    ball = BouncingBall(n_bounces=2)
+    axes = [rollax.Axis("z", 0.5, 2.0, 7), rollax.Axis("e", 0.3, 0.9, 5)]
+    res = rollax.sweep(ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False, **TOL)
+    assert res.outcome.shape == (7, 5) and res.solution["t"].shape == (7, 5)
+    assert res.counts()["done"] == 35
+    z, e = np.meshgrid(axes[0].values, axes[1].values, indexing="ij")
+    t2 = np.sqrt(2 * z / 9.81) * (1 + 2 * e)  # second impact from rest
+    assert np.max(np.abs(res.solution["t"] - t2)) < 1e-9
+    # the chunking does not change a result, and a rerun into the same directory resumes
+    one = rollax.sweep(ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=64, progress=False, **TOL)
+    np.testing.assert_array_equal(one.solution["t"], res.solution["t"])
+    first = rollax.sweep(ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False,
+                         cache_dir=tmp_path, **TOL)
+    again = rollax.sweep(ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False,
+                         cache_dir=tmp_path, **TOL)
+    np.testing.assert_array_equal(first.solution["t"], again.solution["t"])
+    saved = np.load(res.save(tmp_path / "ball.npz"))
+    assert list(saved["axes"]) == ["z", "e"] and saved["outcome"].shape == (7, 5)
+
+
+def test_per_start_parameters_equal_one_by_one_runs():
+    es = np.linspace(0.2, 0.95, 6)
+    y0s = np.tile([1.0, 0.0], (6, 1))
+    batch = rollax.solve_ensemble(BouncingBall(e=es, n_bounces=3), y0s, 0.0, 20.0, **TOL)
+    for i, e in enumerate(es):
+        one = rollax.solve_ensemble(BouncingBall(e=e, n_bounces=3), y0s[:1], 0.0, 20.0, **TOL)
+        assert abs(batch.t[i] - one.t[0]) < 1e-12
+    T0 = math.sqrt(2 / 9.81)
+    np.testing.assert_allclose(batch.t, T0 * (1 + 2 * es + 2 * es**2), atol=1e-9)
+
+
+@pytest.mark.parametrize("axes, y0, match", [
+    ([rollax.Axis("w", 0.0, 1.0, 3)], {"v": 0.0}, "axis name = 'w'"),
+    ([rollax.Axis("z", 0.0, 1.0, 3), rollax.Axis("z", 0.0, 1.0, 3)], {"v": 0.0}, "twice"),
+    ([rollax.Axis("z", 0.5, 1.0, 3)], {}, "y0 needs values for \\['v'\\]"),
+    ([rollax.Axis("z", 0.5, 1.0, 3)], {"v": 0.0, "q": 1.0}, "not state components"),
+    ([rollax.Axis("z", 0.5, 1.0, 3)], [0.0], "y0 has shape"),
+])
+def test_bad_sweeps_get_clear_errors(axes, y0, match):
+    with pytest.raises(ValueError, match=match):
+        rollax.sweep(BouncingBall(), axes, y0=y0, t1=1.0, progress=False)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(name="beta", lo=1.0, hi=0.0, n=3), "lo < hi"),
+    (dict(name="beta", lo=0.0, hi=math.nan, n=3), "finite"),
+    (dict(name="beta", lo=0.0, hi=1.0, n=1), "grid size"),
+    (dict(name="", lo=0.0, hi=1.0, n=3), "non-empty"),
+])
+def test_bad_axes(kw, match):
+    with pytest.raises(ValueError, match=match):
+        rollax.Axis(**kw)
