@@ -4,6 +4,7 @@ rolling <-> slipping hybrid (Sect. 5.2.2, rollax.systems.RimSlipping) on rollax.
 
 import dataclasses
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,7 +26,7 @@ def _random_states(rng, n, u_scale=1.0):
     return x, rng.normal(size=(n, 2)) * u_scale
 
 
-@jax.jit
+@eqx.filter_jit  # the switch caps are static: they size the run's loop
 def _simulate_many(rim, settings, y0s, mode0s, t_max):
     return jax.vmap(lambda y, m: simulate_slip(rim, y, settings, mode0=m, t_max=t_max))(y0s, mode0s)
 
