@@ -32,6 +32,21 @@ def test_import_has_no_side_effects_but_float64():
     assert r.stdout.split() == ["None", "True", "None", "-1", "False"]
 
 
+def test_importing_every_module_starts_no_backend():
+    """A module-level jnp constant would start JAX, after which configure() cannot split the CPU."""
+    r = _python(
+        "import importlib, pkgutil, rollax\n"
+        "from jax._src import xla_bridge as xb\n"
+        "for m in pkgutil.walk_packages(rollax.__path__, 'rollax.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "    assert not xb.backends_are_initialized(), m.name\n"
+        "rollax.configure(cpu_devices=2, cache_dir='off')\n"
+        "import jax; print(len(jax.devices('cpu')))"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2"]
+
+
 def test_configure_splits_cpu_and_sets_cache(tmp_path):
     r = _python(
         "import jax, rollax\n"

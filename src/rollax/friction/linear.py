@@ -5,11 +5,12 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from rollax.friction.base import DirectionLaw, kappa_for, resolve_rho
 
-_DIRECTIONS = jnp.eye(3)  # w_i, w_ii, w_iii of (65)
+_DIRECTIONS = np.eye(3)  # w_i, w_ii, w_iii of (65); numpy so that import starts no backend
 
 
 class LinearEllipsoidal(eqx.Module):

@@ -32,7 +32,7 @@ from rollax.robot.controls import Control
 from rollax.robot.quaternion import rotation_matrix, versor_rate
 from rollax.robot.rails import Rail
 
-E3 = jnp.array([0.0, 0.0, 1.0])
+E3 = np.array([0.0, 0.0, 1.0])  # numpy: a jnp constant would start JAX at import
 
 
 def _arr(x):
