@@ -19,7 +19,8 @@ PKG = SRC / "rollax"
 
 MODELS = ("rollax.rim", "rollax.slip", "rollax.impacts", "rollax.penny", "rollax.friction",
           "rollax.robot", "rollax.outcomes")
-ANALYSES = ("rollax.basin", "rollax.steady", "rollax.floquet", "rollax.conserved")
+ANALYSES = ("rollax.basin", "rollax.steady", "rollax.floquet", "rollax.conserved",
+            "rollax.identification")
 
 
 def _in(name: str, prefixes) -> bool:

@@ -181,6 +181,10 @@ def test_repeat_calls_do_not_recompile():
         (dict(mode="slipping"), "mode"),
         (dict(solver="euler9"), "solver"),
         (dict(dt_max=0.0), "dt_max"),
+        (dict(ts=jnp.array([0.5, 0.2])), "non-decreasing"),
+        (dict(ts=jnp.array([0.5, 2.0])), "must lie in"),
+        (dict(ts=jnp.array([jnp.nan])), "non-finite"),
+        (dict(ts=jnp.zeros((2, 2))), "1-d"),
     ],
 )
 def test_bad_input_gets_a_clear_error(kwargs, match):
@@ -188,3 +192,55 @@ def test_bad_input_gets_a_clear_error(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         rollax.solve(Decay(), args.pop("y0"), args.pop("t0"), args.pop("t1"), **args)
+
+
+def test_saved_states_match_the_closed_form_and_end_with_the_run():
+    # y' = -y from 1 ends at y = c = 0.3 (t* = log(1/0.3) = 1.204); later samples are nan
+    ts = jnp.linspace(0.0, 2.0, 9)
+    sol = rollax.solve(Decay(), jnp.ones(1), 0.0, 5.0, ts=ts, **TOL)
+    before = np.asarray(ts) <= math.log(1 / 0.3)
+    np.testing.assert_allclose(np.asarray(sol.ys[before, 0]), np.exp(-np.asarray(ts)[before]),
+                               rtol=1e-9)
+    assert np.all(np.isnan(np.asarray(sol.ys[~before])))
+    assert rollax.solve(Decay(), jnp.ones(1), 0.0, 5.0, **TOL).ys is None
+
+
+def test_saved_states_differentiate_both_ways():
+    # d/dk exp(-k t) at k = 1 is -t exp(-t); forward and reverse mode agree with it
+    class Rate(rollax.AbstractSystem):
+        k: jax.Array = rollax.parameter(1.0)
+        state_names = ("y",)
+
+        def vector_field(self, t, y, mode):
+            return -self.k * y
+
+    ts = jnp.linspace(0.0, 3.0, 7)
+    run = lambda k, **kw: rollax.solve(Rate(k), jnp.ones(1), 0.0, 3.0, ts=ts, **TOL, **kw).ys[:, 0]  # noqa: E731
+    exact = -np.asarray(ts) * np.exp(-np.asarray(ts))
+    fwd = jax.jacfwd(lambda k: run(k, adjoint=diffrax.ForwardMode()))(1.0)
+    rev = jax.jacrev(run)(1.0)
+    np.testing.assert_allclose(np.asarray(fwd), exact, atol=1e-8)
+    np.testing.assert_allclose(np.asarray(rev), np.asarray(fwd), atol=1e-10)
+
+
+def test_saved_states_across_resets_follow_the_bounces():
+    # the bouncing ball's height between impacts, from the closed form of each flight
+    ball = BouncingBall(n_bounces=3)
+    z0, g, e = 1.0, 9.81, 0.8
+    T0 = math.sqrt(2 * z0 / g)
+    ts = jnp.linspace(0.0, 2.2, 45)
+    sol = rollax.solve(ball, jnp.array([z0, 0.0]), 0.0, 10.0, ts=ts, **TOL)
+    t_imp = [T0, T0 + 2 * e * T0, T0 + 2 * e * T0 + 2 * e * e * T0]
+
+    def height(t):
+        if t <= t_imp[0]:
+            return z0 - 0.5 * g * t * t
+        for k in range(2):
+            if t <= t_imp[k + 1]:
+                v = e ** (k + 1) * g * T0
+                s = t - t_imp[k]
+                return v * s - 0.5 * g * s * s
+        return math.nan
+
+    exact = np.array([height(float(t)) for t in ts])
+    np.testing.assert_allclose(np.asarray(sol.ys[:, 0]), exact, atol=1e-9)

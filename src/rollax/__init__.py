@@ -11,12 +11,15 @@ The public API:
   kernel): the two integrators, with one event semantics and one :class:`Solution`
   (:class:`Status`);
 * :func:`sweep` over a grid of state components and parameters (:class:`Axis`,
-  :class:`SweepResult`), and :func:`classify` (the system's outcome of each run).
+  :class:`SweepResult`), and :func:`classify` (the system's outcome of each run);
+* :func:`identify`: parameters and initial state from observed trajectories
+  (:class:`Observations`), with error bars (:class:`Fit`, :class:`IdentifiabilityWarning`).
 """
 
 from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
 from rollax._config import configure
 from rollax._ensemble import solve_ensemble
+from rollax._identify import Fit, IdentifiabilityWarning, Observations, identify
 from rollax._solution import Solution, Status
 from rollax._solve import solve
 from rollax._sweep import Axis, SweepResult, sweep
@@ -26,7 +29,7 @@ from rollax._system import (AbstractSystem, Event, EventKind, boundary, classify
 __version__ = "0.1.0"
 
 __all__ = [
-    "AbstractSystem", "Axis", "Event", "EventKind", "Solution", "Status", "SweepResult",
-    "boundary", "classify", "configure", "crossing", "parameter", "solve", "solve_ensemble",
-    "sweep",
+    "AbstractSystem", "Axis", "Event", "EventKind", "Fit", "IdentifiabilityWarning",
+    "Observations", "Solution", "Status", "SweepResult", "boundary", "classify", "configure",
+    "crossing", "identify", "parameter", "solve", "solve_ensemble", "sweep",
 ]

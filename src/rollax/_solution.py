@@ -37,6 +37,7 @@ class Solution(eqx.Module):
     t_first: Float[Array, "*b n"]  # first counted crossing per event in the last segment
     steps: Int[Array, "*b"]  # steps taken, all segments
     resets: Int[Array, "*b"]  # non-terminal resets
+    ys: Float[Array, "*b m d"] | None = None  # states at the save times ``ts`` (rollax.solve)
 
     @property
     def failed(self) -> Bool[Array, "*b"]:

@@ -39,6 +39,7 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int
 
@@ -186,6 +187,7 @@ def solve(
     solver: str | diffrax.AbstractSolver = "dopri5",
     adjoint: diffrax.AbstractAdjoint | None = None,
     jump_ts: Float[Array, " k"] | None = None,
+    ts: Float[Array, " m"] | None = None,
 ) -> Solution:
     """Integrate ``system`` from ``(t0, y0)`` in ``mode`` until a terminal event or ``t1``.
 
@@ -198,7 +200,10 @@ def solve(
     failure :class:`rollax.Status`. ``solver``: ``dopri5`` (default), ``tsit5``, ``dopri8`` or a
     diffrax solver instance. ``jump_ts``: times where the vector field or its derivatives
     jump (the kinks of a piecewise control; default: ``system.jump_times()``); no step
-    straddles one (diffrax's ``PIDController(jump_ts=...)``). Returns a :class:`rollax.Solution`.
+    straddles one (diffrax's ``PIDController(jump_ts=...)``). ``ts``: non-decreasing times in
+    ``[t0, t1]`` at which to save the state (``Solution.ys``, from each step's dense output;
+    nan after the run ended; a time at a reset gets the state after it). Returns a
+    :class:`rollax.Solution`.
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
@@ -239,10 +244,36 @@ def solve(
     if jump_ts is not None:
         jump_ts = jnp.asarray(jump_ts, dtype=float).reshape(-1)
         jump_ts = jump_ts if jump_ts.shape[0] else None
+    if ts is not None:
+        ts = _check_ts(ts, t0, t1)
     opts = _Options(solver, adjoint, max_steps, max_resets, n_samples)
     f = jnp.asarray
     return _solve(system, y0, mode, aux, f(t0, float), f(t1, float), f(rtol, float),
-                  f(atol, float), f(jnp.inf if dt_max is None else dt_max, float), jump_ts, opts)
+                  f(atol, float), f(jnp.inf if dt_max is None else dt_max, float), jump_ts,
+                  ts, opts)
+
+
+def _check_ts(ts, t0, t1):
+    arr = jnp.asarray(ts, dtype=float)
+    if arr.ndim != 1 or arr.shape[0] == 0:
+        raise ValueError(f"ts has shape {tuple(arr.shape)}; it must be a non-empty 1-d array "
+                         f"of save times")
+    try:
+        v = np.asarray(ts, dtype=float)
+    except (TypeError, jax.errors.TracerArrayConversionError):
+        return arr  # traced: checked by diffrax at run time
+    lo, hi = _concrete(t0), _concrete(t1)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"ts has a non-finite value ({v[~np.isfinite(v)][0]!r}); save times "
+                         f"must be finite")
+    if np.any(np.diff(v) < 0):
+        i = int(np.argmax(np.diff(v) < 0))
+        raise ValueError(f"ts[{i + 1}] = {v[i + 1]!r} < ts[{i}] = {v[i]!r}; save times must "
+                         f"be non-decreasing")
+    if (lo is not None and v[0] < lo) or (hi is not None and v[-1] > hi):
+        raise ValueError(f"ts spans [{v[0]!r}, {v[-1]!r}]; save times must lie in "
+                         f"[t0, t1] = [{lo!r}, {hi!r}]")
+    return arr
 
 
 def _concrete(v):
@@ -277,15 +308,19 @@ class _State(NamedTuple):
     t_first: Float[Array, " n"]
     steps: Int[Array, ""]
     resets: Int[Array, ""]
+    ys: Float[Array, "m d"]  # saved states (m = 0 without ts)
 
 
 @eqx.filter_jit
-def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, opts: _Options) -> Solution:
+def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
+           opts: _Options) -> Solution:
     events = system.event_set
     n = events.n
+    m = 0 if ts is None else ts.shape[0]
     st = _State(t0, y0, mode, aux, jnp.int32(-1), jnp.int32(-1), jnp.zeros(n, jnp.int32),
-                jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0))
-    run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, opts)  # noqa: E731
+                jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0),
+                jnp.full((m,) + y0.shape, jnp.nan, y0.dtype))
+    run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, ts, opts)  # noqa: E731
     if not system.hybrid:
         st = run(st)
     else:
@@ -293,7 +328,8 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, opts: _Op
         st = eqxi.while_loop(lambda s: s.status < 0, run, st,
                              max_steps=None if kind == "lax" else opts.max_resets + 2, kind=kind)
     return Solution(t=st.t, y=st.y, mode=st.mode, aux=st.aux, status=st.status, event=st.event,
-                    counts=st.counts, t_first=st.t_first, steps=st.steps, resets=st.resets)
+                    counts=st.counts, t_first=st.t_first, steps=st.steps, resets=st.resets,
+                    ys=None if ts is None else st.ys)
 
 
 def _g(system, interp, mode, e, t):
@@ -344,7 +380,7 @@ def _implicit(system, mode, interp, t_star, e):
     return t_ev, y_ev + (f - interp.derivative(t_ev)) * dt
 
 
-def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_ts,
+def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_ts, ts,
              opts) -> _State:
     """Integrate from the state's time to the next terminal event (or t1); reset if hybrid."""
     n = events.n
@@ -388,13 +424,18 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
             rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0, norm=_norm,
             dtmin=1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), force_dtmin=False,
             jump_ts=jump_ts),
-        saveat=diffrax.SaveAt(t1=True),
+        saveat=diffrax.SaveAt(t1=True) if ts is None else diffrax.SaveAt(subs=[
+            diffrax.SubSaveAt(t1=True),
+            # the dense output gives the physical state only; t0 may be saved from the full one
+            diffrax.SubSaveAt(ts=jnp.clip(ts, t0_in, t_end),
+                              fn=lambda t, y, args: y[0] if isinstance(y, tuple) else y)]),
         event=diffrax.Event(lambda t, y, args, **kw: y[1].stop > 0),
         max_steps=opts.max_steps, throw=False, adjoint=opts.adjoint,
     )
-    y_last = jax.tree_util.tree_map(lambda x: x[-1], sol.ys)
+    sol_ys = sol.ys if ts is None else sol.ys[0]
+    y_last = jax.tree_util.tree_map(lambda x: x[-1], sol_ys)
     y_phys, ev = y_last
-    t_last = sol.ts[-1]
+    t_last = (sol.ts if ts is None else sol.ts[0])[-1]
     steps = s.steps + jnp.where(skip, 0, sol.stats["num_steps"]).astype(jnp.int32)
 
     # the terminal event's root
@@ -463,6 +504,10 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     status = jnp.where((status == -1) & (t_r >= t1), Status.T_MAX, status).astype(jnp.int32)
     go_on = status == -1
     ended_by_event = status == Status.EVENT
+    ys = s.ys
+    if ts is not None:
+        inside = (ts >= t0) & (ts <= t_out)  # a failed run keeps what it reached
+        ys = jnp.where(inside[:, None], sol.ys[1], ys)
     keep = lambda a, b: jnp.where(event_now, a, b)  # noqa: E731
     return _State(
         t=keep(jnp.asarray(t_r, t_out.dtype), t_out),
@@ -475,6 +520,7 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
         t_first=jnp.where(go_on, jnp.nan, t_first),
         steps=steps,
         resets=resets,
+        ys=ys,
     )
 
 

@@ -316,3 +316,33 @@ def plot_stop(t, u, rho_omega, path: str | os.PathLike) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def plot_identification(t, data, fitted, names: Sequence[str], units: Sequence[str],
+                        caption: str, fit_path: str | os.PathLike,
+                        residual_path: str | os.PathLike) -> None:
+    """Observed data against the fitted model, one panel per observable, and the residuals.
+
+    ``data``, ``fitted``: ``(samples, observables)``; ``caption``: the fitted values and the
+    settings, printed on both figures."""
+    data, fitted = np.asarray(data), np.asarray(fitted)
+    k = len(names)
+    for path, resid in ((fit_path, False), (residual_path, True)):
+        fig, axes = plt.subplots(k, 1, figsize=(7, 1.9 * k + 1.0), dpi=110, sharex=True)
+        axes = np.atleast_1d(axes)
+        for i, ax in enumerate(axes):
+            if resid:
+                ax.plot(t, data[:, i] - fitted[:, i], ".", ms=1.5, color="#1f77b4")
+                ax.axhline(0.0, color="k", lw=0.6)
+                ax.set_ylabel(f"{names[i]} residual [{units[i]}]")
+            else:
+                ax.plot(t, data[:, i], ".", ms=1.5, color="#999999", label="observed")
+                ax.plot(t, fitted[:, i], "-", lw=1.0, color="#d62728", label="fit")
+                ax.set_ylabel(f"{names[i]} [{units[i]}]")
+        axes[0].set_title(caption, fontsize=7, loc="left")
+        if not resid:
+            axes[0].legend(fontsize=7, loc="best")
+        axes[-1].set_xlabel("t [s]")
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)

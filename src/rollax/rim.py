@@ -10,6 +10,7 @@ frame (n1, n2, n3) of eqs. (2)-(4).
 from __future__ import annotations
 
 import math
+import types
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -40,6 +41,12 @@ class Rim(eqx.Module):
     m: float = 0.6
     k_d: float = 0.0
     k_r: float = 0.0
+
+    #: physical bounds of the parameters (used by rollax.identify)
+    bounds = types.MappingProxyType({
+        "r": (0.0, math.inf), "a": (0.0, math.inf), "R": (0.0, math.inf), "j": (1e-12, 1.0),
+        "g": (0.0, math.inf), "mu": (0.0, math.inf), "m": (1e-300, math.inf),
+        "k_d": (0.0, math.inf), "k_r": (0.0, math.inf)})
 
     def __check_init__(self):
         check_positive("r", self.r)

@@ -11,7 +11,7 @@ import importlib
 import sys
 
 # Sub-command modules (rollax.cli.<name>); each defines register(subparsers).
-_COMMANDS = ("basin", "steady", "floquet", "friction", "robot", "penny")
+_COMMANDS = ("basin", "steady", "floquet", "friction", "robot", "penny", "identify")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -3,15 +3,18 @@
 * :class:`RimRolling`: the basketball rolling on the rim (rim paper, Sect. 5.1), with the
   basin outcomes periodic / in / out;
 * :class:`RimSlipping`: the same ball with finite friction, rolling <-> slipping (Sect. 5.2);
+* :class:`RimTracked`: the rolling ball with its angle around the rim and the camera
+  observables (d, z, alpha), for :func:`rollax.identify`;
 * :class:`Robot`: the ball and disk robots, roll -> detach -> fly -> land -> roll again;
 * :class:`PennySystem`: the bouncing penny billiard, impact after impact;
-* :class:`SlidingStop`: a disc or ball sliding and spinning to a stop under a friction law.
+* :class:`SlidingStop`: a disc or ball sliding and spinning to a stop under a friction law;
+* :class:`Sliding`: the same slide in physical time with its record (slip speed, spin rate).
 """
 
-from rollax.systems.rim import RimOutcome, RimRolling, RimSlipping
-from rollax.systems.friction import SlidingStop
+from rollax.systems.rim import RimOutcome, RimRolling, RimSlipping, RimTracked
+from rollax.systems.friction import Sliding, SlidingStop
 from rollax.systems.penny import PennyOutcome, PennySystem
 from rollax.systems.robot import Robot, RobotOutcome
 
-__all__ = ["PennyOutcome", "PennySystem", "RimOutcome", "RimRolling", "RimSlipping", "Robot",
-           "RobotOutcome", "SlidingStop"]
+__all__ = ["PennyOutcome", "PennySystem", "RimOutcome", "RimRolling", "RimSlipping", "RimTracked", "Robot",
+           "RobotOutcome", "Sliding", "SlidingStop"]

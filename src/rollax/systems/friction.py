@@ -12,6 +12,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rollax._system import AbstractSystem, boundary
 from rollax.friction.sliding import SlidingBody
@@ -37,3 +38,35 @@ class SlidingStop(AbstractSystem):
     def eps(self, y):
         """Slip-spin ratio (35) of the state."""
         return self.body.eps(y[:3])
+
+
+class Sliding(AbstractSystem):
+    """``body`` sliding and spinning in physical time, (13)/(18): the slide-and-spin record.
+
+    The state is the orthogonal slip ``x_o = (u_x, u_y, rho omega_z)``; the field is bounded but
+    jumps at ``x_o = 0`` (the stop), so the run ends at the boundary event
+    ``|x_o| = r_stop``. The observables (:meth:`record`) are the slip speed ``|u|`` [m/s] and
+    the spin rate ``omega_z`` [rad/s], what a camera over the sliding disc measures.
+    """
+
+    body: SlidingBody
+    r_stop: jax.Array = eqx.field(default=1e-6, converter=lambda x: jnp.asarray(x, float))
+
+    state_names = ("u_x", "u_y", "rho_omega_z")
+    events = (boundary("stop"),)
+    observables = ("speed", "spin")
+
+    def vector_field(self, t, y, mode):
+        return self.body.rhs(y)
+
+    def event_values(self, t, y, mode):
+        return (jnp.sqrt(jnp.sum(y**2)) - self.r_stop)[None]
+
+    def record(self, t, y):
+        """``(|u|, omega_z)`` of the state."""
+        return jnp.stack([jnp.sqrt(y[0] ** 2 + y[1] ** 2), y[2] / self.body.law.rho])
+
+    def guess_state(self, observations):
+        """The first record, slipping along x: ``(|u|, 0, rho omega_z)``; no candidates."""
+        v = observations.values[0]
+        return np.array([v[0], 0.0, v[1] * float(self.body.law.rho)]), None

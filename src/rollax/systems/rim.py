@@ -79,12 +79,7 @@ class RimRolling(AbstractSystem):
     def event_values(self, t, y, mode):
         # F2/m of (31) (the ball separates at F2 = 0), written with one divide: the integrators
         # evaluate it at every sample of every step; w1: Proposition 4
-        rim = self.rim
-        s, c = sincos(y[0])
-        r2 = rim.r**2
-        f2_m = (r2 * y[3] ** 2 * c / (rim.R - rim.rho * c) - r2 * y[1] ** 2 * (1.0 / rim.rho)
-                + rim.g * s)
-        return jnp.stack([f2_m, y[1]])
+        return jnp.stack([_f2_over_m(self.rim, y), y[1]])
 
     def outcome(self, sol):
         """:class:`RimOutcome` of one run; a separation is classified by the flight of the centre."""
@@ -96,6 +91,74 @@ class RimRolling(AbstractSystem):
             [RimOutcome.IN, RimOutcome.OUT, RimOutcome.PERIODIC, RimOutcome.UNDECIDED],
             RimOutcome.FAILED,
         ).astype(jnp.int8)
+
+
+def _f2_over_m(rim: Rim, y):
+    s, c = sincos(y[0])
+    r2 = rim.r**2
+    return r2 * y[3] ** 2 * c / (rim.R - rim.rho * c) - r2 * y[1] ** 2 * (1.0 / rim.rho) + rim.g * s
+
+
+class RimTracked(AbstractSystem):
+    """The rolling ball with its angle around the rim, as a camera sees it (for identification).
+
+    State ``(beta, w1, w2, w3, alpha)``: the rolling equations (33)-(36) with (83) and the
+    cyclic angle alpha of (19). The one event is the separation (F2 = 0, a boundary). The
+    observables (:meth:`camera`) are the ball centre's horizontal distance from the rim axis
+    ``d = R - rho cos(beta)`` [m], its height above the rim plane ``z = rho sin(beta)`` [m] and
+    alpha [rad, unwrapped].
+    """
+
+    rim: Rim = eqx.field(default_factory=Rim, converter=_arrays)
+
+    state_names = ("beta", "omega1", "omega2", "omega3", "alpha")
+    events = (boundary("separation"),)
+    observables = ("d", "z", "alpha")
+
+    def vector_field(self, t, y, mode):
+        return self.rim.vector_field_with_alpha(y)
+
+    def event_values(self, t, y, mode):
+        return _f2_over_m(self.rim, y)[None]
+
+    def camera(self, t, y):
+        """``(d, z, alpha)`` of the state: what a camera on the rim axis measures."""
+        rim = self.rim
+        return jnp.stack([rim.R - rim.rho * jnp.cos(y[0]), rim.rho * jnp.sin(y[0]), y[4]])
+
+    def state_from_camera(self, t, values, window: float = 0.1):
+        """Initial state and candidates from camera data: beta from (d, z); w1 and w3 from the
+        rates of beta and alpha at the first time (quadratic fits over ``window`` seconds),
+        by (19)-(20) with no slip; w2 (the spin about the normal, which the centre's motion does
+        not show) from the steady-motion relation (48), with candidates around it.
+        Returns ``(y0, candidates)``."""
+        rim = self.rim
+        R, rho, r = float(rim.R), float(rim.rho), float(rim.r)
+        t = np.asarray(t, float)
+        v = np.asarray(values, float)
+        beta = np.arctan2(v[:, 1], R - v[:, 0])
+        n = max(5, int(np.searchsorted(t, t[0] + window)))
+        n = min(n, t.shape[0])
+        tt = t[:n] - t[0]
+        deg = 2 if n >= 5 else 1
+        pb = np.polyfit(tt, beta[:n], deg)
+        pa = np.polyfit(tt, v[:n, 2], deg)
+        b0, db = pb[-1], pb[-2]
+        a0, da = pa[-1], pa[-2]
+        w1 = rho / r * db
+        w3 = -da * (R - rho * np.cos(b0)) / r
+        w2s = float(rim.steady_omega2(b0, w3)) if abs(w3) > 1e-9 else 0.0
+        if not np.isfinite(w2s):
+            w2s = 0.0
+        y0 = np.array([b0, w1, w2s, w3, a0])
+        span = max(20.0, 0.5 * abs(w2s))
+        cands = np.repeat(y0[None], 41, axis=0)
+        cands[:, 2] = w2s + np.linspace(-span, span, 41)
+        return y0, cands
+
+    def guess_state(self, observations):
+        """:meth:`state_from_camera` for :func:`rollax.identify`."""
+        return self.state_from_camera(observations.t, observations.values)
 
 
 # the reset map's per-run bookkeeping (aux)

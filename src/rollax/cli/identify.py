@@ -1,0 +1,95 @@
+"""``rollax identify rim``: fit rim parameters and the initial state to camera data.
+
+``--data obs.csv`` has the header ``t,d,z,alpha`` (s, m, m, rad): the ball centre's horizontal
+distance from the rim axis, its height above the rim plane and its unwrapped angle around the
+rim. ``--fit`` names the parameters (``k_d``, ``k_r`` of eq. (83), ``j``, ...); the initial
+state ``(beta, w1, w2, w3, alpha)`` is always fitted. Noise levels not given are estimated
+from the residuals. ``--out DIR`` writes ``identify.json``, ``fit.png`` and ``residuals.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+RIM_FIELDS = ("r", "a", "R", "j", "g", "k_d", "k_r")
+
+
+def _positive(text: str) -> float:
+    import argparse
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+    return v
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("identify", help="fit parameters to observed trajectories",
+                              description=__doc__)
+    p.add_argument("body", choices=("rim",), help="the observed system")
+    p.add_argument("--data", required=True, help="CSV file with the header t,d,z,alpha")
+    p.add_argument("--fit", nargs="+", action="extend", choices=RIM_FIELDS, metavar="NAME",
+                   help=f"parameters to fit (repeatable; {', '.join(RIM_FIELDS)})")
+    for name, unit in (("d", "m"), ("z", "m"), ("alpha", "rad")):
+        p.add_argument(f"--sigma-{name}", type=_positive, default=None,
+                       help=f"noise level of {name} [{unit}] (default: estimated)")
+    p.add_argument("--t-event", type=float, default=None,
+                   help="observed time the ball left the rim [s] (fitted too)")
+    p.add_argument("--sigma-event", type=_positive, default=1e-3,
+                   help="noise level of --t-event [s] (default 1e-3)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--out", default=None, help="write identify.json and PNGs here")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import warnings
+
+    from rollax._identify import predict
+    from rollax.identification import fit_rim, fit_summary, read_rim_csv, rim_observations
+
+    if not args.fit:
+        raise ValueError("--fit: name at least one parameter (e.g. --fit k_d k_r)")
+    if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(f"--out = {args.out!r} is a file; it must be a directory")
+    t, d, z, alpha = read_rim_csv(args.data)
+    sig = (args.sigma_d, args.sigma_z, args.sigma_alpha)
+    given = [s is not None for s in sig]
+    if any(given) and not all(given):
+        raise ValueError("--sigma-d, --sigma-z, --sigma-alpha: give all three or none")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        obs = rim_observations(t, d, z, alpha, sigma=sig if all(given) else None,
+                               t_event=args.t_event,
+                               sigma_event=args.sigma_event if args.t_event is not None else None)
+        fit = fit_rim(obs, fit=args.fit, progress=not args.json)
+    notes = [str(w.message) for w in caught]
+    res = fit.to_dict()
+    res["names"] = list(fit.names)
+    res["notes"] = notes
+    if args.out:
+        from rollax.plotting import plot_identification
+
+        os.makedirs(args.out, exist_ok=True)
+        fitted = predict(fit, obs)
+        caption = "; ".join(f"{n} = {v:.5g} ± {s:.2g}" for n, v, s in
+                            zip(fit.names[:len(args.fit)], fit.values, fit.std_errors))
+        caption += f"\n{len(obs.t)} samples, noise " + ", ".join(
+            f"{k} {v:.2g}" for k, v in fit.sigma.items()) + " (m, m, rad)"
+        paths = [os.path.join(args.out, "fit.png"), os.path.join(args.out, "residuals.png")]
+        plot_identification(obs.t, obs.values, fitted, obs.names, ("m", "m", "rad"), caption,
+                            *paths)
+        res["figures"] = paths
+        with open(os.path.join(args.out, "identify.json"), "w") as fh:
+            json.dump(res, fh, indent=2, allow_nan=False)
+    if args.json:
+        print(json.dumps(res, allow_nan=False))
+    else:
+        print(fit_summary(fit))
+        for n in notes:
+            print(f"warning: {n}")
+    return 0

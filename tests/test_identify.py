@@ -1,0 +1,283 @@
+"""rollax.identify on data made by an independent integrator (SciPy's DOP853): the rim seen by
+a camera (issue 15's case), error bars that cover the truth, warnings where the data cannot
+tell, the sliding disc's mu and pressure model, and clear errors for bad data."""
+
+import json
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import rollax
+from rollax import _identify
+from rollax.cli import main
+from rollax.friction import exact_law
+from rollax.friction.sliding import SlidingBody
+from rollax.identification import (fit_rim, fit_slide, read_rim_csv, rim_observations,
+                                   write_rim_csv)
+from rollax.rim import Rim
+from rollax.systems import RimTracked, Sliding
+
+HZ = 240.0
+NOISE = np.array([1e-3, 1e-3, 2e-3])  # d, z [m], alpha [rad]
+TRUE = Rim(k_d=0.02, k_r=0.0)
+
+
+def _true_start():
+    # near the steady motion of the Fig. 11 section (beta 1.12, w1 0, w2 ~35, w3 10), perturbed
+    ys = np.asarray(TRUE.steady_state(1.12, 10.0))
+    return np.concatenate([ys + np.array([0.002, 0.1, 0.1, 0.02]), [0.0]])
+
+
+def _scipy_camera(rim, z0, t_max=30.0):
+    """Clean (d, z, alpha) at 240 Hz until the ball leaves the rim (F2 = 0), by SciPy."""
+    system = RimTracked(rim)
+    f = jax.jit(rim.vector_field_with_alpha)
+    g = jax.jit(lambda z: system.event_values(0.0, z, 0)[0])
+    sep = lambda t, z: float(g(jnp.asarray(z)))  # noqa: E731
+    sep.terminal, sep.direction = True, -1
+    sol = solve_ivp(lambda t, z: np.asarray(f(jnp.asarray(z))), (0.0, t_max), z0,
+                    method="DOP853", rtol=1e-12, atol=1e-12, dense_output=True, events=sep)
+    t_sep = float(sol.t_events[0][0])
+    t = np.arange(0.0, t_sep, 1.0 / HZ)
+    Z = sol.sol(t).T
+    R, rho = float(rim.R), float(rim.rho)
+    clean = np.stack([R - rho * np.cos(Z[:, 0]), rho * np.sin(Z[:, 0]), Z[:, 4]], 1)
+    return t, clean, t_sep
+
+
+@pytest.fixture(scope="module")
+def record():
+    return _scipy_camera(TRUE, _true_start())
+
+
+def _noisy(record, seed):
+    t, clean, t_sep = record
+    return t, clean + np.random.default_rng(seed).normal(size=clean.shape) * NOISE, t_sep
+
+
+def _truth():
+    return np.concatenate([[0.02, 0.0], _true_start()])
+
+
+def test_rim_fit_recovers_the_truth_within_three_standard_errors(record):
+    t, v, t_sep = _noisy(record, seed=0)
+    assert t_sep > 10.0 and len(t) > 2400  # the ball stays ~11 s: ~2600 samples
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_rim(rim_observations(t, v[:, 0], v[:, 1], v[:, 2]))
+    assert fit.converged
+    z = (fit.values - _truth()) / fit.std_errors
+    assert np.all(np.abs(z) < 3.0), dict(zip(fit.names, z))
+    assert fit.std_errors[0] < 1e-3  # k_d is well determined: 0.02 +- < 5 %
+    # the noise levels, estimated from the residuals
+    np.testing.assert_allclose([fit.sigma[k] for k in ("d", "z", "alpha")], NOISE, rtol=0.1)
+    np.testing.assert_allclose(np.diag(fit.correlation), 1.0, atol=1e-12)
+    # k_r = 0 is the truth: the fit says the data cannot tell it from 0, and nothing else
+    msgs = [str(w.message) for w in caught if issubclass(w.category, rollax.IdentifiabilityWarning)]
+    assert all(m.startswith("k_r") for m in msgs), msgs
+
+
+def test_event_time_as_an_observation(record):
+    t, v, t_sep = _noisy(record, seed=1)
+    keep = t < 6.0  # the last 5 s unseen: only the separation time speaks for them
+    obs = rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2], sigma=NOISE,
+                           t_event=t_sep + 2e-3, sigma_event=5e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rollax.IdentifiabilityWarning)
+        fit = fit_rim(obs)
+    assert fit.converged
+    assert abs(fit["k_d"][0] - 0.02) < 3 * fit["k_d"][1]
+    assert fit.residual_rms["t_event"] < 0.02
+    # the separation time pins k_d better than the 6 s of track alone
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rollax.IdentifiabilityWarning)
+        alone = fit_rim(rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2],
+                                         sigma=NOISE))
+    assert fit["k_d"][1] < alone["k_d"][1]
+
+
+def test_too_short_a_trajectory_gives_a_large_error_bar_and_a_warning(record):
+    t, v, _ = _noisy(record, seed=2)
+    keep = t < 0.25
+    with pytest.warns(rollax.IdentifiabilityWarning, match="k_d"):
+        fit = fit_rim(rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2]))
+    value, se = fit["k_d"]
+    assert se > 0.02  # larger than the rate itself: no confident wrong number
+    assert abs(value - 0.02) < 3 * se
+
+
+def test_jacobian_matches_central_differences(record):
+    t, v, _ = _noisy(record, seed=3)
+    keep = t < 1.0
+    obs = rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2], sigma=NOISE)
+    system = RimTracked(Rim())
+    problem = _identify._Problem(
+        system=system, y0=jnp.asarray(_true_start()), t=jnp.asarray(obs.t),
+        values=jnp.asarray(obs.values), inv_sigma=jnp.asarray(1.0 / NOISE),
+        t_event=jnp.asarray(np.nan), inv_sigma_event=jnp.asarray(1.0), rtol=jnp.asarray(1e-12),
+        atol=jnp.asarray(1e-12), paths=(("rim", "k_d"), ("rim", "k_r")),
+        y0_index=(0, 1, 2, 3, 4), observe="camera", with_event=False, event=0,
+        max_steps=16_384)
+    x = _truth()
+    _, J = _identify._residuals_and_jacobian(jnp.asarray(x), problem)
+    J = np.asarray(J)
+    for i in range(x.shape[0]):
+        h = 1e-5 * max(abs(x[i]), 1e-2)
+        e = np.zeros_like(x)
+        e[i] = h
+        fd = (np.asarray(_identify._residuals(jnp.asarray(x + e), problem))
+              - np.asarray(_identify._residuals(jnp.asarray(x - e), problem))) / (2 * h)
+        assert np.linalg.norm(fd - J[:, i]) <= 1e-5 * np.linalg.norm(fd), i
+
+
+@pytest.mark.slow
+def test_coverage_of_the_95_percent_intervals(record):
+    """20 noise realisations: each fitted quantity's 95 % interval covers the truth in 80-100 %."""
+    hits = []
+    for seed in range(100, 120):
+        t, v, _ = _noisy(record, seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", rollax.IdentifiabilityWarning)
+            fit = fit_rim(rim_observations(t, v[:, 0], v[:, 1], v[:, 2]))
+        hits.append(np.abs(fit.values - _truth()) <= 1.96 * fit.std_errors)
+    cover = np.mean(hits, axis=0)
+    assert np.all((cover >= 0.8) & (cover <= 1.0)), dict(zip(fit.names, cover))
+
+
+# ------------------------------------------------------------------ the sliding disc
+def _slide_record(pressure, mu, seed):
+    m, g = 1.0, 9.81
+    body = SlidingBody(exact_law(pressure, mu=mu, P=m * g, R=0.05), m=m, j=0.5, R_bar=0.1)
+    f = jax.jit(body.rhs)
+    rho = float(body.law.rho)
+    stop = lambda t, x: np.linalg.norm(x) - 1e-3  # noqa: E731
+    stop.terminal = True
+    sol = solve_ivp(lambda t, x: np.asarray(f(jnp.asarray(x))), (0.0, 10.0),
+                    [1.0, 0.0, 20.0 * rho], method="DOP853", rtol=1e-12, atol=1e-13,
+                    dense_output=True, events=stop)
+    t = np.arange(0.0, 0.9 * sol.t_events[0][0], 1.0 / HZ)
+    X = sol.sol(t).T
+    rng = np.random.default_rng(seed)
+    speed = np.hypot(X[:, 0], X[:, 1]) + 0.005 * rng.normal(size=t.shape)
+    spin = X[:, 2] / rho + 0.1 * rng.normal(size=t.shape)
+    return t, speed, spin
+
+
+@pytest.mark.parametrize("pressure, mu", [("hertz", 0.3), ("uniform", 0.45)])
+def test_sliding_disc_mu_and_pressure_model_are_recovered(pressure, mu):
+    t, speed, spin = _slide_record(pressure, mu, seed=4)
+    out = fit_slide(t, speed, spin, m=1.0, j=0.5, R_bar=0.1, R=0.05)
+    assert out["best"] == pressure, out["chi2"]
+    other = "uniform" if pressure == "hertz" else "hertz"
+    assert out["chi2"][other] > 2.0 * out["chi2"][pressure]  # not a close call
+    value, se = out["fits"][pressure]["mu"]
+    assert abs(value - mu) < 3 * se and se < 0.01 * mu
+
+
+# ------------------------------------------------------------------ bad data
+def _obs(t, v=None, **kw):
+    t = np.asarray(t, float)
+    v = np.ones((t.shape[0], 3)) if v is None else v
+    return rollax.Observations(t, v, "camera", ("d", "z", "alpha"), **kw)
+
+
+@pytest.mark.parametrize("t, match", [
+    ([0.0, 0.2, 0.1, 0.3], "not increasing"),
+    ([0.0, 0.1, 0.1, 0.3], "repeated"),
+    ([0.0, np.nan, 0.2, 0.3], "must be finite"),
+    ([0.0], "at least 2"),
+])
+def test_bad_times_are_one_line_errors(t, match):
+    with pytest.raises(ValueError, match=match) as err:
+        _obs(t)
+    assert "\n" not in str(err.value)
+
+
+def test_non_finite_values_are_dropped_with_a_warning():
+    v = np.ones((5, 3))
+    v[2, 1] = np.nan
+    with pytest.warns(UserWarning, match=r"dropped 1 of 5 .* t = 0.2"):
+        obs = _obs([0.0, 0.1, 0.2, 0.3, 0.4], v)
+    assert obs.t.tolist() == [0.0, 0.1, 0.3, 0.4]
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(params=["k_x"]), "'k_x' is not a parameter of RimTracked; known: .*k_d"),
+    (dict(params=["k_d", "k_d"]), "twice"),
+    (dict(params=["k_d"], fit_y0=["gamma"]), "'gamma' is not a state component"),
+    (dict(params=["k_d"], bounds={"j": (0, 1)}), "'j' is not among params"),
+    (dict(params=["k_d"], max_iter=0), "max_iter = 0"),
+])
+def test_bad_requests_are_one_line_errors(kw, match):
+    obs = _obs(np.linspace(0.0, 1.0, 20))
+    with pytest.raises(ValueError, match=match) as err:
+        rollax.identify(RimTracked(Rim()), obs, y0=_true_start(), **kw)
+    assert "\n" not in str(err.value)
+
+
+def test_too_few_samples_for_the_unknowns():
+    obs = _obs([0.0, 0.1])  # 6 values, 7 unknowns
+    with pytest.raises(ValueError, match="6 observed values for 7 fitted quantities"):
+        rollax.identify(RimTracked(Rim()), obs, ["k_d", "k_r"], y0=_true_start())
+
+
+def test_csv_header_and_cells_are_checked(tmp_path):
+    p = tmp_path / "a.csv"
+    p.write_text("t,d,z,beta\n0,1,2,3\n")
+    with pytest.raises(ValueError, match="unknown column 'beta'"):
+        read_rim_csv(p)
+    p.write_text("t,d,z,alpha\n0,1,x,3\n")
+    with pytest.raises(ValueError, match="line 2: z = 'x' is not a number"):
+        read_rim_csv(p)
+
+
+def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
+    t, v, _ = _noisy(record, seed=5)
+    keep = t < 2.0
+    data = tmp_path / "obs.csv"
+    write_rim_csv(data, t[keep], v[keep, 0], v[keep, 1], v[keep, 2])
+    out = tmp_path / "out"
+    rc = main(["identify", "rim", "--data", str(data), "--fit", "k_d", "--json",
+               "--out", str(out)])
+    assert rc == 0
+    res = json.loads(capsys.readouterr().out)
+    on_disk = json.loads((out / "identify.json").read_text())
+    assert on_disk["parameters"] == res["parameters"]
+    assert set(res["parameters"]) == {"k_d", "y0.beta", "y0.omega1", "y0.omega2", "y0.omega3",
+                                      "y0.alpha"}
+    assert res["converged"] and len(res["correlation"]) == 6
+    assert set(res["residual_rms"]) == {"d", "z", "alpha"}
+    assert (out / "fit.png").stat().st_size > 10_000 and (out / "residuals.png").exists()
+    # bad requests: exit 2, one line
+    for argv, match in ((["--fit", "k_x"], "invalid choice"),
+                        (["--fit", "k_d", "--sigma-d", "-1"], "must be a finite number > 0"),
+                        (["--fit", "k_d", "--sigma-d", "1e-3"], "give all three or none")):
+        with pytest.raises(SystemExit) if match == "invalid choice" or "finite" in match \
+                else _nullcontext():
+            rc = main(["identify", "rim", "--data", str(data)] + argv)
+            assert rc == 2
+        err = capsys.readouterr().err
+        assert match in err and "Traceback" not in err
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def test_fit_to_dict_is_strict_json(record):
+    t, v, _ = _noisy(record, seed=6)
+    keep = t < 0.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_rim(rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2]))
+    json.dumps(fit.to_dict(), allow_nan=False)
+    assert math.isfinite(fit.wall_time)
