@@ -15,6 +15,7 @@ The public API:
 """
 
 from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
+from rollax._chunks import ChunkWarning, SweepInterrupted
 from rollax._config import configure
 from rollax._ensemble import solve_ensemble
 from rollax._solution import Solution, Status
@@ -26,7 +27,8 @@ from rollax._system import (AbstractSystem, Event, EventKind, boundary, classify
 __version__ = "0.1.0"
 
 __all__ = [
-    "AbstractSystem", "Axis", "Event", "EventKind", "Solution", "Status", "SweepResult",
+    "AbstractSystem", "Axis", "ChunkWarning", "Event", "EventKind", "Solution", "Status",
+    "SweepInterrupted", "SweepResult",
     "boundary", "classify", "configure", "crossing", "parameter", "solve", "solve_ensemble",
     "sweep",
 ]

@@ -82,6 +82,18 @@ class SweepInterrupted(KeyboardInterrupt):
         return self.args[0]
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C by :func:`terminate_as_interrupt` (the ``rollax`` command's
+    SIGTERM handler), so that it ends the command the same clean way."""
+
+    signum = signal.SIGTERM
+
+
+def terminate_as_interrupt(signum, frame):
+    """A SIGTERM handler that raises :class:`Terminated`."""
+    raise Terminated("terminated by SIGTERM")
+
+
 def sweep_key(spec: Mapping) -> str:
     """A stable hex digest of a JSON-serialisable description of a sweep."""
     text = json.dumps(spec, sort_keys=True, default=_jsonable)
@@ -197,7 +209,7 @@ def _signal_flag():
 
     old = {}
     for sig, default in ((signal.SIGINT, signal.default_int_handler),
-                         (signal.SIGTERM, signal.SIG_DFL)):
+                         (signal.SIGTERM, terminate_as_interrupt)):
         if signal.getsignal(sig) in (default, signal.SIG_DFL):
             old[sig] = signal.signal(sig, handler)
     try:
