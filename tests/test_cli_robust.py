@@ -191,3 +191,44 @@ def test_sigint_during_a_basin_sweep_keeps_the_chunks_and_resumes(tmp_path):
     summary = json.loads(stdout)
     assert sum(summary["counts"].values()) == 12000
     assert not (out / ".chunks").exists()  # removed after the successful run
+
+
+# ------------------------------------------------------------------ public constructors
+def _constructors():
+    import dataclasses
+
+    from rollax.friction.coulomb import Coulomb
+    from rollax.friction.linear import LinearEllipsoidal
+    from rollax.penny import EllipseTable, Penny
+    from rollax.rim import Rim
+    from rollax.slip import SlipSettings
+
+    out = []
+    for cls in (Rim, Coulomb, LinearEllipsoidal, Penny, EllipseTable, SlipSettings):
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("static") or f.name in ("mu",) and cls is Rim:
+                continue  # Rim.mu = inf is allowed: no slipping
+            out.append((cls, f.name))
+    return out
+
+
+CONSTRUCTORS = _constructors()
+BAD_VALUES = st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, "abc", None, "1.0",
+                                        [1.0, "x"]]),
+                       st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=False))
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=st.sampled_from(CONSTRUCTORS), bad=BAD_VALUES)
+def test_invalid_values_of_public_constructors_give_one_line_value_errors(case, bad):
+    """NaN, infinities, wrong types and negative values (every parameter of these is positive
+    or has a bounded range) are refused with one line naming the parameter."""
+    cls, name = case
+    try:
+        cls(**{name: bad})
+    except ValueError as err:
+        msg = str(err)
+        assert "\n" not in msg and name in msg, msg
+    else:
+        # a negative value may be allowed (an angle, a sign); NaN, inf and text never are
+        assert isinstance(bad, float) and math.isfinite(bad), (cls.__name__, name, bad)
