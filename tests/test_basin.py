@@ -156,4 +156,4 @@ def test_cli_writes_npz_and_png(tmp_path, capsys):
     assert (out / "basin.png").stat().st_size > 1000
     assert '"counts"' in capsys.readouterr().out
     assert main(["basin", "--grid", "12", "8", "--r", "-1", "--out", str(out)]) == 2
-    assert "r = -1.0" in capsys.readouterr().err
+    assert "--r = -1 is not allowed" in capsys.readouterr().err

@@ -255,22 +255,11 @@ def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
     assert (out / "fit.png").stat().st_size > 10_000 and (out / "residuals.png").exists()
     # bad requests: exit 2, one line
     for argv, match in ((["--fit", "k_x"], "invalid choice"),
-                        (["--fit", "k_d", "--sigma-d", "-1"], "must be a finite number > 0"),
+                        (["--fit", "k_d", "--sigma-d", "-1"], "--sigma-d = -1"),
                         (["--fit", "k_d", "--sigma-d", "1e-3"], "give all three or none")):
-        with pytest.raises(SystemExit) if match == "invalid choice" or "finite" in match \
-                else _nullcontext():
-            rc = main(["identify", "rim", "--data", str(data)] + argv)
-            assert rc == 2
+        assert main(["identify", "rim", "--data", str(data)] + argv) == 2
         err = capsys.readouterr().err
         assert match in err and "Traceback" not in err
-
-
-class _nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def test_fit_to_dict_is_strict_json(record):

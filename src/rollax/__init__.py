@@ -17,6 +17,7 @@ The public API:
 """
 
 from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
+from rollax._chunks import ChunkWarning, SweepInterrupted
 from rollax._config import configure
 from rollax._ensemble import solve_ensemble
 from rollax._identify import Fit, IdentifiabilityWarning, Observations, identify
@@ -29,7 +30,8 @@ from rollax._system import (AbstractSystem, Event, EventKind, boundary, classify
 __version__ = "0.1.0"
 
 __all__ = [
-    "AbstractSystem", "Axis", "Event", "EventKind", "Fit", "IdentifiabilityWarning",
-    "Observations", "Solution", "Status", "SweepResult", "boundary", "classify", "configure",
-    "crossing", "identify", "parameter", "solve", "solve_ensemble", "sweep",
+    "AbstractSystem", "Axis", "ChunkWarning", "Event", "EventKind", "Fit",
+    "IdentifiabilityWarning", "Observations", "Solution", "Status", "SweepInterrupted",
+    "SweepResult", "boundary", "classify", "configure", "crossing", "identify", "parameter",
+    "solve", "solve_ensemble", "sweep",
 ]

@@ -116,6 +116,7 @@ def sweep(
     mode: int | str = 0,
     chunk_size: int = 1 << 16,
     cache_dir: str | os.PathLike | None = None,
+    keep_chunks: bool = False,
     progress: bool = True,
     summary=None,
     **solver_options,
@@ -127,6 +128,12 @@ def sweep(
     (``rtol``, ``atol``, ``max_steps``, ``lanes``, ``devices``, ...). ``summary(system, sol)``:
     per-run quantities of one run's :class:`rollax.Solution` (a dict of arrays), computed
     chunk by chunk (so they are saved with the chunks) into ``SweepResult.summary``.
+
+    With ``cache_dir`` the finished chunks are verified when reused and removed after a
+    successful run unless ``keep_chunks`` (:mod:`rollax._chunks`). The starts are built chunk
+    by chunk; a grid whose results would not fit in memory is refused up front
+    (``MemoryError``). SIGINT/SIGTERM raise :class:`rollax.SweepInterrupted` within about a
+    tenth of a second, keeping the finished chunks.
     """
     from rollax._ensemble import solve_ensemble
 
@@ -143,8 +150,13 @@ def sweep(
     base = _base_state(system, y0, set(state_ix))
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size = {chunk_size!r} must be an integer >= 1")
-    grids = np.meshgrid(*(a.values for a in axes), indexing="ij")
-    points = np.stack([g.ravel() for g in grids], axis=1)
+    shape = tuple(int(a.n) for a in axes)
+    n = math.prod(shape)
+    values = [a.values for a in axes]
+
+    def points(lo, hi):  # rows lo:hi of the grid, row-major (the first axis slowest)
+        idx = np.unravel_index(np.arange(lo, hi), shape)
+        return np.stack([v[i] for v, i in zip(values, idx)], axis=1)
 
     def run(chunk, valid):
         ys = np.tile(base, (len(chunk), 1))
@@ -170,15 +182,23 @@ def sweep(
         axes=[dataclasses.asdict(a) for a in axes], y0=base.tolist(), t0=t0, t1=t1,
         mode=str(mode), options={k: repr(v) for k, v in sorted(solver_options.items())},
         summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
-        chunk_size=chunk_size, version=1))
-    out = run_chunked(run, points, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
+        chunk_size=chunk_size, version=2))
+    out = run_chunked(run, points, n=n, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
+                      keep_chunks=keep_chunks, row_bytes=_row_bytes(system, summary),
                       progress=progress, desc=type(system).__name__)
-    shape = tuple(a.n for a in axes)
     outcome = out.pop("outcome").reshape(shape)
     grid = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
     extra = {k[len("summary."):]: v for k, v in grid.items() if k.startswith("summary.")}
     sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
     return SweepResult(system, axes, outcome, sol, extra)
+
+
+def _row_bytes(system: AbstractSystem, summary) -> int:
+    """Bytes of the results of one run (the Solution fields and the outcome; a generous 128
+    for a summary), to refuse a sweep that cannot fit before any work."""
+    n_ev = len(system.events)
+    row = 8 + 8 * system.state_dim + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4
+    return row + (128 if summary is not None else 0)
 
 
 @eqx.filter_jit

@@ -7,6 +7,8 @@ from typing import Any
 
 
 def _as_float(name: str, value: Any) -> float:
+    if isinstance(value, (str, bytes, bool)):
+        raise ValueError(f"{name} = {value!r} is not allowed: it must be a real number")
     try:
         x = float(value)
     except (TypeError, ValueError):

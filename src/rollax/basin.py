@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -119,8 +120,9 @@ class BasinMap:
             extra = dict(switches=self.switches, t_slip=self.t_slip,
                          **{f"slip_{f.name}": float(getattr(self.slip, f.name))
                             for f in dataclasses.fields(self.slip)})
+        tmp = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.tmp.npz"
         np.savez_compressed(
-            out / "basin.npz",
+            tmp,
             outcome=self.outcome.astype(np.int8),
             t_end=self.t_end,
             recontact=self.recontact,
@@ -136,10 +138,16 @@ class BasinMap:
             **{f"param_{k}": v for k, v in params.items()},
             **extra,
         )
+        os.replace(tmp, out / "basin.npz")  # atomic: safe to share OUT
         if figure:
             from rollax.plotting import plot_basin
 
-            plot_basin(self, out / "basin.png", steady=self.steady_betas())
+            png = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.png"
+            try:
+                plot_basin(self, png, steady=self.steady_betas())
+                os.replace(png, out / "basin.png")
+            finally:
+                png.unlink(missing_ok=True)
         return out / "basin.npz"
 
 
@@ -147,6 +155,10 @@ def section_starts(x: Axis, y: Axis, fixed: Mapping[str, float]) -> np.ndarray:
     """Initial states (beta, w1, w2, w3) of the grid, shape ``(x.n * y.n, 4)``, row-major [x, y]."""
     if x.name == y.name:
         raise ValueError(f"the two axes must be different variables, got {x.name!r} twice")
+    unknown = sorted(set(fixed) - set(VARIABLES))
+    if unknown:
+        raise ValueError(f"fixed = {dict(fixed)!r} names {unknown}, which are not state "
+                         f"variables; allowed: {list(VARIABLES)}")
     missing = set(VARIABLES) - {x.name, y.name} - set(fixed)
     if missing:
         raise ValueError(f"fixed values needed for {sorted(missing)}")
@@ -233,6 +245,7 @@ def basin_map(
     lanes: int = 512,
     devices: int | None = None,
     cache_dir: str | os.PathLike | None = None,
+    keep_chunks: bool = False,
     progress: bool = True,
     slip=None,
 ) -> BasinMap:
@@ -243,20 +256,23 @@ def basin_map(
     ``x`` and ``y`` are two of ``beta, omega1, omega2, omega3``; ``fixed`` gives the other two
     (default: ``omega2 = 35``, ``omega3 = 10``, the section of Fig. 11). Work is done in chunks of
     ``chunk_size`` starts; with ``cache_dir`` every finished chunk is saved and a rerun with the
-    same arguments resumes. ``slip`` (a :class:`rollax.slip.SlipSettings`): let the ball slip
+    same arguments resumes (the chunks are verified, and removed after a successful run unless
+    ``keep_chunks``; see :func:`rollax.sweep`). ``slip`` (a :class:`rollax.slip.SlipSettings`): let the ball slip
     with friction coefficient ``rim.mu`` (Sect. 5.2); ``None`` (default): no slipping.
     """
     rim = Rim() if rim is None else rim
     fixed = dict(fixed) if fixed is not None else {"omega2": 35.0, "omega3": 10.0}
     if not (t_max > 0):
         raise ValueError(f"t_max = {t_max!r} must be > 0")
-    section_starts(x, y, fixed)  # checks the axes and fixed values
+    # checks the axes and fixed values (on a 2 x 2 grid: the sweep builds its starts by chunks)
+    section_starts(Axis(x.name, x.lo, x.hi, 2), Axis(y.name, y.lo, y.hi, 2), fixed)
     system = _system(rim, slip)
     y0 = {k: float(v) for k, v in fixed.items()}
     if slip is not None:
         y0.update(u1=0.0, u3=0.0)
     res = sweep(system, [SweepAxis(x.name, x.lo, x.hi, x.n), SweepAxis(y.name, y.lo, y.hi, y.n)],
-                y0=y0, t1=t_max, chunk_size=chunk_size, cache_dir=cache_dir, progress=progress,
+                y0=y0, t1=t_max, chunk_size=chunk_size, cache_dir=cache_dir,
+                keep_chunks=keep_chunks, progress=progress,
                 summary=_summary, **_options(system, max_steps, lanes, devices, rtol, atol))
     out = res.summary
     return BasinMap(

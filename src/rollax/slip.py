@@ -551,8 +551,12 @@ class SlipSettings(eqx.Module):
             v = getattr(self, name)
             if isinstance(v, jax.core.Tracer):
                 continue
-            if not (float(v) == int(v) and int(v) >= lo):
-                raise ValueError(f"{name} = {v!r} must be an integer >= {lo}")
+            try:
+                ok = not isinstance(v, (bool, str)) and float(v) == int(v) and int(v) >= lo
+            except (TypeError, ValueError, OverflowError):
+                ok = False
+            if not ok:
+                raise ValueError(f"{name} = {v!r} is not allowed: it must be an integer >= {lo}")
 
 
 class HybridResult(NamedTuple):

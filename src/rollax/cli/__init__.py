@@ -7,7 +7,10 @@ The CLI only parses arguments, calls the library and prints; :func:`main` first 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
+import signal
 import sys
 
 # Sub-command modules (rollax.cli.<name>); each defines register(subparsers).
@@ -16,10 +19,14 @@ _COMMANDS = ("basin", "steady", "floquet", "friction", "robot", "penny", "identi
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser; with ``only``, just that sub-command's module is imported."""
-    parser = argparse.ArgumentParser(
+    from rollax import __version__
+    from rollax.cli._args import Parser
+
+    parser = Parser(
         prog="rollax",
         description="Simulate rigid bodies rolling, slipping and colliding under nonholonomic contact.",
     )
+    parser.add_argument("--version", action="version", version=f"rollax {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMANDS if only is None else (only,):
         try:
@@ -33,25 +40,88 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    import rollax
+    """Run the command; returns the exit code: 0, 2 (bad input), 130/143 (SIGINT/SIGTERM),
+    141 (broken pipe: the reader went away). Never a traceback for these."""
+    _program[0] = argv is None
+    code = _main(sys.argv[1:] if argv is None else list(argv))
+    if _program[0]:
+        try:
+            sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught
+        except BrokenPipeError:
+            _quiet_stdout()
+            code = 141
+    return code
 
+
+def _quiet_stdout() -> None:
+    """The reader of stdout (``| head -1``) went away: send the rest to /dev/null, quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _main(argv: list[str]) -> int:
+    prog = "rollax"
     try:
-        rollax.configure()  # CPU devices and compile cache, before any JAX work
-    except ValueError as err:
-        print(f"rollax: error: {err}", file=sys.stderr)
+        import rollax
+        from rollax._chunks import SweepInterrupted, terminate_as_interrupt
+
+        try:
+            rollax.configure()  # CPU devices and compile cache, before any JAX work
+        except ValueError as err:
+            print(f"rollax: error: {err}", file=sys.stderr)
+            return 2
+        old_term = _set_signal(signal.SIGTERM, terminate_as_interrupt)
+        try:
+            first = next((a for a in argv if not a.startswith("-")), None)
+            parser = build_parser(first if first in _COMMANDS else None)
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as stop:  # --help, --version, or a one-line usage error (2)
+                return stop.code if isinstance(stop.code, int) else 2
+            if args.command is None:
+                parser.print_help()
+                return 0
+            prog = f"rollax {args.command}"
+            return int(args.func(args) or 0)
+        finally:
+            _set_signal(signal.SIGTERM, old_term)
+    except (ValueError, MemoryError) as err:
+        msg = " ".join(str(err).split()) or "out of memory"
+        print(f"{prog}: error: {msg}", file=sys.stderr)
         return 2
-    first = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(first if first in _COMMANDS else None)
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
-    try:
-        return int(args.func(args) or 0)
-    except ValueError as err:
-        print(f"rollax {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    except SweepInterrupted as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return _leave(err.exit_code)
+    except KeyboardInterrupt as err:
+        sig = getattr(err, "signum", signal.SIGINT)
+        print(f"{prog}: interrupted by {signal.Signals(sig).name}", file=sys.stderr)
+        return _leave(128 + int(sig))
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
+
+
+def _set_signal(sig, handler):
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(sig, handler) if handler is not None else None
+
+
+def _leave(code: int) -> int:
+    """The exit code after an interrupt. The interrupted chunk may still be running in a worker
+    thread (its result is dropped): when run as the ``rollax`` program, end the process now
+    rather than wait for it at interpreter shutdown."""
+    if _program[0]:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+_program = [False]  # main() was called without argv: this process is the rollax program
 
 
 if __name__ == "__main__":  # pragma: no cover

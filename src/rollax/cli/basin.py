@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
-import json
+import os
 import time
 
 import numpy as np
+
+from rollax.cli._args import (FINITE, NONNEGATIVE, POSITIVE, TOLERANCE, dumps, integer,
+                              real)
 
 
 def register(subparsers) -> None:
@@ -27,33 +31,35 @@ def register(subparsers) -> None:
                    help="a section of Figs. 11-13 (omega2 = 35, 65, 105; omega3 = 10)")
     p.add_argument("--dissipation", choices=["none", "drilling", "rolling"], default="none",
                    help="with --preset: none, drilling (k_d = 0.02 1/s) or rolling (k_r = 0.02 1/s)")
-    p.add_argument("--omega2", type=float, default=None, help="fixed omega2 [1/s] (default 35)")
-    p.add_argument("--omega3", type=float, default=None, help="fixed omega3 [1/s] (default 10)")
-    p.add_argument("--beta", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+    p.add_argument("--omega2", type=FINITE, default=None, help="fixed omega2 [1/s] (default 35)")
+    p.add_argument("--omega3", type=FINITE, default=None, help="fixed omega3 [1/s] (default 10)")
+    p.add_argument("--beta", type=FINITE, nargs=2, metavar=("LO", "HI"), default=None,
                    help="beta range [rad] (default 0.8 1.8)")
-    p.add_argument("--omega1", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+    p.add_argument("--omega1", type=FINITE, nargs=2, metavar=("LO", "HI"), default=None,
                    help="omega1 range [1/s] (default -20 20)")
-    p.add_argument("--grid", type=int, nargs=2, metavar=("NB", "NW"), default=None,
+    p.add_argument("--grid", type=integer(2), nargs=2, metavar=("NB", "NW"), default=None,
                    help="grid points in beta and omega1 (default 360 240)")
-    p.add_argument("--k-d", type=float, default=None, help="drilling resistance rate [1/s], eq. (83)")
-    p.add_argument("--k-r", type=float, default=None, help="rolling resistance rate [1/s], eq. (83)")
-    p.add_argument("--friction", type=float, default=None, metavar="MU",
+    p.add_argument("--k-d", type=NONNEGATIVE, default=None, help="drilling resistance rate [1/s], eq. (83)")
+    p.add_argument("--k-r", type=NONNEGATIVE, default=None, help="rolling resistance rate [1/s], eq. (83)")
+    p.add_argument("--friction", type=real(0.0, lo_open=True, inf=True), default=None, metavar="MU",
                    help="let the ball slip with friction coefficient MU (Sect. 5.2; default: "
                         "no slipping, mu = infinity)")
-    p.add_argument("--slip-delta", type=float, default=1e-6,
+    p.add_argument("--slip-delta", type=POSITIVE, default=1e-6,
                    help="with --friction: slip speed [m/s] given at the onset of slipping")
-    p.add_argument("--t-max", type=float, default=60.0, help="time cap [s] (then 'undecided')")
-    p.add_argument("--rtol", type=float, default=1e-9)
-    p.add_argument("--atol", type=float, default=1e-9)
-    p.add_argument("--max-steps", type=int, default=200_000, help="step limit per start ('failed')")
+    p.add_argument("--t-max", type=POSITIVE, default=60.0, help="time cap [s] (then 'undecided')")
+    p.add_argument("--rtol", type=TOLERANCE, default=1e-9)
+    p.add_argument("--atol", type=TOLERANCE, default=1e-9)
+    p.add_argument("--max-steps", type=integer(1), default=200_000, help="step limit per start ('failed')")
     for name, default, unit in (("r", 0.12, "m"), ("a", 0.01, "m"), ("R", 0.225, "m"),
                                 ("j", 2 / 3, "-"), ("g", 9.81, "m/s^2")):
-        p.add_argument(f"--{name}", dest=f"param_{name}", type=float, default=default,
+        p.add_argument(f"--{name}", dest=f"param_{name}", type=POSITIVE, default=default,
                        help=f"ball/rim parameter {name} [{unit}]")
-    p.add_argument("--chunk-size", type=int, default=1 << 16, help="starts per resumable chunk")
-    p.add_argument("--lanes", type=int, default=512, help="lanes of each device's work queue")
-    p.add_argument("--devices", type=int, default=None, help="JAX devices to use (default: all)")
+    p.add_argument("--chunk-size", type=integer(1), default=1 << 16, help="starts per resumable chunk")
+    p.add_argument("--lanes", type=integer(16), default=512, help="lanes of each device's work queue")
+    p.add_argument("--devices", type=integer(1), default=None, help="JAX devices to use (default: all)")
     p.add_argument("--no-resume", action="store_true", help="do not keep or reuse finished chunks")
+    p.add_argument("--keep-chunks", action="store_true",
+                   help="keep OUT/.chunks after a successful run (default: removed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON summary to stdout")
     p.add_argument("--out", default="rollax-out", help="output directory")
@@ -64,6 +70,9 @@ def run(args) -> int:
     from rollax.basin import Axis, basin_map, preset
     from rollax.rim import Rim
 
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(f"--out = {args.out!r} is not allowed: it is a file; give a directory "
+                         f"(or a path that does not exist yet)")
     base = Rim(r=args.param_r, a=args.param_a, R=args.param_R, j=args.param_j, g=args.param_g)
     name = args.preset or "fig11"
     rim, kw = preset(name, args.dissipation, base)
@@ -96,9 +105,12 @@ def run(args) -> int:
         rim, x=x, y=y, fixed=fixed, t_max=args.t_max, rtol=args.rtol, atol=args.atol,
         max_steps=args.max_steps, chunk_size=args.chunk_size, lanes=args.lanes,
         devices=args.devices, cache_dir=None if args.no_resume else f"{args.out}/.chunks",
-        progress=not args.no_progress, slip=slip,
+        keep_chunks=args.keep_chunks, progress=not args.no_progress, slip=slip,
     )
     elapsed = time.perf_counter() - t0
+    if not args.no_resume and not args.keep_chunks:
+        with contextlib.suppress(OSError):
+            os.rmdir(f"{args.out}/.chunks")  # empty now (other sweeps' chunks would keep it)
     path = bmap.save(args.out)
     summary = {
         "out": str(path),
@@ -116,7 +128,7 @@ def run(args) -> int:
         summary["max_switches"] = int(bmap.switches.max())
         summary["mean_slip_time"] = float(bmap.t_slip.mean())
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(dumps(summary, indent=2))
     else:
         counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items())
         print(f"rollax basin: {grid[0]} x {grid[1]} starts in {elapsed:.2f} s ({counts})")

@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
+
+from rollax.cli._args import POSITIVE, dump, dumps, integer
 
 
 def register(subparsers) -> None:
@@ -20,13 +21,13 @@ def register(subparsers) -> None:
     )
     p.add_argument("--out", help="output directory: fig9.png, fig9.npz, floquet_summary.json")
     p.add_argument("--json", action="store_true", help="print the summary JSON (always printed)")
-    p.add_argument("--n-rho", type=int, default=120, help="grid points in rho/R")
-    p.add_argument("--n-j", type=int, default=80, help="grid points in j")
-    p.add_argument("--j-max", type=float, default=1.0, help="largest j of the map")
-    p.add_argument("--r", type=float, default=0.12, help="ball radius [m]")
-    p.add_argument("--a", type=float, default=0.01, help="rim tube radius [m]")
-    p.add_argument("--R", type=float, default=0.225, help="rim major radius [m]")
-    p.add_argument("--j", type=float, default=2.0 / 3.0, help="J / (m r^2)")
+    p.add_argument("--n-rho", type=integer(2), default=120, help="grid points in rho/R")
+    p.add_argument("--n-j", type=integer(2), default=80, help="grid points in j")
+    p.add_argument("--j-max", type=POSITIVE, default=1.0, help="largest j of the map")
+    p.add_argument("--r", type=POSITIVE, default=0.12, help="ball radius [m]")
+    p.add_argument("--a", type=POSITIVE, default=0.01, help="rim tube radius [m]")
+    p.add_argument("--R", type=POSITIVE, default=0.225, help="rim major radius [m]")
+    p.add_argument("--j", type=POSITIVE, default=2.0 / 3.0, help="J / (m r^2)")
     p.set_defaults(func=run)
 
 
@@ -48,6 +49,6 @@ def run(args) -> int:
             "stable_fraction": float(np.mean(data["stable"])),
         }
         with open(os.path.join(args.out, "floquet_summary.json"), "w") as f:
-            json.dump(summ, f, indent=2)
-    print(json.dumps(summ, indent=2))
+            dump(summ, f, indent=2)
+    print(dumps(summ, indent=2))
     return 0

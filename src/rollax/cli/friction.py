@@ -11,9 +11,10 @@ Sub-commands::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
+
+from rollax.cli._args import FINITE, NONNEGATIVE, POSITIVE, dump, dumps, integer
 
 
 def register(subparsers) -> None:
@@ -23,23 +24,23 @@ def register(subparsers) -> None:
 
     law = sub.add_parser("law", help="normalised force Q_eps and torque T_eps (53) of an exact law")
     law.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform")
-    law.add_argument("--eps", type=float, nargs="+", required=True, help="slip-spin ratios (35), >= 0")
+    law.add_argument("--eps", type=NONNEGATIVE, nargs="+", required=True, help="slip-spin ratios (35), >= 0")
     _common(law)
     law.set_defaults(func=run_law)
 
     fit = sub.add_parser("fit", help="fit a harmonic or Pade model to an exact law by gradient (optax)")
     fit.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform")
     fit.add_argument("--model", choices=("harmonic", "pade"), default="harmonic")
-    fit.add_argument("--degree", type=int, default=2)
+    fit.add_argument("--degree", type=integer(1, 32), default=2)
     fit.add_argument("--rho", choices=("kappa", "R"), default="kappa")
     _common(fit)
     fit.set_defaults(func=run_fit)
 
     ld = sub.add_parser("limit-directions", help="limit directions of the disc / ball at stick (Sect. 7.2)")
     ld.add_argument("--body", choices=("disc", "ball"), default="disc")
-    ld.add_argument("--force", type=float, default=0.0, help="F/(mu m g), >= 0")
-    ld.add_argument("--degree", type=int, default=2, help="degree N of the harmonic model")
-    ld.add_argument("--lam", type=float, default=5.0, help="ball: lambda = R_bar/R")
+    ld.add_argument("--force", type=NONNEGATIVE, default=0.0, help="F/(mu m g), >= 0")
+    ld.add_argument("--degree", type=integer(1, 32), default=2, help="degree N of the harmonic model")
+    ld.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
     _common(ld)
     ld.set_defaults(func=run_limit_directions)
 
@@ -50,9 +51,9 @@ def register(subparsers) -> None:
         default="exact-uniform",
         help="exact-uniform, exact-hertz, linear, harmonic-N (e.g. harmonic-2), pade",
     )
-    stop.add_argument("--force", type=float, default=0.0, help="F/(mu m g)")
-    stop.add_argument("--u0", type=float, nargs=3, default=(1.0, 0.0, 1.0), help="initial (u_x, u_y, rho w_z)")
-    stop.add_argument("--lam", type=float, default=5.0, help="ball: lambda = R_bar/R")
+    stop.add_argument("--force", type=NONNEGATIVE, default=0.0, help="F/(mu m g)")
+    stop.add_argument("--u0", type=FINITE, nargs=3, default=(1.0, 0.0, 1.0), help="initial (u_x, u_y, rho w_z)")
+    stop.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
     _common(stop)
     stop.set_defaults(func=run_stop)
 
@@ -64,13 +65,13 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _emit(args, data: dict, text: str) -> None:
     if args.json:
-        print(json.dumps(data))
+        print(dumps(data))
     else:
         print(text)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, f"{args.friction_command}.json"), "w") as fh:
-            json.dump(data, fh, indent=1)
+            dump(data, fh, indent=1)
 
 
 # ------------------------------------------------------------------------------------- law

@@ -10,21 +10,11 @@ from the residuals. ``--out DIR`` writes ``identify.json``, ``fit.png`` and ``re
 from __future__ import annotations
 
 import json
-import math
 import os
 
+from rollax.cli._args import dumps, real
+
 RIM_FIELDS = ("r", "a", "R", "j", "g", "k_d", "k_r")
-
-
-def _positive(text: str) -> float:
-    import argparse
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
-    return v
 
 
 def register(subparsers) -> None:
@@ -35,11 +25,11 @@ def register(subparsers) -> None:
     p.add_argument("--fit", nargs="+", action="extend", choices=RIM_FIELDS, metavar="NAME",
                    help=f"parameters to fit (repeatable; {', '.join(RIM_FIELDS)})")
     for name, unit in (("d", "m"), ("z", "m"), ("alpha", "rad")):
-        p.add_argument(f"--sigma-{name}", type=_positive, default=None,
+        p.add_argument(f"--sigma-{name}", type=real(0.0, lo_open=True), default=None,
                        help=f"noise level of {name} [{unit}] (default: estimated)")
-    p.add_argument("--t-event", type=float, default=None,
+    p.add_argument("--t-event", type=real(0.0), default=None,
                    help="observed time the ball left the rim [s] (fitted too)")
-    p.add_argument("--sigma-event", type=_positive, default=1e-3,
+    p.add_argument("--sigma-event", type=real(0.0, lo_open=True), default=1e-3,
                    help="noise level of --t-event [s] (default 1e-3)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--out", default=None, help="write identify.json and PNGs here")
@@ -85,9 +75,9 @@ def run(args) -> int:
                             *paths)
         res["figures"] = paths
         with open(os.path.join(args.out, "identify.json"), "w") as fh:
-            json.dump(res, fh, indent=2, allow_nan=False)
+            fh.write(dumps(res, indent=2))
     if args.json:
-        print(json.dumps(res, allow_nan=False))
+        print(dumps(res))
     else:
         print(fit_summary(fit))
         for n in notes:

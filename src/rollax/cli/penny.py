@@ -10,10 +10,11 @@ of the impact map for elastic and plastic impacts on both tables.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
+
+from rollax.cli._args import FINITE, POSITIVE, dump, dumps, integer, real
 
 
 def register(subparsers) -> None:
@@ -29,15 +30,15 @@ def register(subparsers) -> None:
                    help="table of Table I: ellipse a=0.15, b=0.20 or circle of radius 0.20 (m)")
     p.add_argument("--impact", choices=("elastic", "plastic", "restitution"), default="elastic",
                    help="impact law: elastic (15)-(17), plastic (18)-(21) or restitution (--e)")
-    p.add_argument("--e", type=float, default=1.0, help="coefficient of restitution for --impact restitution")
-    p.add_argument("--impacts", type=int, default=20, help="number of impacts N (default 20)")
-    p.add_argument("--theta-dot", type=float, default=10.0, help="initial theta_dot (rad/s)")
-    p.add_argument("--phi-dot", type=float, default=0.2, help="initial phi_dot (rad/s)")
-    p.add_argument("--phi", type=float, default=math.pi / 2, help="initial heading phi (rad)")
-    p.add_argument("--glancing-tol", type=float, default=1e-6,
+    p.add_argument("--e", type=real(0.0, 1.0), default=1.0, help="coefficient of restitution for --impact restitution")
+    p.add_argument("--impacts", type=integer(1, 10_000), default=20, help="number of impacts N (default 20)")
+    p.add_argument("--theta-dot", type=FINITE, default=10.0, help="initial theta_dot (rad/s)")
+    p.add_argument("--phi-dot", type=FINITE, default=0.2, help="initial phi_dot (rad/s)")
+    p.add_argument("--phi", type=FINITE, default=math.pi / 2, help="initial heading phi (rad)")
+    p.add_argument("--glancing-tol", type=POSITIVE, default=1e-6,
                    help="normal approach (metric cosine) below which an impact counts as glancing")
-    p.add_argument("--samples", type=int, default=100, help="chaos: number of perturbed initial conditions")
-    p.add_argument("--seed", type=int, default=0, help="chaos: random seed of the perturbations")
+    p.add_argument("--samples", type=integer(1, 1_000_000), default=100, help="chaos: number of perturbed initial conditions")
+    p.add_argument("--seed", type=integer(0, 2**32 - 1), default=0, help="chaos: random seed of the perturbations")
     p.add_argument("--json", action="store_true", help="print JSON to stdout")
     p.add_argument("--out", metavar="DIR", help="write figures (PNG) and data (json) to DIR")
     p.set_defaults(func=run)
@@ -66,9 +67,9 @@ def run(args) -> int:
 
             plot_penny_chaos(res, args.out)
             with open(os.path.join(args.out, "ftle.json"), "w") as fh:
-                json.dump(result, fh, indent=1)
+                dump(result, fh, indent=1)
         if args.json:
-            print(json.dumps(result, indent=1))
+            print(dumps(result, indent=1))
         else:
             _print_ftle(result)
         return 0
@@ -83,14 +84,14 @@ def run(args) -> int:
         os.makedirs(args.out, exist_ok=True)
         name = f"penny_{args.table}_{args.impact}"
         with open(os.path.join(args.out, name + ".json"), "w") as fh:
-            json.dump(out, fh, indent=1)
+            dump(out, fh, indent=1)
         from rollax.plotting import plot_penny_sequence
 
         plot_penny_sequence(b, s0, b.path(s0, seq, 60), seq.pre_states,
                             os.path.join(args.out, name + ".png"),
                             f"{args.impact} impacts, {args.table} table: first {args.impacts}")
     if args.json:
-        print(json.dumps(out, indent=1))
+        print(dumps(out, indent=1))
     else:
         print(f"{'k':>3} {'time':>12} {'end':>5} {'theta_dot':>11} {'phi_dot':>11} {'energy':>12}  status")
         for r in out["impacts"]:

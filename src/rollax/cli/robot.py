@@ -8,7 +8,7 @@ figures of Figs. 5.3-5.4, 6.2-6.3 or 6.4 with their data.
 
 from __future__ import annotations
 
-import json
+from rollax.cli._args import TOLERANCE, dump, dumps
 
 
 def register(subparsers) -> None:
@@ -19,7 +19,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("example", choices=("disk", "ball", "ball-detach"),
                    help="disk: Sect. 5; ball: Sect. 6; ball-detach: Sect. 6 with m3 = 60")
-    p.add_argument("--rtol", type=float, default=None, help="tolerance (default: the paper's)")
+    p.add_argument("--rtol", type=TOLERANCE, default=None, help="tolerance (default: the paper's)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", default=None, help="write figures (PNG) and data (npz, json) here")
     p.set_defaults(func=run)
@@ -37,9 +37,9 @@ def run(args) -> int:
 
         res["figures"] = write_figures(report.trajectory, args.out, args.example, report.t_stop)
         with open(os.path.join(args.out, f"{args.example}.json"), "w") as fh:
-            json.dump(res, fh, indent=2)
+            dump(res, fh, indent=2)
     if args.json:
-        print(json.dumps(res))
+        print(dumps(res))
     else:
         for k, v in res.items():
             print(f"{k}: {v}")

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import json
 import os
+
+from rollax.cli._args import POSITIVE, dump, dumps, real
 
 FIGURES = (3, 5, 6, 7, 8)  # rollax.steady.FIGURES (not imported here: --help stays light)
 
@@ -26,15 +27,15 @@ def register(subparsers) -> None:
     p.add_argument("--figure", type=int, action="append", choices=FIGURES,
                    help="figure of the paper to regenerate (repeatable)")
     p.add_argument("--out", help="output directory for figures (PNG) and data (npz/json)")
-    p.add_argument("--r", type=float, default=0.12, help="ball radius [m]")
-    p.add_argument("--a", type=float, default=0.01, help="rim tube radius [m]")
-    p.add_argument("--R", type=float, default=0.225, help="rim major radius [m]")
-    p.add_argument("--j", type=float, default=2.0 / 3.0, help="J / (m r^2)")
-    p.add_argument("--g", type=float, default=9.81, help="gravity [m/s^2]")
-    p.add_argument("--mu", type=float, default=1.0, help="friction coefficient")
-    p.add_argument("--v-throw", type=float, default=10.0,
+    p.add_argument("--r", type=POSITIVE, default=0.12, help="ball radius [m]")
+    p.add_argument("--a", type=POSITIVE, default=0.01, help="rim tube radius [m]")
+    p.add_argument("--R", type=POSITIVE, default=0.225, help="rim major radius [m]")
+    p.add_argument("--j", type=POSITIVE, default=2.0 / 3.0, help="J / (m r^2)")
+    p.add_argument("--g", type=POSITIVE, default=9.81, help="gravity [m/s^2]")
+    p.add_argument("--mu", type=real(0.0, lo_open=True, inf=True), default=1.0, help="friction coefficient")
+    p.add_argument("--v-throw", type=POSITIVE, default=10.0,
                    help="throw speed of Figs. 7-8 [m/s]")
-    p.add_argument("--w3-max", type=float, default=60.0, help="|omega30| range of the plots [1/s]")
+    p.add_argument("--w3-max", type=POSITIVE, default=60.0, help="|omega30| range of the plots [1/s]")
     p.set_defaults(func=run)
 
 
@@ -56,7 +57,7 @@ def run(args) -> int:
 
         out = summary(rim)
         out["parameters"] = _params(rim)
-        print(json.dumps(out, indent=2))
+        print(dumps(out, indent=2))
     if args.figure:
         from rollax.steady import write_figure
 

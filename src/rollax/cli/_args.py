@@ -1,0 +1,158 @@
+"""Argument parsing for the ``rollax`` command: one-line errors, checked numbers, strict JSON.
+
+* :class:`Parser`: an ``ArgumentParser`` whose errors are one line (``rollax basin: error:
+  --rtol = -1e-09 is outside the allowed range (0, 1)``, exit 2, no usage block) and that takes
+  ``-1e-9``, ``-inf`` and ``-.5`` as numbers, not as options.
+* :func:`real` and :func:`integer`: argument types that check a number's range (NaN and
+  infinities are refused unless allowed); the allowed range is kept on the type (``lo``,
+  ``hi``, ...) so that tests can feed every option values outside it.
+* :func:`dumps`: JSON with ``null`` for NaN and infinities (strict JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+
+# argparse's own matcher knows neither exponents nor infinities: "-1e-9" would be an option
+_NEGATIVE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.I)
+_TYPE_ERROR = re.compile(r"^argument (\S+?)(?:/\S+)?: = (.*)$", re.S)
+
+
+class Parser(argparse.ArgumentParser):
+    """``ArgumentParser`` with one-line errors and negative numbers in exponent form."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE
+        self._has_negative_number_optionals = []
+
+    def _get_values(self, action, arg_strings):
+        value = super()._get_values(action, arg_strings)
+        if isinstance(action.type, _Check) and action.nargs is None and isinstance(value, list):
+            # ``--rtol=--``: Python 3.11's argparse drops the "--" and passes [] unchecked
+            try:
+                action.type("--")
+            except argparse.ArgumentTypeError as err:
+                raise argparse.ArgumentError(action, str(err)) from None
+        return value
+
+    def error(self, message: str):
+        m = _TYPE_ERROR.match(message)
+        if m:
+            message = f"{m[1]} = {m[2]}"
+        message = " ".join(message.split())  # one line
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class _Check:
+    """Base of the checked argument types (a callable ``str -> value``)."""
+
+    kind = "number"
+
+    def __call__(self, text: str):
+        raise NotImplementedError
+
+    def fail(self, text: str, why: str):
+        raise argparse.ArgumentTypeError(f"= {text} is not allowed: {why}")
+
+
+class real(_Check):
+    """A float in a range: ``real(lo, hi, lo_open=..., hi_open=..., inf=False)``. NaN is never
+    allowed; an infinity only with ``inf=True`` (and only where the range includes it)."""
+
+    kind = "real"
+
+    def __init__(self, lo=-math.inf, hi=math.inf, *, lo_open=False, hi_open=False, inf=False):
+        self.lo, self.hi, self.lo_open, self.hi_open, self.inf = lo, hi, lo_open, hi_open, inf
+        self.__name__ = "number"
+
+    def allowed(self) -> str:
+        if self.lo == -math.inf and self.hi == math.inf:
+            rng = "a finite number" if not self.inf else "a number"
+        else:
+            left = "(" if self.lo_open else "["
+            right = ")" if self.hi_open else "]"
+            if self.hi == math.inf and self.inf:
+                right = "]"
+            rng = f"a number in {left}{self.lo:g}, {self.hi:g}{right}"
+            if self.hi == math.inf and not self.inf:
+                rng = f"a finite number {'>' if self.lo_open else '>='} {self.lo:g}"
+        return rng
+
+    def __call__(self, text: str) -> float:
+        try:
+            x = float(text)
+        except (TypeError, ValueError):
+            self.fail(repr(text), f"it must be {self.allowed()}")
+        if math.isnan(x) or (math.isinf(x) and not self.inf):
+            self.fail(text, f"it must be {self.allowed()}")
+        below = x <= self.lo if self.lo_open else x < self.lo
+        above = x >= self.hi if self.hi_open else x > self.hi
+        if below or above:
+            self.fail(text, f"it is outside the allowed range: {self.allowed()}")
+        return x
+
+
+class integer(_Check):
+    """An int in ``[lo, hi]``."""
+
+    kind = "integer"
+
+    def __init__(self, lo: int = -(10**18), hi: int = 10**18):
+        self.lo, self.hi = lo, hi
+        self.__name__ = "integer"
+
+    def allowed(self) -> str:
+        if self.hi >= 10**18:
+            return f"an integer >= {self.lo}"
+        return f"an integer in [{self.lo}, {self.hi}]"
+
+    def __call__(self, text: str) -> int:
+        try:
+            x = int(text.strip())
+        except (TypeError, ValueError, AttributeError):
+            self.fail(repr(text), f"it must be {self.allowed()}")
+        if not self.lo <= x <= self.hi:
+            self.fail(text, f"it is outside the allowed range: {self.allowed()}")
+        return x
+
+
+FINITE = real()
+POSITIVE = real(0.0, lo_open=True)
+NONNEGATIVE = real(0.0)
+TOLERANCE = real(0.0, 1.0, lo_open=True, hi_open=True)
+
+
+def strict(obj):
+    """``obj`` with every non-finite float (Python or NumPy) replaced by ``None`` and NumPy
+    scalars and arrays turned into Python numbers and lists."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return strict(obj.tolist())
+    if isinstance(obj, np.generic):
+        return strict(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(obj, **kwargs) -> str:
+    """Strict JSON (``null`` for NaN and infinities)."""
+    return json.dumps(strict(obj), allow_nan=False, **kwargs)
+
+
+def dump(obj, fh, **kwargs) -> None:
+    fh.write(dumps(obj, **kwargs))
+
+
+def print_error(prog: str, message: str) -> None:
+    print(f"{prog}: error: {' '.join(str(message).split())}", file=sys.stderr)

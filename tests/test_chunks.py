@@ -1,0 +1,267 @@
+"""The chunk store of rollax.sweep (rollax._chunks): verified, atomic, shareable, interruptible.
+
+Most tests drive ``run_chunked`` with a cheap NumPy function (in this process, or in
+subprocesses that do no JAX work), and one drives ``rollax.sweep``.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rollax
+import rollax._chunks as chunks
+from rollax._chunks import ChunkWarning, SweepInterrupted, run_chunked
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+N, CHUNK = 53, 10  # six chunks, the last one short
+
+
+def _starts(lo, hi):
+    i = np.arange(lo, hi)
+    return np.stack([0.5 * i, i], axis=1)
+
+
+def _fn(calls=None):
+    def fn(chunk, valid):
+        if calls is not None:
+            calls.append(int(chunk[0, 1]))
+        return {"sq": chunk[:, 0] ** 2, "idx": chunk[:, 1].astype(np.int64)}
+    return fn
+
+
+def _run(tmp_path, calls=None, **kw):
+    kw = dict(dict(n=N, chunk_size=CHUNK, cache_dir=tmp_path, key="k", progress=False), **kw)
+    return run_chunked(_fn(calls), _starts, **kw)
+
+
+def _check(out):
+    i = np.arange(N)
+    np.testing.assert_array_equal(out["idx"], i)
+    np.testing.assert_array_equal(out["sq"], (0.5 * i) ** 2)
+
+
+def _files(tmp_path):
+    return sorted((tmp_path / "chunks-k").glob("*.npz"))
+
+
+def test_chunks_are_reused_and_removed_unless_kept(tmp_path):
+    calls = []
+    _check(_run(tmp_path, calls, keep_chunks=True))
+    assert len(calls) == 6 and len(_files(tmp_path)) == 6
+    calls.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an intact chunk is used silently
+        _check(_run(tmp_path, calls))
+    assert calls == []  # all six loaded
+    assert not (tmp_path / "chunks-k").exists()  # removed after the successful run
+    assert tmp_path.exists()  # the cache directory existed before: it stays
+    new = tmp_path / "made"
+    _check(_run(new))
+    assert not new.exists()  # created by the run, empty afterwards: removed
+
+
+def _rewrite(path, **changes):
+    """Rewrite a chunk file with changed arrays but its old record (valid format, wrong data)."""
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays.update(changes)
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+@pytest.mark.parametrize("fault, why", [
+    ("corrupt", "is corrupt"),
+    ("truncated", "cannot be read"),
+    ("garbage", "cannot be read"),
+    ("empty", "cannot be read"),
+    ("foreign", "has no valid rollax chunk record"),
+])
+def test_a_bad_chunk_is_redone_with_a_one_line_warning(tmp_path, fault, why):
+    _run(tmp_path, keep_chunks=True)
+    bad = _files(tmp_path)[2]
+    if fault == "corrupt":
+        with np.load(bad) as z:
+            _rewrite(bad, sq=z["sq"] + 1.0)
+    elif fault == "truncated":
+        data = bad.read_bytes()
+        bad.write_bytes(data[: len(data) // 2])
+    elif fault == "garbage":
+        bad.write_bytes(b"not a chunk at all")
+    elif fault == "empty":
+        bad.write_bytes(b"")
+    else:
+        np.savez(bad, sq=np.zeros(CHUNK), idx=np.zeros(CHUNK, np.int64))
+    calls = []
+    with pytest.warns(ChunkWarning) as rec:
+        _check(_run(tmp_path, calls, keep_chunks=True))
+    assert calls == [20]  # only that chunk was recomputed
+    (msg,) = [str(w.message) for w in rec if w.category is ChunkWarning]
+    assert str(bad) in msg and why in msg and "\n" not in msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check(_run(tmp_path, keep_chunks=True))  # and rewritten: now used silently
+
+
+def test_a_stale_chunk_is_redone(tmp_path, monkeypatch):
+    _run(tmp_path, keep_chunks=True)
+    monkeypatch.setattr(chunks, "code_fingerprint", lambda: "0123456789abcdef0123")
+    calls = []
+    with pytest.warns(ChunkWarning, match="is stale") as rec:
+        _check(_run(tmp_path, calls, keep_chunks=True))
+    assert len(calls) == 6 and len(rec) == 6
+
+
+def test_the_fingerprint_covers_the_version_and_the_code():
+    fp = chunks.code_fingerprint()
+    assert len(fp) == 20 and fp == chunks.code_fingerprint()
+    chunks.code_fingerprint.cache_clear()
+    assert chunks.code_fingerprint() == fp  # stable
+    # a chunk of another sweep (other key) is not used either
+    assert chunks.checksum({"a": np.arange(3)}) != chunks.checksum({"a": np.arange(3.0)})
+
+
+def test_a_file_as_cache_dir_is_refused_before_any_work(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    calls = []
+    with pytest.raises(ValueError, match="cache_dir = .* is a file"):
+        _run(f, calls)
+    assert calls == []
+
+
+def test_a_sweep_too_large_is_refused_up_front():
+    t = time.perf_counter()
+    axes = [rollax.Axis("z", 0.5, 2.0, 100_000), rollax.Axis("e", 0.3, 0.9, 100_000)]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    from bouncing_ball import BouncingBall
+
+    with pytest.raises(MemoryError, match=r"10,000,000,000 starts needs about .* GB") as err:
+        rollax.sweep(BouncingBall(), axes, y0={"v": 0.0}, t1=1.0, progress=False)
+    assert "\n" not in str(err.value)
+    assert time.perf_counter() - t < 2.0  # nothing was built
+
+
+# ----------------------------------------------------------------- in other processes
+WORKER = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    from rollax._chunks import run_chunked, SweepInterrupted
+    folder, delay, log, out = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+
+    def fn(chunk, valid):
+        with open(log, "a") as f:
+            f.write(f"{int(chunk[0, 1])}\\n")
+        time.sleep(delay)
+        return {"sq": chunk[:, 0] ** 2, "idx": chunk[:, 1].astype(np.int64)}
+
+    def starts(lo, hi):
+        i = np.arange(lo, hi)
+        return np.stack([0.5 * i, i], axis=1)
+
+    print("ready", flush=True)
+    try:
+        res = run_chunked(fn, starts, n=%d, chunk_size=%d, cache_dir=folder, key="k",
+                          progress=False)
+    except SweepInterrupted as err:
+        print(err, file=sys.stderr)
+        sys.exit(err.exit_code)
+    np.savez(out, **res)
+""" % (N, CHUNK))
+
+
+def _worker(tmp_path, name, delay):
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    log, out = tmp_path / f"{name}.log", tmp_path / f"{name}.npz"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(tmp_path / "store"), str(delay), str(log), str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc, log, out
+
+
+def _logged(log):
+    return [int(x) for x in log.read_text().split()] if log.exists() else []
+
+
+def test_two_runs_into_one_directory_both_finish_correctly(tmp_path):
+    procs = [_worker(tmp_path, name, 0.1) for name in ("a", "b")]
+    for proc, log, out in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        with np.load(out) as z:
+            _check(dict(z))
+    assert not list(tmp_path.glob("store/**/*.tmp"))  # no temporary file left behind
+
+
+def _wait_for_chunks(tmp_path, k, timeout=60):
+    t = time.monotonic()
+    while len(list((tmp_path / "store" / "chunks-k").glob("*.npz"))) < k:
+        assert time.monotonic() - t < timeout
+        time.sleep(0.02)
+
+
+def test_killed_run_resumes_from_its_finished_chunks(tmp_path):
+    proc, log, _ = _worker(tmp_path, "killed", 0.3)
+    _wait_for_chunks(tmp_path, 2)
+    proc.kill()  # SIGKILL: no chance to clean up
+    proc.communicate()
+    saved = len(list((tmp_path / "store" / "chunks-k").glob("*.npz")))
+    assert 2 <= saved < 6
+    proc, log, out = _worker(tmp_path, "resumed", 0.0)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == "", err
+    assert len(_logged(log)) == 6 - saved  # only the unfinished chunks were run
+    with np.load(out) as z:
+        _check(dict(z))
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_within_a_second_and_keeps_the_finished_chunks(tmp_path, sig, code):
+    proc, log, _ = _worker(tmp_path, "stopped", 0.5)
+    _wait_for_chunks(tmp_path, 2)
+    time.sleep(0.1)  # into the next chunk (half a second long)
+    t = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    latency = time.monotonic() - t
+    assert proc.returncode == code, err
+    assert latency < 1.0, latency
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "rerun the same command to resume" in lines[0], err
+    assert f"by {signal.Signals(sig).name} after" in lines[0]
+    kept = len(list((tmp_path / "store" / "chunks-k").glob("*.npz")))
+    assert kept >= 2
+    proc, log, out = _worker(tmp_path, "resumed", 0.0)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert len(_logged(log)) == 6 - kept
+    with np.load(out) as z:
+        _check(dict(z))
+
+
+def test_an_interrupt_in_process_raises_sweep_interrupted(tmp_path):
+    calls = []
+
+    def fn(chunk, valid):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during the third chunk
+            time.sleep(5)  # a long chunk: the interrupt must not wait for it
+        return _fn()(chunk, valid)
+
+    t = time.monotonic()
+    with pytest.raises(SweepInterrupted) as err:
+        run_chunked(fn, _starts, n=N, chunk_size=CHUNK, cache_dir=tmp_path, key="k",
+                    progress=False)
+    assert time.monotonic() - t < 2.0
+    assert err.value.done == 2 and err.value.total == 6 and err.value.exit_code == 130
+    assert len(_files(tmp_path)) == 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

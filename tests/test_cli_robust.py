@@ -1,0 +1,234 @@
+"""The rollax command under bad input and faults: one-line errors with exit code 2 for every
+option, --version, strict JSON, broken pipes, --out naming a file, SIGINT during a sweep."""
+
+import argparse
+import glob
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rollax
+from rollax.cli import build_parser, main
+from rollax.cli._args import _Check, dumps, integer, real
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+ENV = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def _checked_options():
+    """(command words, option string, nargs, type) of every option with a checked type."""
+    found = []
+
+    def walk(parser, words):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, words + [name])
+            elif isinstance(action.type, _Check) and action.option_strings:
+                found.append((tuple(words), action.option_strings[0], action.nargs, action.type))
+
+    walk(build_parser(), [])
+    return found
+
+
+OPTIONS = _checked_options()
+
+
+def test_every_numeric_option_is_checked():
+    parser = build_parser()
+    unchecked = []
+
+    def walk(p, words):
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, words + [name])
+            elif action.type in (int, float) and not action.choices:
+                unchecked.append((words, action.option_strings or action.dest))
+
+    walk(parser, [])
+    assert unchecked == []
+    assert {w[0] for w, *_ in OPTIONS} == {"basin", "steady", "floquet", "friction", "robot",
+                                           "penny", "identify"}
+
+
+def _invalid(t):
+    """A strategy of texts that ``t`` must refuse."""
+    junk = st.sampled_from(["abc", "", "1,5", "0x", "one", "1e", "[1]", " ", "1 2"])
+    if isinstance(t, integer):
+        outs = [st.integers(max_value=t.lo - 1).map(str)]
+        if t.hi < 10**18:
+            outs.append(st.integers(min_value=t.hi + 1).map(str))
+        non_int = st.sampled_from(["1.5", "nan", "inf", "-inf", "2e3", "1.0"])
+        return st.one_of(junk, non_int, *outs)
+    assert isinstance(t, real)
+    bad = ["nan", "NaN", "-nan"]
+    if not t.inf:
+        bad += ["inf", "-inf", "1e999"]
+    elif t.lo > -math.inf:
+        bad += ["-inf"]
+    outs = []
+    if t.lo > -math.inf:
+        lo = st.floats(max_value=t.lo, allow_nan=False, allow_infinity=False)
+        outs.append((lo.filter(lambda x: x < t.lo or t.lo_open)).map(repr))
+    if t.hi < math.inf:
+        hi = st.floats(min_value=t.hi, allow_nan=False, allow_infinity=False)
+        outs.append((hi.filter(lambda x: x > t.hi or t.hi_open)).map(repr))
+    return st.one_of(junk, st.sampled_from(bad), *outs)
+
+
+@st.composite
+def _bad_call(draw):
+    words, opt, nargs, t = draw(st.sampled_from(OPTIONS))
+    value = draw(_invalid(t))
+    n = {None: 1, "+": 1, "?": 1}.get(nargs, nargs)
+    return list(words) + [f"{opt}={value}" if value.startswith("-") and n == 1 else opt] + (
+        [] if value.startswith("-") and n == 1 else [value] * n), opt, value
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call=_bad_call())
+def test_invalid_values_of_every_option_give_one_line_and_exit_2(call, capsys):
+    argv, opt, value = call
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, (argv, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, (argv, err)
+    assert lines[0].startswith("rollax ") and ": error: " in lines[0], err
+    assert f"{opt} = " in lines[0] and ("allowed" in lines[0] or "must" in lines[0]), err
+    assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["basin", "--rtol", "-1e-9"], "--rtol = -1e-9 is not allowed: it is outside the allowed range"),
+    (["basin", "--max-steps", "0"], "--max-steps = 0 is not allowed"),
+    (["basin", "--devices", "0"], "--devices = 0 is not allowed"),
+    (["penny", "--theta-dot", "nan"], "--theta-dot = nan is not allowed: it must be a finite"),
+    (["friction", "stop", "--u0", "nan", "0", "1"], "--u0 = nan is not allowed"),
+    (["friction", "fit", "--degree", "500"], "--degree = 500 is not allowed"),
+    (["steady", "--w3-max", "0"], "--w3-max = 0 is not allowed"),
+    (["basin", "--friction", "-inf"], "--friction = -inf is not allowed"),
+    (["basin", "--grid", "3", "abc"], "--grid = 'abc' is not allowed"),
+    (["basin", "--rtol=--"], "--rtol = '--' is not allowed"),
+])
+def test_the_cases_of_the_issue(argv, match, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and match in err, err
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"rollax {rollax.__version__}"
+
+
+def test_out_naming_a_file_is_refused_before_any_work(tmp_path, capsys):
+    f = tmp_path / "f"
+    f.write_text("x")
+    t = time.perf_counter()
+    assert main(["basin", "--grid", "4", "4", "--out", str(f)]) == 2
+    assert time.perf_counter() - t < 5
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out = " in err and "is a file" in err
+    assert f.read_text() == "x"
+
+
+def test_strict_json():
+    text = dumps({"a": math.nan, "b": [math.inf, -math.inf, 1.5], "c": np.float32("nan"),
+                  "d": np.array([1.0, np.nan]), "e": np.int64(3)})
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {
+        "a": None, "b": [None, None, 1.5], "c": None, "d": [1.0, None], "e": 3}
+
+
+def _rollax(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "rollax.cli", *args], env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def test_a_broken_pipe_ends_quietly():
+    p = _rollax("friction", "law", "--eps", *map(str, np.linspace(0, 3, 4000)))
+    p.stdout.close()  # the reader goes away at once (like ``| head -0``)
+    err = p.stderr.read()
+    p.wait(timeout=120)
+    assert p.returncode in (0, 141) and err == "", err
+
+
+def test_sigint_during_a_basin_sweep_keeps_the_chunks_and_resumes(tmp_path):
+    out = tmp_path / "out"
+    args = ["basin", "--grid", "120", "100", "--chunk-size", "400", "--t-max", "30",
+            "--no-progress", "--out", str(out)]
+    p = _rollax(*args)
+    t0 = time.monotonic()
+    while not glob.glob(str(out / ".chunks" / "*" / "*.npz")):
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() - t0 < 240
+        time.sleep(0.02)
+    t = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    stdout, err = p.communicate(timeout=60)
+    latency = time.monotonic() - t
+    assert p.returncode == 130, err
+    assert latency < 1.5, latency
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted by SIGINT after" in lines[0], err
+    assert "rerun the same command to resume" in lines[0]
+    kept = glob.glob(str(out / ".chunks" / "*" / "*.npz"))
+    assert 1 <= len(kept) < 30
+    p = _rollax(*args, "--json")
+    stdout, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    summary = json.loads(stdout)
+    assert sum(summary["counts"].values()) == 12000
+    assert not (out / ".chunks").exists()  # removed after the successful run
+
+
+# ------------------------------------------------------------------ public constructors
+def _constructors():
+    import dataclasses
+
+    from rollax.friction.coulomb import Coulomb
+    from rollax.friction.linear import LinearEllipsoidal
+    from rollax.penny import EllipseTable, Penny
+    from rollax.rim import Rim
+    from rollax.slip import SlipSettings
+
+    out = []
+    for cls in (Rim, Coulomb, LinearEllipsoidal, Penny, EllipseTable, SlipSettings):
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("static") or f.name in ("mu",) and cls is Rim:
+                continue  # Rim.mu = inf is allowed: no slipping
+            out.append((cls, f.name))
+    return out
+
+
+CONSTRUCTORS = _constructors()
+BAD_VALUES = st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, "abc", None, "1.0",
+                                        [1.0, "x"]]),
+                       st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=False))
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=st.sampled_from(CONSTRUCTORS), bad=BAD_VALUES)
+def test_invalid_values_of_public_constructors_give_one_line_value_errors(case, bad):
+    """NaN, infinities, wrong types and negative values (every parameter of these is positive
+    or has a bounded range) are refused with one line naming the parameter."""
+    cls, name = case
+    try:
+        cls(**{name: bad})
+    except ValueError as err:
+        msg = str(err)
+        assert "\n" not in msg and name in msg, msg
+    else:
+        # a negative value may be allowed (an angle, a sign); NaN, inf and text never are
+        assert isinstance(bad, float) and math.isfinite(bad), (cls.__name__, name, bad)
