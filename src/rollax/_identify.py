@@ -152,6 +152,10 @@ class Fit:
         i = self.names.index(name)
         return float(self.values[i]), float(self.std_errors[i])
 
+    def predict(self, observations: "Observations", t=None) -> np.ndarray:
+        """The fitted model's observables at the times ``t`` (default: the observation times)."""
+        return predict(self, observations, t)
+
     def to_dict(self) -> dict:
         """A JSON-ready summary (non-finite numbers become ``None``)."""
         f = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731

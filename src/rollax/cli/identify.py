@@ -39,7 +39,6 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import warnings
 
-    from rollax._identify import predict
     from rollax.identification import fit_rim, fit_summary, read_rim_csv, rim_observations
 
     if not args.fit:
@@ -65,7 +64,7 @@ def run(args) -> int:
         from rollax.plotting import plot_identification
 
         os.makedirs(args.out, exist_ok=True)
-        fitted = predict(fit, obs)
+        fitted = fit.predict(obs)
         caption = "; ".join(f"{n} = {v:.5g} ± {s:.2g}" for n, v, s in
                             zip(fit.names[:len(args.fit)], fit.values, fit.std_errors))
         caption += f"\n{len(obs.t)} samples, noise " + ", ".join(
