@@ -270,3 +270,26 @@ def test_fit_to_dict_is_strict_json(record):
         fit = fit_rim(rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2]))
     json.dumps(fit.to_dict(), allow_nan=False)
     assert math.isfinite(fit.wall_time)
+
+
+def test_ball_robot_shell_mass_from_the_contact_path():
+    """The ball robot of Sect. 6: its shell mass m0 from 5 s of the contact point's path
+    (made at tolerance 1e-12, noise 1e-3 in units of r), starting from m0 = 0.7."""
+    import equinox as eqx
+
+    from rollax.robot.examples import paper_ball
+    from rollax.systems import Robot
+
+    ex = paper_ball()
+    true = Robot(ex.model, ex.control)
+    y0 = true.from_rolling(jnp.asarray(ex.y0))
+    t = np.linspace(0.0, 5.0, 201)
+    sol = rollax.solve(true, y0, 0.0, 5.0, ts=jnp.asarray(t), rtol=1e-12, atol=1e-12)
+    path = np.asarray(jax.vmap(true.contact_point)(jnp.asarray(t), sol.ys))
+    assert np.ptp(path, axis=0).max() > 0.05  # it moves
+    noisy = path + 1e-3 * np.random.default_rng(8).normal(size=path.shape)
+    obs = rollax.Observations(t, noisy, "contact_point", ("x", "y"), sigma=(1e-3, 1e-3))
+    start = eqx.tree_at(lambda r: r.model.m0, true, jnp.asarray(0.7))
+    fit = rollax.identify(start, obs, ["m0"], y0=y0, fit_y0=False, rtol=1e-9, atol=1e-9)
+    value, se = fit["m0"]
+    assert fit.converged and abs(value - 1.0) < 3 * se and se < 0.05

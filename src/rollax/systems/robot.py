@@ -122,6 +122,15 @@ class Robot(AbstractSystem):
         return jnp.stack([jnp.where(rolling, self.normal_force(t, y), one),
                           jnp.where(rolling, one, self.flight.height(y))])
 
+    def contact_point(self, t, y):
+        """What a camera above the floor sees (for :func:`rollax.identify`): the contact point
+        (the point of the floor under the geometric centre) ``(x, y)`` for the ball, ``(x,)``
+        for the disk, in the units of the model."""
+        n = self.model.n
+        if self.is_ball:
+            return y[2 * n + 7 : 2 * n + 9]
+        return y[2 * n + 2 : 2 * n + 3]
+
     def reset(self, t, y, mode, aux, event):
         n = self.model.n
         detach = (mode == ROLLING) & (event == 0)
