@@ -51,9 +51,9 @@ def rim():
     res["t_separation_s"] = t_sep
     res["notes"] = [str(w.message) for w in caught]
     caption = (f"k_d = {fit['k_d'][0]:.5f} ± {fit['k_d'][1]:.1g} 1/s (truth 0.02), "
-               f"k_r = {fit['k_r'][0]:.2g} ± {fit['k_r'][1]:.1g} 1/s (truth 0); "
-               f"{len(t)} samples at 240 Hz until the ball leaves the rim\n"
-               f"noise 1 mm (d, z), 2 mrad (alpha); Rim of Table 1 (r 0.12 m, a 0.01 m, "
+               f"k_r = {fit['k_r'][0]:.2g} ± {fit['k_r'][1]:.1g} 1/s (truth 0)\n"
+               f"{len(t)} samples at 240 Hz until the ball leaves the rim; "
+               f"noise 1 mm (d, z), 2 mrad (alpha)\nRim of Table 1 (r 0.12 m, a 0.01 m, "
                f"R 0.225 m, j 2/3)")
     plot_identification(obs.t, obs.values, fit.predict(obs), obs.names, ("m", "m", "rad"),
                         caption, os.path.join(HERE, "fit.png"),

@@ -18,8 +18,8 @@ loop runs on the host so that it can report progress and its history.
 Error bars are the Gauss-Newton ones: ``cov = (J_w^T J_w)^-1`` with the residuals weighted by
 the noise levels; noise levels not given are estimated from the residuals (per observable,
 the RMS with the degrees of freedom taken out) and the fit is repeated with them. A parameter
-whose standard error exceeds its magnitude, or an information matrix that is numerically
-singular (condition number of its correlation form above 1e10), raises an
+whose 95 % interval (+- 1.96 standard errors) includes 0, or an information matrix that is
+numerically singular (condition number of its correlation form above 1e10), raises an
 :class:`IdentifiabilityWarning` that names what the data cannot tell.
 """
 
@@ -640,9 +640,9 @@ def _identifiability(names, x, se, cond, at_bound, n_params) -> list[str]:
     for i, (n, v, s) in enumerate(zip(names, x, se)):
         if not math.isfinite(s):
             out.append(f"{n} is not identifiable from these data (standard error undefined)")
-        elif s > abs(v) and i < n_params:  # (zero means nothing special for a state)
-            out.append(f"{n} = {v:.6g} +- {s:.3g}: the data cannot tell it from 0 (standard "
-                       f"error larger than the estimate)")
+        elif 1.96 * s > abs(v) and i < n_params:  # (zero means nothing special for a state)
+            out.append(f"{n} = {v:.6g} +- {s:.3g}: the data cannot tell it from 0 (its 95 % "
+                       f"interval includes 0)")
     return out
 
 

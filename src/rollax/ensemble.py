@@ -1,6 +1,6 @@
 """The batched ensemble kernel: many event-terminated DOPRI5 solves, one work queue per device.
 
-Design (measured in ``shared/PERFORMANCE.md``):
+Design (measured in ``benchmarks/RESULTS.md``):
 
 * **A work queue, not vmap over a while loop.** One ``while_loop`` advances ``lanes``
   trajectories in lock-step; a finished lane writes its result and takes the next start, in a
