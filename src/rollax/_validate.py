@@ -63,6 +63,11 @@ def check_positive(name: str, value: Any) -> float:
     return x
 
 
+def check_finite(name: str, value: Any) -> float:
+    """``value`` (or each of its entries) must be a finite real number."""
+    return check_range(name, value, -math.inf, math.inf, lo_open=True, hi_open=True)
+
+
 def check_nonnegative(name: str, value: Any) -> float:
     """``value`` must be a finite number >= 0."""
     return check_range(name, value, 0.0, math.inf, hi_open=True)
@@ -87,3 +92,96 @@ def _is_tracer(value: Any) -> bool:
         return isinstance(value, jax.core.Tracer)
     except Exception:  # pragma: no cover
         return False
+
+
+def _show(x: Any) -> str:
+    """A short rendering of a bad value for an error message (small arrays in full)."""
+    import numpy as np
+
+    if _is_tracer(x):
+        return f"a traced array of shape {tuple(x.shape)}"
+    try:
+        arr = np.asarray(x)
+    except Exception:
+        return repr(x)
+    if arr.dtype == object or arr.dtype.kind in "SUb" or (arr.ndim == 0 and not hasattr(x, "shape")):
+        return repr(x)  # a Python scalar, string, None, ...
+    if arr.size <= 8:
+        return f"{arr.tolist()!r} (shape {arr.shape})"
+    return f"an array of shape {arr.shape}"
+
+
+def check_shape(name: str, x: Any, shape: tuple[int, ...], what: str = "") -> Any:
+    """Raise ``ValueError`` unless ``x`` has exactly ``shape``; return ``x``.
+
+    Shapes are static under ``jit``/``vmap`` (under ``vmap`` the per-example shape is seen), so
+    this is safe to call in any traced function; only the shape is checked, never the values.
+    ``what`` (e.g. ``" = (beta, w1, w2, w3)"``) is added to the allowed shape in the message.
+    """
+    import numpy as np
+
+    try:
+        got = tuple(np.shape(x))
+    except Exception:
+        got = None
+    if got != tuple(shape):
+        raise ValueError(f"{name} = {_show(x)} is not allowed: it must be an array of shape "
+                         f"{tuple(shape)}{what} (use jax.vmap for a batch)")
+    return x
+
+
+def check_integer(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> Any:
+    """``value`` must be a Python or NumPy integer (not a bool; a whole float such as ``2.0`` is
+    taken as 2) in ``[lo, hi]``; returned as an ``int``. Traced values are passed through
+    unchecked."""
+    import numpy as np
+
+    if _is_tracer(value):
+        return value
+    if lo is not None and hi is not None:
+        allowed = f"an integer in [{lo}, {hi}]"
+    elif lo is not None:
+        allowed = f"an integer >= {lo}"
+    elif hi is not None:
+        allowed = f"an integer <= {hi}"
+    else:
+        allowed = "an integer"
+    if hasattr(value, "shape") and hasattr(value, "dtype") and np.ndim(value) == 0:
+        if np.dtype(value.dtype).kind in "iuf":
+            value = np.asarray(value).item()  # a 0-d NumPy or JAX array
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+        is_int = True  # 2.0: a whole number, accepted as 2
+    if not is_int:
+        raise ValueError(f"{name} = {value!r} is not allowed: it must be {allowed}")
+    v = int(value)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{name} = {v!r} is not allowed: it is outside the allowed range: {allowed}")
+    return v
+
+
+def real_array(name: str):
+    """An ``equinox.field`` converter to a float array that refuses what is not a real number
+    (strings, ``None``, booleans, objects) with a ``ValueError`` naming the field. Values are
+    not checked here (``__check_init__`` does that); traced values are converted as they are."""
+
+    def convert(x):
+        import jax.numpy as jnp
+        import numpy as np
+
+        if _is_tracer(x):
+            return jnp.asarray(x, dtype=float)
+        if isinstance(x, (str, bytes, bool, np.bool_)) or x is None:
+            raise ValueError(f"{name} = {x!r} is not allowed: it must be a real number")
+        try:
+            arr = np.asarray(x)
+            ok = arr.dtype.kind in "iuf"
+        except Exception:
+            ok = False
+        if not ok:
+            raise ValueError(f"{name} = {x!r} is not allowed: it must be a real number or an "
+                             "array of real numbers")
+        return jnp.asarray(x, dtype=float)
+
+    convert.__name__ = f"real_array_{name}"
+    return convert

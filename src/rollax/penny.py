@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from rollax._validate import check_positive, check_range
+from rollax._validate import check_integer, check_positive, check_range, check_shape
 from rollax.impacts import (
     nonholonomic_elastic_root,
     nonholonomic_plastic,
@@ -65,6 +65,9 @@ _FRONT_BACK = (1.0, -1.0)  # sign of R cos(phi) in (27) and (34)
 
 
 # ----------------------------------------------------------------------------------- penny
+
+
+_STATE8 = " = (x, y, theta, phi, x', y', theta', phi')"
 
 
 class Penny(eqx.Module):
@@ -567,6 +570,8 @@ class PennyBilliard(eqx.Module):
         the edge (NO_IMPACT), touches it tangentially (GLANCING, time and pre-impact state kept)
         or starts off the table (OUTSIDE).
         """
+        n_impacts = check_integer("n_impacts", n_impacts, 1)
+        check_shape("state0", state0, (8,), _STATE8)
         s0 = jnp.asarray(state0, float)
         nan8 = jnp.full((8,), jnp.nan)
 
@@ -654,6 +659,8 @@ def ftle(
     vector (default: a fixed generic direction). If the sequence stops early (NO_IMPACT,
     GLANCING) the exponent is taken over the impacts before that.
     """
+    n_impacts = check_integer("n_impacts", n_impacts, 1)
+    check_shape("state0", state0, (8,), _STATE8)
     s0 = jnp.asarray(state0, float)
     if weights is None:
         Dm = jnp.asarray(billiard.table.diameter, float)
@@ -795,6 +802,9 @@ def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
     """
     import numpy as np
 
+    n_samples = check_integer("n_samples", n_samples, 1)
+    n_impacts = check_integer("n_impacts", n_impacts, 1)
+    n_ftle = check_integer("n_ftle", n_ftle, 1)
     rng = np.random.default_rng(seed)
     pert = rng.uniform(-0.005, 0.005, size=(n_samples, 2))
     result = {"n_samples": n_samples, "seed": seed,

@@ -16,10 +16,19 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from rollax._validate import check_nonnegative, check_positive, check_range
+from rollax._validate import check_nonnegative, check_positive, check_range, check_shape
 from rollax.fastmath import sincos
 
 State = Float[Array, "4"]
+
+_X = " = (beta, w1, w2, w3)"
+
+
+def _state(method: str, x, n: int = 4, name: str = "x"):
+    """``x`` if it has shape ``(n,)``, else a one-line ``ValueError`` (shapes are static, so
+    this holds under jit and vmap too)."""
+    what = _X if n == 4 else " = (beta, w1, w2, w3, alpha)"
+    return check_shape(f"Rim.{method}: {name}", x, (n,), what)
 
 
 class Rim(eqx.Module):
@@ -88,6 +97,7 @@ class Rim(eqx.Module):
 
         Returns ``dx/dt`` for ``x = (beta, w1, w2, w3)``.
         """
+        _state("vector_field", x)
         beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
         r, R, j, g, rho = self.r, self.R, self.j, self.g, self.rho
         s, c = sincos(beta)
@@ -108,6 +118,7 @@ class Rim(eqx.Module):
         F2 is the normal force; (F1, F3) the static friction. (The small extra force from the
         dissipative moment (82) is not included, as in the paper.)
         """
+        _state("contact_forces", x)
         beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
         r, R, j, g, rho, m = self.r, self.R, self.j, self.g, self.rho, self.m
         s, c = sincos(beta)
@@ -119,6 +130,7 @@ class Rim(eqx.Module):
 
     def normal_force(self, x: State) -> Float[Array, ""]:
         """Normal contact force F2 of eq. (31) (= eq. (73))."""
+        _state("normal_force", x)
         beta, w1, w3 = x[0], x[1], x[3]
         s, c = sincos(beta)
         r2 = self.r**2
@@ -126,6 +138,7 @@ class Rim(eqx.Module):
 
     def no_slip_margin(self, x: State) -> Float[Array, ""]:
         """mu F2 - sqrt(F1^2 + F3^2): rolling is realisable while this is >= 0, eq. (39)."""
+        _state("no_slip_margin", x)
         F1, F2, F3 = self.contact_forces(x)
         return self.mu * F2 - jnp.sqrt(F1**2 + F3**2)
 
@@ -134,20 +147,24 @@ class Rim(eqx.Module):
 
         (The paper prints m g r sin(beta); docs/physics-notes.md: the centre's height is rho sin(beta).)
         """
+        _state("energy", x)
         return rolling_energy(x, self.m, self.r, self.j, self.g, self.rho)
 
     # ------------------------------------------------------------------ full-state reconstruction
     def alpha_dot(self, x: State) -> Float[Array, ""]:
         """Rate of the angle alpha around the rim while rolling, eq. (19) with u1 = 0."""
+        _state("alpha_dot", x)
         return -self.r * x[3] / (self.R - self.rho * jnp.cos(x[0]))
 
     def vector_field_with_alpha(self, z: Float[Array, "5"]) -> Float[Array, "5"]:
         """Rolling equations for ``z = (beta, w1, w2, w3, alpha)``: (33)-(36) with (83), plus the
         cyclic angle around the rim from (19), so that positions can be reconstructed."""
+        _state("vector_field_with_alpha", z, 5, "z")
         return jnp.concatenate([self.vector_field(z[:4]), self.alpha_dot(z[:4])[None]])
 
     def centre(self, x: State, alpha: Float[Array, ""] | float = 0.0) -> Float[Array, "3"]:
         """Ball centre G in the rim frame (e1, e2, e3), eq. (12)."""
+        _state("centre", x)
         beta = x[0]
         s, c = jnp.sin(beta), jnp.cos(beta)
         n2, n3 = _n2(alpha, beta), _n3(alpha, beta)
@@ -157,6 +174,7 @@ class Rim(eqx.Module):
         self, x: State, alpha: Float[Array, ""] | float = 0.0
     ) -> Float[Array, "3"]:
         """Velocity of the ball centre in the rim frame while rolling, eq. (13) with (19)-(20)."""
+        _state("centre_velocity", x)
         beta = x[0]
         dalpha = self.alpha_dot(x)
         dbeta = self.r / self.rho * x[1]
@@ -200,6 +218,7 @@ class Rim(eqx.Module):
         within rho of the tube's core circle (the ball would hit the rim again; the paper ignores
         this), and the flight time. A centre already at or below the rim plane lands at once.
         """
+        _state("flight", x)
         beta = x[0]
         d0 = self.R - self.rho * jnp.cos(beta)  # horizontal distance from the axis
         z0 = self.rho * jnp.sin(beta)
@@ -221,6 +240,7 @@ class Rim(eqx.Module):
 
 def rolling_energy(x: State, m, r, j, g, rho) -> Float[Array, ""]:
     """Energy (60) of a rolling ball with the corrected potential m g rho sin(beta)."""
+    check_shape("rolling_energy: x", x, (4,), _X)
     beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
     return (
         0.5 * m * j * r**2 * w2**2

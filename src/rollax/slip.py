@@ -79,7 +79,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from rollax._validate import check_positive, check_range
+from rollax._validate import check_integer, check_positive, check_range, check_shape
 from rollax.outcomes import CHATTERING, FAILED, IN, OUT, PERIODIC, UNDECIDED
 from rollax.fastmath import sincos
 from rollax.events import BOUNDARY, CROSSING, EventSet
@@ -87,6 +87,20 @@ from rollax.rim import Rim
 
 SlipState = Float[Array, "6"]
 RollState = Float[Array, "4"]
+
+_Y = " = (beta, w1, w2, w3, u1, u3)"
+_X = " = (beta, w1, w2, w3)"
+
+
+def _slip_state(fn: str, y, name: str = "y"):
+    """``y`` if it is one slipping state (shape (6,)), else a one-line ``ValueError``."""
+    return check_shape(f"{fn}: {name}", y, (6,), _Y)
+
+
+def _roll_state(fn: str, x, name: str = "x"):
+    """``x`` if it is one rolling state (shape (4,)), else a one-line ``ValueError``."""
+    return check_shape(f"{fn}: {name}", x, (4,), _X)
+
 
 _TAU_DIR = 1e-8  # s: below this time to u = 0 the direction test of stick_function is waived
 
@@ -100,6 +114,7 @@ def _speed(u1, u3):
 
 def slip_normal_force(rim: Rim, y: SlipState) -> Float[Array, ""]:
     """Normal contact force F2 while slipping, eq. (41); equals (31) at u1 = u3 = 0."""
+    _slip_state("slip_normal_force", y)
     beta, w1, w3, u1, u3 = y[0], y[1], y[3], y[4], y[5]
     c = jnp.cos(beta)
     r, rho = rim.r, rim.rho
@@ -140,6 +155,7 @@ def slip_vector_field(rim: Rim, y: SlipState) -> SlipState:
 
     Not defined at u1 = u3 = 0 (the rolling set); there it returns the limit from phi = 0.
     """
+    _slip_state("slip_vector_field", y)
     u, us = _speed(y[4], y[5])
     return _slip_rhs(rim, y, jnp.where(u > 0, y[4] / us, 1.0), y[5] / us)
 
@@ -148,6 +164,7 @@ def slip_energy(rim: Rim, y: SlipState) -> Float[Array, ""]:
     """Mechanical energy of the slipping ball (kinetic from (13), (16), (19)-(20); potential
     m g rho sin(beta), ``docs/physics-notes.md``). Its rate is the friction power -mu F2 u <= 0; at u = 0 it is
     :meth:`Rim.energy`."""
+    _slip_state("slip_energy", y)
     beta, w1, w2, w3, u1, u3 = y[0], y[1], y[2], y[3], y[4], y[5]
     m, r = rim.m, rim.r
     return (
@@ -161,6 +178,7 @@ def rolling_equivalent(rim: Rim, y: SlipState) -> RollState:
     """The rolling state with the same centre position and velocity as the slipping ``y``:
     ``(beta, w1 + u3/r, w2, w3 - u1/r)`` (from (13), (19)-(20)). The free flight after a
     separation depends on these only, so :meth:`Rim.flight` of it is the flight of ``y``."""
+    _slip_state("rolling_equivalent", y)
     r = rim.r
     return jnp.stack([y[0], y[1] + y[5] / r, y[2], y[3] - y[4] / r])
 
@@ -168,6 +186,7 @@ def rolling_equivalent(rim: Rim, y: SlipState) -> RollState:
 # ---------------------------------------------------------------------- limit directions
 def limit_coefficients(rim: Rim, x: RollState) -> Float[Array, "3"]:
     """(B1, B3, C) of eq. (76) at the rolling state ``x`` (C is mu (1+j)/j times F2/m of (31))."""
+    _roll_state("limit_coefficients", x)
     beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
     r, rho, g, j = rim.r, rim.rho, rim.g, rim.j
     c = jnp.cos(beta)
@@ -180,12 +199,14 @@ def limit_coefficients(rim: Rim, x: RollState) -> Float[Array, "3"]:
 
 def limit_slip_acceleration(rim: Rim, x: RollState, phi) -> Float[Array, "2"]:
     """Directional limit (u1-dot*, u3-dot*) of (42) at ``x`` from the direction ``phi``, eq. (75)."""
+    _roll_state("limit_slip_acceleration", x)
     B1, B3, C = limit_coefficients(rim, x)
     return jnp.stack([B1 - C * jnp.cos(phi), B3 - C * jnp.sin(phi)])
 
 
 def limit_speed_rate(rim: Rim, x: RollState, phi) -> Float[Array, ""]:
     """u-dot*(x, phi) = B1 cos(phi) + B3 sin(phi) - C, eq. (79)."""
+    _roll_state("limit_speed_rate", x)
     B1, B3, C = limit_coefficients(rim, x)
     return B1 * jnp.cos(phi) + B3 * jnp.sin(phi) - C
 
@@ -193,6 +214,7 @@ def limit_speed_rate(rim: Rim, x: RollState, phi) -> Float[Array, ""]:
 def limit_vector_field(rim: Rim, x: RollState, phi) -> SlipState:
     """The whole directional limit g*(x, phi) of the slipping field at u = 0 (eq. (104) of the
     friction paper); its last two entries are (75)."""
+    _roll_state("limit_vector_field", x)
     y = jnp.concatenate([x, jnp.zeros(2, x.dtype)])
     return _slip_rhs(rim, y, jnp.cos(phi), jnp.sin(phi))
 
@@ -215,6 +237,7 @@ def limit_directions(rim: Rim, x: RollState) -> LimitDirections:
     phi_1 is repelling exactly when the no-slip condition (39) fails; phi_2 is attracting
     whenever F2 > 0. (When B = 0 every direction is a limit direction; then phi_1 = 0.)
     """
+    _roll_state("limit_directions", x)
     B1, B3, C = limit_coefficients(rim, x)
     Bn = jnp.hypot(B1, B3)
     phi1 = jnp.arctan2(B3, B1)
@@ -233,6 +256,7 @@ def layer_direction(rim: Rim, x: RollState, w) -> Float[Array, ""]:
     (M = d(u-dot)/du at u = 0) against the motion of phi_1 itself gives
     ``theta_1 = (e_perp.M - phi_1-dot) / (|B| + u-dot*)`` with ``u-dot* = |B| - C`` (79).
     """
+    _roll_state("layer_direction", x)
     B1, B3, C = limit_coefficients(rim, x)
     Bn = jnp.hypot(B1, B3)
     Bs = jnp.where(Bn > 0, Bn, 1.0)
@@ -255,6 +279,7 @@ def layer_direction(rim: Rim, x: RollState, w) -> Float[Array, ""]:
 def layer_slip(rim: Rim, y: SlipState) -> SlipState:
     """The physical slipping state of a layer state ``(x, w, 0)``: ``u = w e(phi)`` with phi of
     :func:`layer_direction`."""
+    _slip_state("layer_slip", y)
     phi = layer_direction(rim, y[:4], y[4])
     return jnp.concatenate([y[:4], y[4] * jnp.stack([jnp.cos(phi), jnp.sin(phi)])])
 
@@ -266,6 +291,7 @@ def layer_vector_field(rim: Rim, y: SlipState) -> SlipState:
 
     The full field (42) is stiff there (the direction relaxes at rate ``|B|/u``); on the slow
     manifold it is not, and the error is O(w^2) per unit time."""
+    _slip_state("layer_vector_field", y)
     phi = layer_direction(rim, y[:4], y[4])
     c, s = jnp.cos(phi), jnp.sin(phi)
     f = _slip_rhs(rim, jnp.concatenate([y[:4], y[4] * jnp.stack([c, s])]), c, s)
@@ -276,6 +302,7 @@ def layer_vector_field(rim: Rim, y: SlipState) -> SlipState:
 def start_slip(rim: Rim, x: RollState, delta) -> SlipState:
     """Rolling -> slipping (Sect. 5.2.2, step 1): leave along the repelling limit direction
     phi_1 of (81), ``(u1, u3) = delta (cos phi_1, sin phi_1)``."""
+    _roll_state("start_slip", x)
     B1, B3, _ = limit_coefficients(rim, x)
     Bn = jnp.hypot(B1, B3)
     c = jnp.where(Bn > 0, B1 / jnp.where(Bn > 0, Bn, 1.0), 1.0)
@@ -295,6 +322,7 @@ def stick_function(rim: Rim, y: SlipState, tau_stick, dir_tol) -> Float[Array, "
     with that time); and (b) the time to u = 0 extrapolated from u and u-dot*,
     ``u / (-u-dot*)``, is at most ``tau_stick`` (Sect. 5.2.2, step 2).
     """
+    _slip_state("stick_function", y)
     u, us = _speed(y[4], y[5])
     B1, B3, C = limit_coefficients(rim, y[:4])
     rate = (y[4] * B1 + y[5] * B3) / us - C  # (79)
@@ -312,6 +340,7 @@ def stick(rim: Rim, y: SlipState) -> tuple[Float[Array, ""], SlipState]:
     exactly, advanced by ``tau`` times the mean of the slipping field at ``y`` and its
     directional limit (75) from phi_i (trapezoidal rule).
     """
+    _slip_state("stick", y)
     u, us = _speed(y[4], y[5])
     x = y[:4]
     B1, B3, _ = limit_coefficients(rim, x)
@@ -431,11 +460,13 @@ def hybrid_vector_field(t, y: SlipState, args: HybridArgs) -> SlipState:
     * ``SLIPPING``: (20), (42);
     * ``LEAVING``: the state is ``(x, w, 0)``, :func:`layer_vector_field`.
     """
+    _slip_state("hybrid_vector_field", y)
     return _hybrid_rhs(y, args.mode, args.rim)
 
 
 def physical_state(y: SlipState, mode, rim: Rim) -> SlipState:
     """The slipping state ``(x, u1, u3)`` of a hybrid state in any mode."""
+    _slip_state("physical_state", y)
     return jnp.where(mode == LEAVING, layer_slip(rim, y), y)
 
 
@@ -458,6 +489,7 @@ def _arrival_function(y4, y5, u, us, B1, B3, Bn, e1, e3, theta1, rate, C, u_laye
 def arrival_value(rim: Rim, y: SlipState, u_layer) -> Float[Array, ""]:
     """The slow-manifold hand-over test of a slipping state (<= 0: hand over), the second
     part of the stick event (see :func:`_arrival_function`)."""
+    _slip_state("arrival_value", y)
     s, c = sincos(y[0])
     B1, B3, Bn, e1, e3, F2_0, theta1 = _limit_geometry(y[1], y[2], y[3], s, c, rim)
     u, us = _speed(y[4], y[5])
@@ -547,16 +579,8 @@ class SlipSettings(eqx.Module):
         check_positive("tau_stick", self.tau_stick)
         check_range("dir_tol", self.dir_tol, 0.0, 1.0, lo_open=True, hi_open=True)
         check_positive("min_dwell", self.min_dwell)
-        for name, lo in (("max_switches", 1), ("max_short", 2)):
-            v = getattr(self, name)
-            if isinstance(v, jax.core.Tracer):
-                continue
-            try:
-                ok = not isinstance(v, (bool, str)) and float(v) == int(v) and int(v) >= lo
-            except (TypeError, ValueError, OverflowError):
-                ok = False
-            if not ok:
-                raise ValueError(f"{name} = {v!r} is not allowed: it must be an integer >= {lo}")
+        check_integer("max_switches", self.max_switches, 1)
+        check_integer("max_short", self.max_short, 2)
 
 
 class HybridResult(NamedTuple):
@@ -604,6 +628,7 @@ def transition(rim: Rim, mode, event, y: SlipState, delta, u_layer):
     leaving -> slipping at ``w = u_layer``, ``y = (x, u)`` on the slow manifold; leaving ->
     rolling when ``w`` falls back to 0; slipping -> rolling with :func:`stick`.
     """
+    _slip_state("transition", y)
     x = y[:4]
     zero2 = jnp.zeros(2, y.dtype)
     onset = (mode == ROLLING) & (event == SLIP_ONSET)
@@ -634,6 +659,7 @@ def classify_end(rim: Rim, mode, event, y: SlipState, failed):
     w1 zeros -> PERIODIC, no event (t_max) -> UNDECIDED; a failed solve while slipping is a
     slip that does not converge (CHATTERING), while rolling FAILED. Returns
     ``(outcome, recontact)``."""
+    _slip_state("classify_end", y)
     yp = physical_state(y, mode, rim)
     inside, recontact, _ = rim.flight(rolling_equivalent(rim, yp))
     fell = ~failed & (event == FALL)

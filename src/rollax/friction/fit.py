@@ -23,7 +23,8 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from rollax.friction.harmonic import HarmonicModel
+from rollax._validate import check_integer
+from rollax.friction.harmonic import HarmonicModel, check_degree
 from rollax.friction.pade import PadeModel, n_free
 from rollax.friction.sliding import SlidingBody
 
@@ -64,6 +65,8 @@ def fit_harmonic_samples(theta, Q, T, weights, N: int, iters: int = 60, **model_
     Minimises sum_k w_k [(Q(theta_k) - Q_k)^2 + (T(theta_k) - T_k)^2] by L-BFGS (optax).
     Returns the model (built with ``model_kw``) and the final objective.
     """
+    N = check_degree("N", N)
+    iters = check_integer("iters", iters, 1)
     theta, Q, T, weights = (jnp.asarray(v, dtype=jnp.float64) for v in (theta, Q, T, weights))
     k = 2 * jnp.arange(1, N + 1) - 1
     cosm = jnp.cos(k[None, :] * theta[:, None])
@@ -80,6 +83,9 @@ def fit_harmonic_samples(theta, Q, T, weights, N: int, iters: int = 60, **model_
 
 def fit_harmonic(law, N: int, n_nodes: int = 64, iters: int = 60) -> tuple[HarmonicModel, float]:
     """Gradient fit of the degree-N harmonic model to an axisymmetric ``law`` (objective above)."""
+    N = check_degree("N", N)
+    n_nodes = check_integer("n_nodes", n_nodes, 1)
+    iters = check_integer("iters", iters, 1)
     th, wt = theta_nodes(law, n_nodes)
     q, t = _profile(law, jnp.asarray(th))
     kw = dict(mu=law.mu, P=law.P, R=law.R, rho=law.rho, kappa=law.kappa)
@@ -99,8 +105,9 @@ def fit_pade(law, degree: int, n_nodes: int = 64, iters: int = 200) -> tuple[Pad
     Degree 2 starts from the eps = 1 collocation, higher degrees from the fit one lower
     (the new denominator terms start at a small positive value).
     """
-    if degree < 2:
-        raise ValueError(f"degree = {degree!r} must be >= 2 (degree 1 has no free parameter)")
+    degree = check_degree("degree", degree, 2)  # degree 1 has no free parameter
+    n_nodes = check_integer("n_nodes", n_nodes, 1)
+    iters = check_integer("iters", iters, 1)
     th, wt = theta_nodes(law, n_nodes)
     q, t = _profile(law, jnp.asarray(th))
     wt = jnp.asarray(wt)

@@ -19,8 +19,18 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._validate import check_positive
+from rollax._validate import check_integer, check_positive
 from rollax.friction.base import DirectionLaw
+
+
+#: Largest degree N of the harmonic model: the power-basis coefficients of (84) grow like
+#: 4^N, so higher degrees lose all accuracy in double precision (the CLI's ``--degree`` range).
+MAX_DEGREE = 32
+
+
+def check_degree(name: str, N, lo: int = 1) -> int:
+    """``N`` as an ``int`` if it is an integer in ``[lo, MAX_DEGREE]``, else a ``ValueError``."""
+    return check_integer(name, N, lo, MAX_DEGREE)
 
 
 def _cheb(n_max: int):
@@ -70,6 +80,8 @@ def harmonic_coefficients(law, N: int, n_quad: int = 96) -> tuple[np.ndarray, np
     Gauss-Legendre with ``n_quad`` nodes on each side of theta_1 = atan(rho/R) (eps = 1, where
     the exact laws are only C^1); the integrand is analytic on each piece apart from that end.
     """
+    N = check_degree("N", N)
+    n_quad = check_integer("n_quad", n_quad, 1)
     th1 = math.atan(float(law.rho) / float(law.R))
     x, wq = np.polynomial.legendre.leggauss(n_quad)
     nodes, weights = [], []
@@ -106,9 +118,8 @@ class HarmonicModel(DirectionLaw):
     @staticmethod
     def from_law(law, N: int, n_quad: int = 96) -> "HarmonicModel":
         """Degree-N model with the Fourier coefficients (83) of ``law`` (same mu, P, R, rho, kappa)."""
-        if int(N) < 1:
-            raise ValueError(f"N = {N!r} must be an integer >= 1")
-        c, s = harmonic_coefficients(law, int(N), n_quad)
+        N = check_degree("N", N)
+        c, s = harmonic_coefficients(law, N, n_quad)
         return HarmonicModel(c, s, mu=law.mu, P=law.P, R=law.R, rho=law.rho, kappa=law.kappa)
 
     @property

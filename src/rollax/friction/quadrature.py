@@ -57,6 +57,10 @@ class UniformPressure(eqx.Module):
     P: float = 1.0
     R: float = 1.0
 
+    def __check_init__(self):
+        check_positive("P", self.P)
+        check_positive("R", self.R)
+
     def __call__(self, x, y):
         inside = x * x + y * y <= self.R**2
         return jnp.where(inside, self.P / (jnp.pi * self.R**2), 0.0)
@@ -67,6 +71,10 @@ class HertzPressure(eqx.Module):
 
     P: float = 1.0
     R: float = 1.0
+
+    def __check_init__(self):
+        check_positive("P", self.P)
+        check_positive("R", self.R)
 
     def __call__(self, x, y):
         a = 1.0 - (x * x + y * y) / self.R**2

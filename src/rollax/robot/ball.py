@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._validate import check_nonnegative, check_positive
+from rollax._validate import check_finite, check_nonnegative, check_positive, real_array
 from rollax.robot.controls import Control
 from rollax.robot.quaternion import rotation_matrix, versor_rate
 from rollax.robot.rails import Rail
@@ -74,6 +74,7 @@ def _check_masses(masses, n_rails: int) -> None:
 def _check_inside(r, rails, zeta0) -> None:
     if not (_concrete(r) and _concrete(zeta0)):
         return
+    r = np.min(np.asarray(r))  # per-start radii (a leading batch axis): the smallest
     for i, rail in enumerate(rails):
         leaves = jax.tree_util.tree_leaves(rail)
         if any(isinstance(x, jax.core.Tracer) for x in leaves):
@@ -96,13 +97,13 @@ class Ball(eqx.Module):
     ``F_e(t)``: external force at the GC (spatial frame), default zero.
     """
 
-    radius: Float[Array, ""] = eqx.field(converter=_arr)
-    m0: Float[Array, ""] = eqx.field(converter=_arr)
-    inertia: Float[Array, "3"] = eqx.field(converter=_arr)
-    zeta0: Float[Array, "3"] = eqx.field(converter=_arr)
-    masses: Float[Array, " n"] = eqx.field(converter=_arr)
+    radius: Float[Array, ""] = eqx.field(converter=real_array("radius"))
+    m0: Float[Array, ""] = eqx.field(converter=real_array("m0"))
+    inertia: Float[Array, "3"] = eqx.field(converter=real_array("inertia"))
+    zeta0: Float[Array, "3"] = eqx.field(converter=real_array("zeta0"))
+    masses: Float[Array, " n"] = eqx.field(converter=real_array("masses"))
     rails: tuple[Rail, ...] = eqx.field(converter=tuple)
-    g: Float[Array, ""] = eqx.field(converter=_arr, default=9.81)
+    g: Float[Array, ""] = eqx.field(converter=real_array("g"), default=9.81)
     F_e: Callable = _zero_force
     quat_gain: float = eqx.field(static=True, default=1.0)
 
@@ -117,7 +118,11 @@ class Ball(eqx.Module):
                 check_positive(f"inertia d{k + 1}", d)
         if jnp.shape(self.zeta0) != (3,):
             raise ValueError(f"zeta0 must be a 3-vector, got shape {jnp.shape(self.zeta0)}")
+        check_finite("zeta0", self.zeta0)
         _check_masses(self.masses, len(self.rails))
+        if np.ndim(self.quat_gain) != 0:
+            raise ValueError(f"quat_gain = {self.quat_gain!r} is not allowed: it must be one "
+                             "real number >= 0 (a static field)")
         check_nonnegative("quat_gain", self.quat_gain)
         _check_inside(self.radius, self.rails, self.zeta0)
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._validate import check_nonnegative, check_positive
+from rollax._validate import check_finite, check_nonnegative, check_positive, real_array
 from rollax.robot.ball import _check_inside, _check_masses, _zero_force
 from rollax.robot.controls import Control
 from rollax.robot.rails import Rail
@@ -50,13 +50,13 @@ class Disk(eqx.Module):
     the GC (spatial 3-vector; its e1 and e3 components act).
     """
 
-    radius: Float[Array, ""] = eqx.field(converter=_arr)
-    m0: Float[Array, ""] = eqx.field(converter=_arr)
-    d2: Float[Array, ""] = eqx.field(converter=_arr)
-    zeta0: Float[Array, "3"] = eqx.field(converter=_arr)
-    masses: Float[Array, " n"] = eqx.field(converter=_arr)
+    radius: Float[Array, ""] = eqx.field(converter=real_array("radius"))
+    m0: Float[Array, ""] = eqx.field(converter=real_array("m0"))
+    d2: Float[Array, ""] = eqx.field(converter=real_array("d2"))
+    zeta0: Float[Array, "3"] = eqx.field(converter=real_array("zeta0"))
+    masses: Float[Array, " n"] = eqx.field(converter=real_array("masses"))
     rails: tuple[Rail, ...] = eqx.field(converter=tuple)
-    g: Float[Array, ""] = eqx.field(converter=_arr, default=9.81)
+    g: Float[Array, ""] = eqx.field(converter=real_array("g"), default=9.81)
     F_e: Callable = _zero_force
 
     def __check_init__(self):
@@ -66,6 +66,7 @@ class Disk(eqx.Module):
         check_nonnegative("g", self.g)
         if jnp.shape(self.zeta0) != (3,):
             raise ValueError(f"zeta0 must be a 3-vector (x, 0, z), got shape {jnp.shape(self.zeta0)}")
+        check_finite("zeta0", self.zeta0)
         _check_masses(self.masses, len(self.rails))
         _check_inside(self.radius, self.rails, self.zeta0)
         _check_planar(self.rails, self.zeta0)

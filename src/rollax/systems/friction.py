@@ -15,17 +15,28 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._system import AbstractSystem, boundary
+from rollax._validate import check_positive, real_array
 from rollax.friction.sliding import SlidingBody
+
+
+def _check_body(body) -> None:
+    if not isinstance(body, SlidingBody):
+        raise ValueError(f"body = {type(body).__name__} is not allowed: it must be a "
+                         "rollax.friction.sliding.SlidingBody")
 
 
 class SlidingStop(AbstractSystem):
     """``body`` sliding from a slip to (nearly) a stop, in the rescaled time of (114)."""
 
     body: SlidingBody
-    r_stop: jax.Array = eqx.field(default=1e-12, converter=lambda x: jnp.asarray(x, float))
+    r_stop: jax.Array = eqx.field(default=1e-12, converter=real_array("r_stop"))
 
     state_names = ("u_x", "u_y", "rho_omega_z", "t")
     events = (boundary("stop"),)
+
+    def __check_init__(self):
+        _check_body(self.body)
+        check_positive("r_stop", self.r_stop)
 
     def vector_field(self, t, y, mode):
         x = y[:3]
@@ -50,11 +61,15 @@ class Sliding(AbstractSystem):
     """
 
     body: SlidingBody
-    r_stop: jax.Array = eqx.field(default=1e-6, converter=lambda x: jnp.asarray(x, float))
+    r_stop: jax.Array = eqx.field(default=1e-6, converter=real_array("r_stop"))
 
     state_names = ("u_x", "u_y", "rho_omega_z")
     events = (boundary("stop"),)
     observables = ("speed", "spin")
+
+    def __check_init__(self):
+        _check_body(self.body)
+        check_positive("r_stop", self.r_stop)
 
     def vector_field(self, t, y, mode):
         return self.body.rhs(y)

@@ -40,8 +40,13 @@ class PennySystem(AbstractSystem):
     outcomes = PennyOutcome
 
     def __check_init__(self):
-        if not (isinstance(self.n_impacts, int) and self.n_impacts >= 1):
-            raise ValueError(f"n_impacts = {self.n_impacts!r} must be an integer >= 1")
+        if isinstance(self.n_impacts, bool) or not (isinstance(self.n_impacts, int)
+                                                    and self.n_impacts >= 1):
+            raise ValueError(f"n_impacts = {self.n_impacts!r} is not allowed: it must be an "
+                             "integer >= 1")
+        if not isinstance(self.billiard, PennyBilliard):
+            raise ValueError(f"billiard = {type(self.billiard).__name__} is not allowed: it must "
+                             "be a rollax.penny.PennyBilliard")
 
     def vector_field(self, t, y, mode):
         return self.billiard.penny.vector_field(t, y)

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from rollax._solution import Status
 from rollax._system import AbstractSystem, boundary, crossing
+from rollax._validate import real_array
 from rollax.fastmath import sincos
 from rollax.rim import Rim
 from rollax import slip as _slip
@@ -42,6 +43,10 @@ class RimOutcome(enum.IntEnum):
 
 
 def _arrays(rim: Rim) -> Rim:
+    if not isinstance(rim, Rim):
+        shown = repr(rim) if isinstance(rim, (int, float, str, bytes, type(None))) else \
+            f"a {type(rim).__name__}"
+        raise ValueError(f"rim = {shown} is not allowed: it must be a rollax.rim.Rim")
     # parameters as float64 arrays: traced (not static) under jit, so new values do not recompile
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), rim)
 
@@ -66,8 +71,10 @@ class RimRolling(AbstractSystem):
     n_samples = 4
 
     def __check_init__(self):
-        if not (isinstance(self.w1_target, int) and self.w1_target >= 0):
-            raise ValueError(f"w1_target = {self.w1_target!r} must be an integer >= 0")
+        if isinstance(self.w1_target, bool) or not (isinstance(self.w1_target, int)
+                                                    and self.w1_target >= 0):
+            raise ValueError(f"w1_target = {self.w1_target!r} is not allowed: it must be an "
+                             "integer >= 0")
 
     @property
     def events(self):
@@ -179,11 +186,11 @@ class RimSlipping(AbstractSystem):
     """
 
     rim: Rim = eqx.field(default_factory=Rim, converter=_arrays)
-    delta: jax.Array = eqx.field(default=1e-6, converter=lambda x: jnp.asarray(x, float))
-    u_layer: jax.Array = eqx.field(default=1e-3, converter=lambda x: jnp.asarray(x, float))
-    tau_stick: jax.Array = eqx.field(default=1e-5, converter=lambda x: jnp.asarray(x, float))
-    dir_tol: jax.Array = eqx.field(default=1e-2, converter=lambda x: jnp.asarray(x, float))
-    min_dwell: jax.Array = eqx.field(default=1e-7, converter=lambda x: jnp.asarray(x, float))
+    delta: jax.Array = eqx.field(default=1e-6, converter=real_array("delta"))
+    u_layer: jax.Array = eqx.field(default=1e-3, converter=real_array("u_layer"))
+    tau_stick: jax.Array = eqx.field(default=1e-5, converter=real_array("tau_stick"))
+    dir_tol: jax.Array = eqx.field(default=1e-2, converter=real_array("dir_tol"))
+    min_dwell: jax.Array = eqx.field(default=1e-7, converter=real_array("min_dwell"))
     max_switches: int = eqx.field(static=True, default=512)
     max_short: int = eqx.field(static=True, default=4)
 

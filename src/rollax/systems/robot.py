@@ -59,6 +59,9 @@ class Robot(AbstractSystem):
         if not isinstance(self.model, (Ball, Disk)):
             raise ValueError(f"model = {type(self.model).__name__} must be a rollax.robot.Ball "
                              f"or Disk")
+        if not isinstance(self.control, Control):
+            raise ValueError(f"control = {type(self.control).__name__} is not allowed: it must be "
+                             "a rollax.robot.Control (e.g. RampControl)")
         if self.control.n != self.model.n:
             raise ValueError(f"control drives {self.control.n} masses; the model has "
                              f"{self.model.n} (allowed: the same number)")
