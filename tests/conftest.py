@@ -22,8 +22,8 @@ except OSError:  # not glibc
 # A worker keeps every executable it compiled: over the suite its resident memory grew to
 # 7.6 GB (measured with /usr/bin/time -v, 2 workers), and to 3.7 GB with the caches dropped
 # after each module only. CI allows 3 GB per worker: drop them after any test that leaves
-# the worker above this, and hand the freed pages back to the system.
-_RSS_LIMIT = 1.5 * 2**30
+# the worker above this (1 GB), and hand the freed pages back to the system.
+_RSS_LIMIT = 1.0 * 2**30
 
 
 def _rss() -> int:
