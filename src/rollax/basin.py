@@ -55,27 +55,14 @@ def _flight(rim, ys):
 
 
 @dataclasses.dataclass(frozen=True)
-class Axis:
-    """One axis of a 2-D section: a state variable and ``numpy.linspace(lo, hi, n)``."""
-
-    name: str
-    lo: float
-    hi: float
-    n: int
+class Axis(SweepAxis):
+    """One axis of a 2-D section: a rim state variable (``beta``, ``omega1``-``omega3``) and
+    ``numpy.linspace(lo, hi, n)`` (a :class:`rollax.Axis` restricted to the rolling state)."""
 
     def __post_init__(self):
         if self.name not in VARIABLES:
             raise ValueError(f"axis name = {self.name!r} must be one of {VARIABLES}")
-        if not (np.isfinite(self.lo) and np.isfinite(self.hi) and self.lo < self.hi):
-            raise ValueError(
-                f"{self.name} range = ({self.lo!r}, {self.hi!r}) must be finite with lo < hi"
-            )
-        if not (isinstance(self.n, (int, np.integer)) and self.n >= 2):
-            raise ValueError(f"{self.name} grid size = {self.n!r} must be an integer >= 2")
-
-    @property
-    def values(self) -> np.ndarray:
-        return np.linspace(self.lo, self.hi, self.n)
+        super().__post_init__()
 
 
 @dataclasses.dataclass

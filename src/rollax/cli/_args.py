@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import abc
 import argparse
 import json
 import math
@@ -48,13 +49,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-class _Check:
+class _Check(abc.ABC):
     """Base of the checked argument types (a callable ``str -> value``)."""
 
     kind = "number"
 
+    @abc.abstractmethod
     def __call__(self, text: str):
-        raise NotImplementedError
+        """The value of ``text``, or an ``argparse.ArgumentTypeError``."""
 
     def fail(self, text: str, why: str):
         raise argparse.ArgumentTypeError(f"= {text} is not allowed: {why}")
