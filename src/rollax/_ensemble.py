@@ -31,6 +31,7 @@ from jaxtyping import Array, Float
 
 from rollax import ensemble
 from rollax._solution import Solution
+from rollax._solve import check_options
 from rollax._system import AbstractSystem
 from rollax.events import EventSet
 
@@ -127,19 +128,8 @@ def solve_ensemble(
         raise ValueError(f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
                          f"with N >= 1 ({', '.join(system.state_names)})")
     N = y0s.shape[0]
-    for name, tol in (("rtol", rtol), ("atol", atol)):
-        if not (isinstance(tol, (int, float, np.floating)) and 0.0 < tol < 1.0):
-            raise ValueError(f"{name} = {tol!r} is outside the allowed range (0, 1)")
-    if not math.isfinite(t0):
-        raise ValueError(f"t0 = {t0!r} must be finite")
-    if math.isnan(t1) or not t1 > t0:
-        raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
-    if dt_max is not None and not dt_max > 0:
-        raise ValueError(f"dt_max = {dt_max!r} must be > 0")
-    for name, v, lo in (("max_steps", max_steps, 1), ("max_resets", max_resets, 0),
-                        ("n_samples", n_samples, 1), ("lanes", lanes, 16)):
-        if not (isinstance(v, (int, np.integer)) and v >= lo):
-            raise ValueError(f"{name} = {v!r} must be an integer >= {lo}")
+    check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
+                  max_resets=(max_resets, 0), n_samples=(n_samples, 1), lanes=(lanes, 16))
     n_dev_max = jax.local_device_count()
     if devices is not None and not (isinstance(devices, (int, np.integer))
                                     and 1 <= devices <= n_dev_max):

@@ -212,19 +212,9 @@ def solve(
         raise ValueError(f"y0 has shape {tuple(y0.shape)}; rollax.solve takes one state "
                          f"(use jax.vmap or rollax.solve_ensemble for many)")
     mode = system.check_mode(mode)
-    for name, tol in (("rtol", rtol), ("atol", atol)):
-        _check_concrete(name, tol, lambda v: 0.0 < v < 1.0, "(0, 1)")
-    _check_concrete("t0", t0, math.isfinite, "finite")
-    _check_concrete("t1", t1, lambda v: not math.isnan(v), "a number or inf")
-    if _concrete(t0) is not None and _concrete(t1) is not None and not t1 > t0:
-        raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
-    if dt_max is not None:
-        _check_concrete("dt_max", dt_max, lambda v: v > 0, "> 0")
     n_samples = system.n_samples if n_samples is None else n_samples
-    for name, v, lo in (("max_steps", max_steps, 1), ("max_resets", max_resets, 0),
-                        ("n_samples", n_samples, 1)):
-        if not (isinstance(v, int) and v >= lo):
-            raise ValueError(f"{name} = {v!r} must be an integer >= {lo}")
+    check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
+                  max_resets=(max_resets, 0), n_samples=(n_samples, 1))
     if aux is None:
         aux = system.initial_aux(y0, mode)
     aux = jnp.asarray(aux, dtype=float)
@@ -279,14 +269,33 @@ def _check_ts(ts, t0, t1):
 def _concrete(v):
     try:
         return float(v)
-    except (TypeError, jax.errors.ConcretizationTypeError):
+    except (TypeError, ValueError, jax.errors.ConcretizationTypeError):
         return None
 
 
 def _check_concrete(name, v, ok, allowed):
+    if isinstance(v, (str, bytes, bool)):
+        raise ValueError(f"{name} = {v!r} is not allowed: it must be a number")
     x = _concrete(v)
     if x is not None and not ok(x):
         raise ValueError(f"{name} = {v!r} is outside the allowed range {allowed}")
+
+
+def check_options(t0, t1, rtol, atol, dt_max, **counts):
+    """The run options both integrators take, checked where they are concrete (traced values
+    pass): tolerances in (0, 1), a finite ``t0 < t1``, ``dt_max > 0``, and each
+    ``counts[name] = (value, lo)`` an integer >= lo."""
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        _check_concrete(name, tol, lambda v: 0.0 < v < 1.0, "(0, 1)")
+    _check_concrete("t0", t0, math.isfinite, "finite")
+    _check_concrete("t1", t1, lambda v: not math.isnan(v), "a number or inf")
+    if _concrete(t0) is not None and _concrete(t1) is not None and not t1 > t0:
+        raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
+    if dt_max is not None:
+        _check_concrete("dt_max", dt_max, lambda v: v > 0, "> 0")
+    for name, (v, lo) in counts.items():
+        if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= lo):
+            raise ValueError(f"{name} = {v!r} must be an integer >= {lo}")
 
 
 def _solver(solver) -> diffrax.AbstractSolver:
