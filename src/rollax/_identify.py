@@ -433,14 +433,7 @@ def identify(
     sigma = obs.sigma if obs.sigma is not None else _noise_guess(obs.values)
 
     def problem_for(sig):
-        return _Problem(
-            system=system, y0=jnp.asarray(y0), t=jnp.asarray(obs.t),
-            values=jnp.asarray(obs.values), inv_sigma=jnp.asarray(1.0 / np.asarray(sig)),
-            t_event=jnp.asarray(np.nan if obs.t_event is None else float(obs.t_event)),
-            inv_sigma_event=jnp.asarray(1.0 / float(obs.sigma_event or 1.0)),
-            rtol=jnp.asarray(float(rtol)), atol=jnp.asarray(float(atol)), paths=paths,
-            y0_index=y0_index, observe=obs.observe, with_event=obs.t_event is not None,
-            event=obs.event, max_steps=max_steps)
+        return _problem(system, y0, obs, sig, rtol, atol, paths, y0_index, max_steps)
 
     report = _reporter(progress)
     problem = problem_for(sigma)
@@ -508,13 +501,20 @@ def predict(fit: Fit, observations: Observations, t=None) -> np.ndarray:
     obs = dataclasses.replace(observations, t=t, values=np.zeros((t.shape[0],
                                                                    len(observations.names))),
                               t_event=None, sigma=None)
-    problem = _Problem(
-        system=fit.system, y0=jnp.asarray(fit.y0), t=jnp.asarray(obs.t),
-        values=jnp.asarray(obs.values), inv_sigma=jnp.ones(len(obs.names)),
-        t_event=jnp.asarray(np.nan), inv_sigma_event=jnp.asarray(1.0), rtol=jnp.asarray(1e-10),
-        atol=jnp.asarray(1e-10), paths=(), y0_index=(), observe=obs.observe, with_event=False,
-        event=0, max_steps=16_384)
+    problem = _problem(fit.system, fit.y0, obs, np.ones(len(obs.names)), 1e-10, 1e-10)
     return np.asarray(_predict(jnp.zeros(0), problem))
+
+
+def _problem(system, y0, obs: Observations, sigma, rtol, atol, paths=(), y0_index=(),
+             max_steps=16_384) -> _Problem:
+    return _Problem(
+        system=system, y0=jnp.asarray(y0), t=jnp.asarray(obs.t),
+        values=jnp.asarray(obs.values), inv_sigma=jnp.asarray(1.0 / np.asarray(sigma)),
+        t_event=jnp.asarray(np.nan if obs.t_event is None else float(obs.t_event)),
+        inv_sigma_event=jnp.asarray(1.0 / float(obs.sigma_event or 1.0)),
+        rtol=jnp.asarray(float(rtol)), atol=jnp.asarray(float(atol)), paths=paths,
+        y0_index=y0_index, observe=obs.observe, with_event=obs.t_event is not None,
+        event=obs.event, max_steps=max_steps)
 
 
 def _cost(x, problem) -> float:
