@@ -28,3 +28,30 @@ def test_robot_ball_detach_json(capsys):
 def test_robot_bad_tolerance(capsys):
     assert main(["robot", "disk", "--rtol", "2"]) == 2
     assert "rtol" in capsys.readouterr().err
+
+
+def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
+    import json
+
+    rc = main(["robot", "optimize", "--body", "disk", "--T", "8", "--mu", "inf", "--n-min",
+               "-inf", "--knots", "4", "--json", "--out", str(tmp_path)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["status"] == "converged"
+    data = json.loads((tmp_path / "optimize.json").read_text())
+    assert len(data["t"]) == 1001 and data["t"][0] == 0.0 and abs(data["t"][-1] - 8.0) < 1e-12
+    for key in ("theta", "theta_dot", "theta_ddot"):
+        assert len(data[key]) == 1001 and len(data[key][0]) == 4
+    assert abs(data["final_state"][8] + 3.141592653589793) < 1e-5  # phi(T)
+    for key in ("cost", "min_N", "max_friction_ratio", "converged", "iterations", "wall_time"):
+        assert key in data
+    for png in ("path", "masses", "normal_force", "friction", "convergence"):
+        assert (tmp_path / f"{png}.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv", [["--T", "0"], ["--T", "-1"], ["--mu", "-0.1"],
+                                  ["--n-min", "5"], ["--knots", "1"], ["--body", "cube"],
+                                  ["--target", "1"]])
+def test_robot_optimize_bad_requests_exit_2(argv, capsys):
+    assert main(["robot", "optimize", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0]

@@ -289,7 +289,8 @@ def check_options(t0, t1, rtol, atol, dt_max, **counts):
         _check_concrete(name, tol, lambda v: 0.0 < v < 1.0, "(0, 1)")
     _check_concrete("t0", t0, math.isfinite, "finite")
     _check_concrete("t1", t1, lambda v: not math.isnan(v), "a number or inf")
-    if _concrete(t0) is not None and _concrete(t1) is not None and not t1 > t0:
+    lo, hi = _concrete(t0), _concrete(t1)
+    if lo is not None and hi is not None and not hi > lo:
         raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
     if dt_max is not None:
         _check_concrete("dt_max", dt_max, lambda v: v > 0, "> 0")

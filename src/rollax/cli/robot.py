@@ -1,14 +1,25 @@
-"""``rollax robot disk|ball|ball-detach``: the examples of Putkaradze & Rogers, *On the normal
-force and static friction acting on a rolling ball actuated by internal point masses*.
+"""``rollax robot disk|ball|ball-detach|optimize``: the robots of Putkaradze & Rogers, *On the
+normal force and static friction acting on a rolling ball actuated by internal point masses*.
 
-Prints ``mu_hat`` (1.3), ``t_mu_hat``, ``min_N`` (with ``t_min_N``) and, for ``ball-detach``,
-``t_detach`` (N = 0) and the outcome of the free flight (Appendix B). ``--out DIR`` writes the
-figures of Figs. 5.3-5.4, 6.2-6.3 or 6.4 with their data.
+``disk``, ``ball``, ``ball-detach``: the paper's examples. Prints ``mu_hat`` (1.3),
+``t_mu_hat``, ``min_N`` (with ``t_min_N``) and, for ``ball-detach``, ``t_detach`` (N = 0) and
+the outcome of the free flight (Appendix B). ``--out DIR`` writes the figures of Figs.
+5.3-5.4, 6.2-6.3 or 6.4 with their data.
+
+``optimize``: the least-effort rest-to-rest manoeuvre of the Sect. 5 disk (``--body disk
+--phi-T PHI``) or the Sect. 6 ball (``--body ball --target X Y [--heading PSI]``) in time
+``--T`` with ``N >= --n-min`` and ``|f_s| <= --mu N`` (``--least-mu``: the least mu instead).
+``--out DIR`` writes ``optimize.json`` (``t``, ``theta``, ``theta_dot``, ``theta_ddot`` on
+``--samples`` uniform times, the cost, the final state, min N, max |f_s|/N, the convergence
+report) and PNGs. Units: r = g = 1. Exit code 1 if the manoeuvre is infeasible or did not
+converge.
 """
 
 from __future__ import annotations
 
-from rollax.cli._args import TOLERANCE, dump, dumps
+import math
+
+from rollax.cli._args import POSITIVE, TOLERANCE, dump, dumps, integer, real
 
 
 def register(subparsers) -> None:
@@ -17,17 +28,75 @@ def register(subparsers) -> None:
         help="rolling ball/disk robots actuated by internal masses (mu_hat, N, detachment)",
         description=__doc__,
     )
-    p.add_argument("example", choices=("disk", "ball", "ball-detach"),
-                   help="disk: Sect. 5; ball: Sect. 6; ball-detach: Sect. 6 with m3 = 60")
+    p.add_argument("example", choices=("disk", "ball", "ball-detach", "optimize"),
+                   help="disk: Sect. 5; ball: Sect. 6; ball-detach: Sect. 6 with m3 = 60; "
+                        "optimize: an optimal manoeuvre (--body, --T, --mu, --n-min, ...)")
+    o = p.add_argument_group("optimize")
+    o.add_argument("--body", choices=("disk", "ball"), default="disk", help="the robot")
+    o.add_argument("--phi-T", type=real(), default=-math.pi,
+                   help="disk: final rotation angle phi(T) [rad] (default -pi)")
+    o.add_argument("--target", type=real(), nargs=2, metavar=("X", "Y"), default=(1.0, 0.5),
+                   help="ball: final contact point [r] (default 1 0.5)")
+    o.add_argument("--heading", type=real(), default=None,
+                   help="ball: final heading of the body axis E1 [rad] (default: free)")
+    o.add_argument("--T", type=POSITIVE, default=8.0, help="duration [s] (default 8)")
+    o.add_argument("--mu", type=real(0.0, inf=True), default=0.3,
+                   help="friction coefficient, |f_s| <= mu N (default 0.3; inf: none)")
+    o.add_argument("--n-min", type=real(inf=True), default=0.5,
+                   help="least normal force [m g] (default 0.5; -inf: none)")
+    o.add_argument("--knots", type=integer(2, 512), default=16,
+                   help="spline intervals of each mass acceleration (default 16)")
+    o.add_argument("--starts", type=integer(1, 4096), default=1,
+                   help="initial guesses (default 1)")
+    o.add_argument("--least-mu", action="store_true",
+                   help="find the least mu with which the manoeuvre is feasible")
+    o.add_argument("--samples", type=integer(1001, 10**6), default=1001,
+                   help="uniform samples of [0, T] in optimize.json (default 1001)")
     p.add_argument("--rtol", type=TOLERANCE, default=None, help="tolerance (default: the paper's)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", default=None, help="write figures (PNG) and data (npz, json) here")
     p.set_defaults(func=run)
 
 
+def optimize(args) -> int:
+    import os
+
+    from rollax.robot import ball_manoeuvre, disk_manoeuvre, least_mu, optimize
+
+    if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(f"--out = {args.out!r} is a file; it must be a directory")
+    if args.body == "disk":
+        man = disk_manoeuvre(phi_T=args.phi_T, T=args.T, mu=args.mu, n_min=args.n_min)
+    else:
+        target = tuple(args.target) + (() if args.heading is None else (args.heading,))
+        man = ball_manoeuvre(target=target, T=args.T, mu=args.mu, n_min=args.n_min)
+    solver = least_mu if args.least_mu else optimize
+    opt = solver(man, knots=args.knots, starts=args.starts, progress=not args.json)
+    res = opt.to_dict(args.samples)
+    if args.out:
+        from rollax.robot.figures import optimum_figures
+
+        os.makedirs(args.out, exist_ok=True)
+        res["figures"] = optimum_figures(res, args.out)
+        with open(os.path.join(args.out, "optimize.json"), "w") as fh:
+            dump(res, fh, indent=1)
+    summary = {k: res[k] for k in ("body", "T", "target", "mu", "n_min", "knots", "status",
+                                   "cost", "min_N", "max_friction_ratio", "violation", "kkt",
+                                   "iterations", "wall_time")}
+    summary["final_state"] = res["final_state"]
+    if args.json:
+        print(dumps(summary))
+    else:
+        for k, v in summary.items():
+            print(f"{k}: {v}")
+    return 0 if opt.converged else 1
+
+
 def run(args) -> int:
     from rollax.robot import example_report
 
+    if args.example == "optimize":
+        return optimize(args)
     report = example_report(args.example, args.rtol)
     res = report.results
     if args.out:

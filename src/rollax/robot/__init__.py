@@ -3,7 +3,8 @@
 Putkaradze & Rogers, *On the normal force and static friction acting on a rolling ball
 actuated by internal point masses*: rolling dynamics (3.2)/(4.1), normal force (3.3)/(4.3),
 static friction (3.4)/(4.4), the minimum friction coefficient mu_hat (1.3), detachment at
-N = 0 and free flight (Appendix B).
+N = 0 and free flight (Appendix B); optimal rest-to-rest manoeuvres inside the contact envelope
+(:func:`optimize`, :func:`least_mu`).
 """
 
 from rollax.robot.ball import Ball, ConstantForce
@@ -11,6 +12,7 @@ from rollax.robot.controls import (
     Control,
     PiecewisePolynomialControl,
     RampControl,
+    RestToRestControl,
     SplineControl,
     ZeroControl,
 )
@@ -24,6 +26,15 @@ from rollax.robot.flight import (
     flight_model,
     fly,
     plastic_landing,
+)
+from rollax.robot.optimal import (
+    Manoeuvre,
+    Optimum,
+    ball_manoeuvre,
+    disk_manoeuvre,
+    evaluate,
+    least_mu,
+    optimize,
 )
 from rollax.robot.rails import (
     CircleRail,
@@ -48,7 +59,8 @@ from rollax.robot.trajectory import (
 __all__ = [
     "Ball", "BallFlight", "ExampleReport", "example_report", "CircleRail", "ConstantForce", "Control", "CurveRail", "Disk",
     "DiskFlight", "EllipseRail", "FigureEightRail", "Landing", "PiecewisePolynomialControl",
-    "Rail", "RampControl", "SegmentRail", "SplineControl", "Trajectory", "ZeroControl",
+    "Manoeuvre", "Optimum", "Rail", "RampControl", "RestToRestControl", "ball_manoeuvre",
+    "disk_manoeuvre", "evaluate", "least_mu", "optimize", "SegmentRail", "SplineControl", "Trajectory", "ZeroControl",
     "circle_from_spherical", "contact_extrema", "detach", "duff_basis", "flight_model", "fly",
     "min_normal_force", "plastic_landing", "mu_hat", "paper_ball", "paper_disk", "quaternion_drift", "simulate",
 ]

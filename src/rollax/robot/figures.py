@@ -157,3 +157,82 @@ def write_figures(traj, out_dir: str, kind: str, t_end=None) -> list[str]:
     else:
         raise ValueError(f"kind = {kind!r} must be 'disk', 'ball' or 'ball-detach'")
     return paths
+
+
+def optimum_figures(result: dict, out: str) -> list[str]:
+    """PNGs of an optimal manoeuvre from :meth:`rollax.robot.optimal.Optimum.to_dict`:
+    ``path.png`` (the body), ``masses.png`` (theta, theta', theta''), ``normal_force.png``,
+    ``friction.png`` (|f_s|/N against mu) and ``convergence.png``. Units: those of the model
+    (Sects. 5-6: r = g = 1)."""
+    plt = _plt()
+    os.makedirs(out, exist_ok=True)
+    r = result
+    t = np.asarray(r["t"])
+    label = (f"{r['body']}, T = {r['T']:g}, target = {r['target']}, mu = {r['mu']:.4g}, "
+             f"N_min = {r['n_min']:g}, K = {r['knots']}, J = {r['cost']:.5g} ({r['status']})")
+    files = []
+
+    def save(fig, name):
+        fig.suptitle(label, fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(out, name)
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        files.append(path)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    if r["body"] == "disk":
+        ax.plot(t, r["phi"], label="phi(t) [rad]")
+        ax.plot(t, r["phi_dot"], label="phi'(t) [rad/s]")
+        ax.axhline(r["target"][0], color="k", ls=":", lw=0.8, label="phi_T")
+        ax.set_xlabel("t [s]")
+    else:
+        ax.plot(r["x"], r["y"], label="contact point")
+        ax.plot(*r["target"][:2], "k*", ms=10, label="target")
+        ax.plot(r["x"][0], r["y"][0], "ko", ms=4, label="start")
+        ax.set_aspect("equal")
+        ax.set_xlabel("x [r]")
+        ax.set_ylabel("y [r]")
+    ax.legend(fontsize=7)
+    save(fig, "path.png")
+
+    fig, axs = plt.subplots(3, 1, figsize=(6, 7), sharex=True)
+    for ax, key, unit in zip(axs, ("theta", "theta_dot", "theta_ddot"), ("rad", "rad/s", "rad/s^2")):
+        a = np.asarray(r[key])
+        for i in range(a.shape[1]):
+            ax.plot(t, a[:, i], label=f"mass {i + 1}")
+        ax.set_ylabel(f"{key} [{unit}]")
+    axs[0].legend(fontsize=7)
+    axs[-1].set_xlabel("t [s]")
+    save(fig, "masses.png")
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(t, r["N"], label="N(t)")
+    if np.isfinite(r["n_min"]):
+        ax.axhline(r["n_min"], color="r", ls="--", label="N_min")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("N [m g units]")
+    ax.legend(fontsize=7)
+    save(fig, "normal_force.png")
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(t, np.asarray(r["f_s"]) / np.asarray(r["N"]), label="|f_s| / N")
+    if np.isfinite(r["mu"]):
+        ax.axhline(r["mu"], color="r", ls="--", label="mu")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("|f_s| / N")
+    ax.legend(fontsize=7)
+    save(fig, "friction.png")
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    h = r["history"]
+    k = np.arange(1, len(h["cost"]) + 1)
+    ax.semilogy(k, np.maximum(np.asarray(h["violation"]), 1e-17), label="constraint violation")
+    ax.set_xlabel("SQP iteration")
+    ax.set_ylabel("violation")
+    ax2 = ax.twinx()
+    ax2.plot(k, h["cost"], "C1", label="objective")
+    ax2.set_ylabel("objective")
+    ax.legend(loc="upper right", fontsize=7)
+    save(fig, "convergence.png")
+    return files

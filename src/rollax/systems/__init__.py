@@ -6,6 +6,7 @@
 * :class:`RimTracked`: the rolling ball with its angle around the rim and the camera
   observables (d, z, alpha), for :func:`rollax.identify`;
 * :class:`Robot`: the ball and disk robots, roll -> detach -> fly -> land -> roll again;
+* :class:`RollingRobot`: the same robots held to rolling (the system of trajectory optimisation);
 * :class:`PennySystem`: the bouncing penny billiard, impact after impact;
 * :class:`SlidingStop`: a disc or ball sliding and spinning to a stop under a friction law;
 * :class:`Sliding`: the same slide in physical time with its record (slip speed, spin rate).
@@ -14,7 +15,7 @@
 from rollax.systems.rim import RimOutcome, RimRolling, RimSlipping, RimTracked
 from rollax.systems.friction import Sliding, SlidingStop
 from rollax.systems.penny import PennyOutcome, PennySystem
-from rollax.systems.robot import Robot, RobotOutcome
+from rollax.systems.robot import RollingRobot, Robot, RobotOutcome
 
-__all__ = ["PennyOutcome", "PennySystem", "RimOutcome", "RimRolling", "RimSlipping", "RimTracked", "Robot",
+__all__ = ["PennyOutcome", "PennySystem", "RimOutcome", "RimRolling", "RimSlipping", "RimTracked", "Robot", "RollingRobot",
            "RobotOutcome", "Sliding", "SlidingStop"]

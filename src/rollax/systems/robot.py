@@ -155,3 +155,39 @@ class Robot(AbstractSystem):
             [sol.failed, sol.status == Status.EVENT, sol.mode == FLYING],
             [RobotOutcome.FAILED, RobotOutcome.NO_LIFTOFF, RobotOutcome.FLYING],
             RobotOutcome.ROLLING).astype(jnp.int8)
+
+
+class RollingRobot(AbstractSystem):
+    """A ball or disk robot (``model``) held to the rolling equations (6.4) / (5.2) throughout.
+
+    The state is the rolling state (6.1) / (5.1); there are no events. This is the system of
+    trajectory optimisation (:func:`rollax.robot.optimize`): there ``N >= N_min > 0`` is a
+    constraint of the problem, so an iterate that would detach is a constraint violation that
+    the optimiser removes, and the map from the control to the constraint values stays smooth
+    (a detach event would make it jump). Use :class:`Robot` to simulate what really happens
+    when N reaches 0."""
+
+    model: Ball | Disk
+    control: Control
+
+    def __check_init__(self):
+        Robot.__check_init__(self)
+
+    @property
+    def state_names(self):
+        n = self.model.n
+        th = tuple(f"theta{i + 1}" for i in range(n)) + tuple(f"theta{i + 1}_dot" for i in range(n))
+        if isinstance(self.model, Ball):
+            return th + ("q0", "q1", "q2", "q3", "Omega1", "Omega2", "Omega3", "x", "y")
+        return th + ("phi", "phi_dot")
+
+    def jump_times(self):
+        return self.control.kinks
+
+    def vector_field(self, t, y, mode):
+        return self.model.vector_field(t, y, self.control)
+
+    def contact_forces(self, t, y):
+        """``(N, F_h)``: the normal force (3.3) / (4.3) and the horizontal contact force (3.4) /
+        (4.4) as a 2-vector."""
+        return self.model.contact_forces(t, y, self.control)

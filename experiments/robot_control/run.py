@@ -1,0 +1,122 @@
+"""Optimal rest-to-rest manoeuvres of the robots of Putkaradze & Rogers (issue 14).
+
+1. disk/: the Sect. 5 disk (r = m0 = d2 = g = 1, four unit masses on radii 0.9, 0.6333,
+   0.3667, 0.1, theta_i = -pi/2) turned by phi_T = -pi in T = 8 with mu = 0.2, N_min = 0.5
+   (3 starts), and the same without the envelope (disk_free/): it breaks |f_s| <= mu N.
+2. disk_T5/: the issue's case T = 5, mu = 0.3: infeasible (a momentum bound shows it:
+   mu >= (pi - 0.4) / (T^2/4 + 1.6) = 0.349 is necessary), reported with the least violation.
+3. ball/: the Sect. 6 ball to (x, y) = (1, 0.5) in T = 8 with mu = 0.08, N_min = 0.5 (the
+   friction constraint active), and ball_free/ without the envelope.
+4. least_mu.json, least_mu.png: the least mu that makes the disk manoeuvre feasible against
+   T (N >= 0.5), with the momentum bound and the effort of the least-effort control at that
+   mu, and the effort without the envelope.
+
+Each case writes what ``rollax robot optimize ... --out DIR`` writes: optimize.json and PNGs.
+Run: python experiments/robot_control/run.py  (about 10 minutes on 2 cores)
+"""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+from rollax.robot import ball_manoeuvre, disk_manoeuvre, least_mu, optimize
+from rollax.robot.figures import optimum_figures
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def case(name, opt):
+    res = opt.to_dict(1001)
+    out = os.path.join(HERE, name)
+    os.makedirs(out, exist_ok=True)
+    res["figures"] = [os.path.basename(f) for f in optimum_figures(res, out)]
+    with open(os.path.join(out, "optimize.json"), "w") as fh:
+        json.dump(_plain(res), fh, indent=1)
+    print(f"{name}: {res['status']}, J = {res['cost']:.6g}, min N = {res['min_N']:.4f}, "
+          f"max |f_s|/N = {res['max_friction_ratio']:.4f}, violation = {res['violation']:.2e}, "
+          f"kkt = {res['kkt']:.1e}, {res['iterations']} iterations, {res['wall_time']:.1f} s",
+          flush=True)
+    return res
+
+
+def _plain(x):
+    """JSON without NaN/Infinity (strict parsers refuse them): non-finite numbers -> null."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, (str, bool)) or x is None:
+        return x
+    a = np.asarray(x)
+    if a.dtype.kind in "fiu":
+        if a.ndim:
+            return [_plain(v) for v in a.tolist()]
+        v = a.item()
+        return v if math.isfinite(v) else None
+    if a.dtype.kind == "b":
+        return a.tolist()
+    return str(x)
+
+
+def bound(T):
+    return (math.pi - 0.4) / (T**2 / 4 + 1.6)
+
+
+def main():
+    which = sys.argv[1:] or ["disk", "ball", "curve", "T5"]
+    if "disk" in which:
+        case("disk", optimize(disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5), starts=3))
+        case("disk_free", optimize(disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf)))
+    if "ball" in which:
+        case("ball", optimize(ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=0.08, n_min=0.5),
+                              knots=12))
+        case("ball_free", optimize(ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=math.inf,
+                                                  n_min=-math.inf), knots=12))
+    if "curve" in which:
+        rows = []
+        for T in (6.5, 7.0, 7.5, 8.0, 9.0, 10.0, 12.0):
+            lm = least_mu(disk_manoeuvre(T=T, n_min=0.5), max_iter=300)
+            free = optimize(disk_manoeuvre(T=T, mu=math.inf, n_min=-math.inf))
+            s = lm.sample()
+            rows.append(dict(T=T, least_mu=lm.mu, status=lm.status, cost_at_least_mu=lm.cost,
+                             max_ratio=float(s["ratio"].max()), min_N=float(s["N"].min()),
+                             bound=bound(T), cost_free=free.cost, free_status=free.status,
+                             wall_time=lm.wall_time + free.wall_time))
+            print(rows[-1], flush=True)
+        with open(os.path.join(HERE, "least_mu.json"), "w") as fh:
+            json.dump(_plain(dict(body="disk (Sect. 5)", phi_T=-math.pi, n_min=0.5, knots=16,
+                                  rows=rows)), fh, indent=1)
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        Ts = [r["T"] for r in rows]
+        ok = [r["status"] == "converged" for r in rows]
+        ax.plot(Ts, [r["least_mu"] for r in rows], "o-", label="least mu (rollax)")
+        ax.plot([t for t, k in zip(Ts, ok) if not k],
+                [r["least_mu"] for r, k in zip(rows, ok) if not k], "rx", label="not converged")
+        tt = np.linspace(min(Ts), max(Ts), 100)
+        ax.plot(tt, [bound(t) for t in tt], "k--", lw=0.8, label="momentum bound (necessary)")
+        ax.set_xlabel("T [s]")
+        ax.set_ylabel("least mu")
+        ax2 = ax.twinx()
+        ax2.semilogy(Ts, [r["cost_at_least_mu"] for r in rows], "C1s:", label="J at least mu")
+        ax2.semilogy(Ts, [r["cost_free"] for r in rows], "C2^:", label="J without envelope")
+        ax2.set_ylabel("effort J = int sum u^2 dt [rad^2/s^3]")
+        ax.legend(loc="upper right", fontsize=7)
+        ax2.legend(loc="center right", fontsize=7)
+        ax.set_title("disk of Sect. 5 turned by -pi at rest-to-rest, N >= 0.5 (r = g = 1)",
+                     fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(HERE, "least_mu.png"), dpi=120)
+    if "T5" in which:
+        case("disk_T5", optimize(disk_manoeuvre(T=5.0, mu=0.3, n_min=0.5), max_iter=150))
+
+
+if __name__ == "__main__":
+    main()

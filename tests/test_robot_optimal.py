@@ -1,0 +1,180 @@
+"""Trajectory optimisation of the ball and disk robots (rollax.robot.optimize, least_mu).
+
+The optima are re-simulated with SciPy's ``solve_ivp`` (DOP853) from the knot values of ``u``
+through SciPy's own natural cubic spline, so neither our spline nor our integrator is trusted.
+
+Feasibility of the issue's disk case (T = 5, mu = 0.3): impossible, by momentum. With
+``X = x_cm(T) - x_cm(0)``, ``|M x_cm''| <= mu N`` and ``int (N - M g) dt = M (z_cm'(t) -
+z_cm'(0))``, the masses at rest at both ends give ``X <= mu (g T^2 / 4 + 2 z(T/2) - z(0) -
+z(T))``; the CM of this disk stays within 0.4 of the GC and starts at its lowest point, so
+``X <= mu (T^2 / 4 + 1.6)``, while rolling by pi needs ``X >= pi - 0.4``: mu >= 0.349 at T = 5
+(and T >= 5.49 at mu = 0.3). The tests use T = 8, mu = 0.2 (bound 0.156).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from scipy.interpolate import CubicSpline
+
+from rollax.robot import RestToRestControl
+from rollax.robot.optimal import (
+    Manoeuvre, _fun, _Problem, ball_manoeuvre, disk_manoeuvre, least_mu, optimize)
+
+
+def _bound_mu(T):
+    return (math.pi - 0.4) / (T**2 / 4 + 1.6)
+
+
+def _resimulate(opt, n=2001):
+    """SciPy DOP853 on the model's rolling equations, u from SciPy's natural spline."""
+    man = opt.manoeuvre
+    T = float(man.T)
+    V = np.asarray(opt.control.values())
+    spline = CubicSpline(np.linspace(0.0, T, V.shape[0]), V, bc_type="natural")
+
+    class U:  # the control as the model sees it
+        def __call__(self, t):
+            return jnp.asarray(spline(float(t)))
+
+    model = man.model
+    f = jax.jit(lambda t, y, u: model.vector_field(t, y, lambda _: u))
+    forces = jax.jit(lambda t, y, u: model.contact_forces(t, y, lambda _: u))
+    knots = np.linspace(0.0, T, V.shape[0])
+    y = np.asarray(man.y0)
+    ts_all, ys_all = [], []
+    for a, b in zip(knots[:-1], knots[1:]):  # restart at the knots (u''' jumps there)
+        sol = solve_ivp(lambda t, y: np.asarray(f(t, y, jnp.asarray(spline(t)))), (a, b), y,
+                        method="DOP853", rtol=1e-11, atol=1e-11, dense_output=True)
+        tt = np.linspace(a, b, n // V.shape[0] + 2)
+        ts_all.append(tt)
+        ys_all.append(sol.sol(tt).T)
+        y = sol.y[:, -1]
+    ts, ys = np.concatenate(ts_all), np.concatenate(ys_all)
+    NF = [forces(t, yy, jnp.asarray(spline(t))) for t, yy in zip(ts, ys)]
+    N = np.array([float(a) for a, _ in NF])
+    fs = np.array([float(np.linalg.norm(np.asarray(b))) for _, b in NF])
+    return y, N, fs / N
+
+
+def test_rest_to_rest_control_is_scipys_natural_spline_with_zero_integral():
+    z = np.random.default_rng(0).normal(size=(8, 3))
+    c = RestToRestControl(z, 5.0)
+    V = np.asarray(c.values())
+    cs = CubicSpline(np.linspace(0, 5, 9), V, bc_type="natural")
+    ts = np.linspace(0, 5, 301)
+    np.testing.assert_allclose(np.asarray(jax.vmap(c)(jnp.asarray(ts))), cs(ts), atol=1e-13)
+    np.testing.assert_allclose(cs.integrate(0, 5), 0.0, atol=1e-13)  # ends at rest
+    fine = np.linspace(0, 5, 200001)
+    effort = np.trapezoid(np.sum(cs(fine) ** 2, axis=1), fine)
+    np.testing.assert_allclose(float(c.effort()), effort, rtol=1e-8)
+    assert float(c(5.5)[0]) == 0.0 and float(c(-0.1)[0]) == 0.0
+
+
+@pytest.mark.parametrize("build", [disk_manoeuvre, ball_manoeuvre])
+def test_gradients_of_cost_and_constraints_match_finite_differences(build):
+    man = build(T=3.0, mu=0.3, n_min=0.5)
+    K = 4
+    prob = _Problem(man, K, 21, False, 1e-12, 16384)
+    x = 0.3 * np.random.default_rng(1).standard_normal(K * man.model.n)
+    F = jax.jit(lambda x: jnp.concatenate([jnp.stack([jnp.sum(_fun(x, prob)[0] ** 2)]),
+                                           *_fun(x, prob)[1:]]))
+    J = np.asarray(jax.jit(jax.jacfwd(F))(jnp.asarray(x)))
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        d = rng.standard_normal(x.shape)
+        d /= np.linalg.norm(d)
+        e = 1e-5
+        fd = (np.asarray(F(jnp.asarray(x + e * d))) - np.asarray(F(jnp.asarray(x - e * d)))) / (2 * e)
+        ad = J @ d
+        scale = np.maximum(np.abs(ad), 1e-3 * np.max(np.abs(ad)))
+        assert np.max(np.abs(fd - ad) / scale) < 1e-6
+
+
+@pytest.fixture(scope="module")
+def disk_optimum():
+    return optimize(disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5), knots=16, starts=3)
+
+
+def test_disk_optimum_resimulated_with_scipy_meets_target_rest_and_envelope(disk_optimum):
+    opt = disk_optimum
+    assert opt.status == "converged" and opt.kkt < 1e-4 and opt.violation < 1e-6
+    y, N, ratio = _resimulate(opt)
+    n = 4
+    assert abs(y[2 * n] + math.pi) < 1e-3  # phi(T)
+    assert abs(y[2 * n + 1]) < 1e-3 and np.max(np.abs(y[n:2 * n])) < 1e-3  # at rest
+    assert N.min() >= 0.5 - 1e-3 and ratio.max() <= 0.2 + 1e-3
+    assert ratio.max() > 0.2 - 1e-3  # the friction constraint is active
+    # several starts agree on the optimum
+    costs = opt.start_costs
+    assert np.all(np.isfinite(costs)) and np.ptp(costs) < 1e-6 * costs.min()
+
+
+def test_unconstrained_disk_optimum_breaks_the_envelope(disk_optimum):
+    free = optimize(disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf), knots=16)
+    assert free.status == "converged"
+    s = free.sample()
+    assert s["ratio"].max() > 0.2 + 0.05  # 0.298: friction would not hold
+    assert free.cost < disk_optimum.cost  # the envelope costs effort (0.455 vs 1.239)
+
+
+def test_doubling_the_knots_changes_the_cost_by_less_than_one_percent(disk_optimum):
+    fine = optimize(disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5), knots=32)
+    assert fine.status == "converged"
+    assert abs(fine.cost - disk_optimum.cost) < 0.01 * disk_optimum.cost
+
+
+def test_least_mu_is_above_the_momentum_bound_and_reaches_it():
+    man = disk_manoeuvre(T=8.0, mu=0.3, n_min=0.5)
+    opt = least_mu(man, knots=16)
+    assert opt.status == "converged"
+    assert _bound_mu(8.0) <= opt.mu < 0.2  # 0.156 <= least mu; mu = 0.2 was feasible
+    s = opt.sample()
+    assert s["ratio"].max() <= opt.mu + 1e-3 and s["N"].min() >= 0.5 - 1e-3
+
+
+def test_an_impossible_manoeuvre_is_reported_infeasible():
+    # mu = 0.1 in T = 3: the momentum bound allows X <= 0.39, rolling by pi needs 2.74
+    opt = optimize(disk_manoeuvre(T=3.0, mu=0.1, n_min=0.5), knots=8, max_iter=25)
+    assert opt.status == "infeasible" and not opt.converged
+    assert opt.violation > 1e-2
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(T=0.0), "T = 0.0"),
+    (dict(T=-1.0), "T = -1.0"),
+    (dict(mu=-0.1), "mu = -0.1"),
+    (dict(n_min=6.0), "n_min = 6.0"),
+    (dict(n_min=5.0), "n_min = 5.0"),
+])
+def test_bad_requests_are_one_line_errors(kw, msg):
+    with pytest.raises(ValueError, match=msg.replace(".", r"\.")) as e:
+        disk_manoeuvre(**kw)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_targets_and_options_are_refused():
+    man = disk_manoeuvre()
+    with pytest.raises(ValueError, match="target"):
+        Manoeuvre(man.model, man.theta0, 5.0, (1.0, 2.0))
+    with pytest.raises(ValueError, match="theta0"):
+        Manoeuvre(man.model, (0.0, 0.0), 5.0, (1.0,))
+    with pytest.raises(ValueError, match="knots"):
+        optimize(man, knots=1)
+    with pytest.raises(ValueError, match="starts"):
+        optimize(man, starts=0)
+
+
+def test_ball_optimum_resimulated_with_scipy():
+    opt = optimize(ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=0.08, n_min=0.5), knots=12)
+    assert opt.status == "converged"
+    y, N, ratio = _resimulate(opt)
+    n = 3
+    assert np.max(np.abs(y[-2:] - [1.0, 0.5])) < 1e-3
+    assert np.max(np.abs(y[2 * n + 4:2 * n + 7])) < 1e-3 and np.max(np.abs(y[n:2 * n])) < 1e-3
+    assert N.min() >= 0.5 - 1e-3 and 0.08 - 1e-3 < ratio.max() <= 0.08 + 1e-3
