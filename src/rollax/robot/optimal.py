@@ -23,6 +23,7 @@ principle and continuation (Putkaradze & Rogers 2017, arXiv:1708.03829).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -44,7 +45,6 @@ from rollax.robot.controls import RestToRestControl, _rest_basis, _spline_operat
 from rollax.robot.disk import Disk
 from rollax.robot.quaternion import rotation_matrix
 from rollax.robot.rails import CurveRail, SegmentRail
-from rollax.systems.robot import RollingRobot
 
 #: Regularisation of the least-mu problem: mu + LEAST_MU_EFFORT * J (picks one control among
 #: the many that reach the least mu; shifts mu by ~1e-4 J / (dmu/dJ), far below the tolerances).
@@ -126,6 +126,13 @@ def ball_manoeuvre(target=(1.0, 0.5), T: float = 5.0, mu: float = 0.3,
     return Manoeuvre(ex.model, ex.y0[: ex.model.n], T, target, mu, n_min)
 
 
+def _rolling(model, control):
+    # imported here: rollax.systems imports rollax.robot's models (a module-level import cycles)
+    from rollax.systems.robot import RollingRobot
+
+    return RollingRobot(model, control)
+
+
 class _Problem(eqx.Module):
     """What :func:`_fun` needs: the manoeuvre (traced) and the discretisation (static)."""
 
@@ -156,7 +163,7 @@ class _Problem(eqx.Module):
         return r
 
     def run(self, control, ts):
-        system = RollingRobot(self.man.model, control)
+        system = _rolling(self.man.model, control)
         # forward mode: SQP needs the Jacobian of every constraint (one pass per variable)
         adjoint = diffrax.ForwardMode() if self.forward else diffrax.RecursiveCheckpointAdjoint()
         return solve(system, self.man.y0, 0.0, self.man.T, ts=ts, rtol=self.rtol,
@@ -263,7 +270,7 @@ class Optimum(eqx.Module):
         n = check_integer("n", n, 2)
         man, c = self.manoeuvre, self.control
         ts = man.T * jnp.linspace(0.0, 1.0, n)
-        sol = solve(RollingRobot(man.model, c), man.y0, 0.0, man.T, ts=ts, rtol=rtol,
+        sol = solve(_rolling(man.model, c), man.y0, 0.0, man.T, ts=ts, rtol=rtol,
                     atol=rtol, max_steps=65536)
         ys = sol.ys
         N, F_h = jax.vmap(lambda t, y: man.model.contact_forces(t, y, c))(ts, ys)
@@ -344,6 +351,16 @@ def _run(man: Manoeuvre, *, free_mu: bool, knots: int, starts: int, seed: int, n
     results = [_nlp.minimize(_fun, xs, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
                              progress=_progress_printer(progress, i, len(x0)))
                for i, xs in enumerate(x0)]
+    # between the grid's times a constraint can dip below its bound: check on an 8x finer
+    # grid and, if it does by more than tol, solve again from there on a 4x finer grid (once)
+    for i, r in enumerate(results):
+        fine = dataclasses.replace(prob, n_grid=8 * (n_grid - 1) + 1)
+        _, h, g = _fun(jnp.asarray(r.x), fine)
+        if r.feasible and max(float(jnp.max(g)), float(jnp.max(jnp.abs(h)))) > tol:
+            finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
+            results[i] = _nlp.minimize(_fun, r.x, finer, tol=tol, kkt_tol=kkt_tol,
+                                       max_iter=max_iter,
+                                       progress=_progress_printer(progress, i, len(x0)))
     wall = time.perf_counter() - t_start
     feasible = np.array([r.feasible for r in results])
     costs = np.array([float(prob.control(jnp.asarray(r.x)).effort()) for r in results])
