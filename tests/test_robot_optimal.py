@@ -123,6 +123,7 @@ def test_unconstrained_disk_optimum_breaks_the_envelope(disk_optimum):
     assert free.cost < disk_optimum.cost  # the envelope costs effort (0.455 vs 1.239)
 
 
+@pytest.mark.slow  # K = 32 with the refined constraint grid: several minutes (CI budget)
 def test_doubling_the_knots_changes_the_cost_by_less_than_one_percent(disk_optimum):
     fine = optimize(disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5), knots=32)
     assert fine.status == "converged"
@@ -170,6 +171,7 @@ def test_bad_targets_and_options_are_refused():
         optimize(man, starts=0)
 
 
+@pytest.mark.slow  # ~4 min with the refined constraint grid (CI budget); run with -m slow
 def test_ball_optimum_resimulated_with_scipy():
     opt = optimize(ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=0.08, n_min=0.5), knots=12)
     assert opt.status == "converged"
