@@ -206,23 +206,18 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     axs[-1].set_xlabel("t [s]")
     save(fig, "masses.png")
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(t, r["N"], label="N(t)")
-    if np.isfinite(r["n_min"]):
-        ax.axhline(r["n_min"], color="r", ls="--", label="N_min")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("N [m g units]")
-    ax.legend(fontsize=7)
-    save(fig, "normal_force.png")
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(t, np.asarray(r["f_s"]) / np.asarray(r["N"]), label="|f_s| / N")
-    if np.isfinite(r["mu"]):
-        ax.axhline(r["mu"], color="r", ls="--", label="mu")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("|f_s| / N")
-    ax.legend(fontsize=7)
-    save(fig, "friction.png")
+    ratio = np.asarray(r["f_s"]) / np.asarray(r["N"])
+    for y, label, bound, bound_label, ylabel, name in (
+            (r["N"], "N(t)", r["n_min"], "N_min", "N [m g units]", "normal_force.png"),
+            (ratio, "|f_s| / N", r["mu"], "mu", "|f_s| / N", "friction.png")):
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.plot(t, y, label=label)
+        if np.isfinite(bound):
+            ax.axhline(bound, color="r", ls="--", label=bound_label)
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+        save(fig, name)
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     h = r["history"]
