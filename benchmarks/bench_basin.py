@@ -83,6 +83,8 @@ def main() -> None:
     ap.add_argument("--panels", nargs="*", default=["none", "drilling", "rolling"])
     ap.add_argument("--fig", default="fig11")
     ap.add_argument("--grid", type=int, nargs=2, default=None, help="e.g. 1000 1000 on a GPU")
+    ap.add_argument("--lanes", type=int, nargs="*", default=[512],
+                    help="lanes per device (several: one timing per value; 10^4-10^5 on a GPU)")
     args = ap.parse_args()
     rtol = atol = 1e-9
     t_max = 60.0
@@ -92,7 +94,7 @@ def main() -> None:
     print(f"# {machine}; jax {jax.__version__}")
     results = {"machine": machine, "panels": []}
     rng = np.random.default_rng(0)
-    for diss in args.panels:
+    for diss, lanes in [(d, n) for d in args.panels for n in args.lanes]:
         rim, kw = preset(args.fig, diss)
         if args.grid:
             kw["x"] = type(kw["x"])("beta", 0.8, 1.8, args.grid[0])
@@ -100,13 +102,13 @@ def main() -> None:
         n = kw["x"].n * kw["y"].n
         t0 = time.perf_counter()
         bmap = basin_map(rim, progress=False, t_max=t_max, rtol=rtol, atol=atol,
-                         chunk_size=n, **kw)
+                         chunk_size=n, lanes=lanes, **kw)
         first = time.perf_counter() - t0
         warm = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             bmap = basin_map(rim, progress=False, t_max=t_max, rtol=rtol, atol=atol,
-                             chunk_size=n, **kw)
+                             chunk_size=n, lanes=lanes, **kw)
             warm.append(time.perf_counter() - t0)
         best = min(warm)
         # SciPy on a random sample of the same starts
@@ -118,7 +120,8 @@ def main() -> None:
         scipy_panel = t_sample / len(pick) * n
         agree = float(np.mean(ref == bmap.outcome.ravel()[pick]))
         row = dict(
-            panel=f"{args.fig} {diss}", grid=[kw["x"].n, kw["y"].n], counts=bmap.counts(),
+            panel=f"{args.fig} {diss}", grid=[kw["x"].n, kw["y"].n], lanes=lanes,
+            counts=bmap.counts(), ns_per_start=round(best / n * 1e9, 1),
             compile_s=round(first - best, 2), warm_s=round(best, 3),
             scipy_1proc_s=round(scipy_panel, 1), scipy_2proc_s=round(scipy_panel / 2, 1),
             speedup_vs_scipy_2proc=round(scipy_panel / 2 / best, 1),

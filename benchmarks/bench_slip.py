@@ -88,6 +88,8 @@ def main() -> None:
     ap.add_argument("--preset", default="fig11")
     ap.add_argument("--json", default=None)
     ap.add_argument("--step-cost", action="store_true")
+    ap.add_argument("--lanes", type=int, default=512, help="lanes per device (10^4-10^5 on a GPU)")
+    ap.add_argument("--chunk", type=int, default=1 << 16, help="starts per chunk")
     args = ap.parse_args()
     if args.step_cost:
         print("ns per lane and step:", json.dumps(step_cost()), flush=True)
@@ -95,12 +97,14 @@ def main() -> None:
     rows = {}
     for name, slip in (("no slip", None), ("mu = 1", SlipSettings())):
         t0 = time.perf_counter()
-        m = basin_map(rim, progress=False, slip=slip, **kw)
+        m = basin_map(rim, progress=False, slip=slip, lanes=args.lanes,
+                      chunk_size=args.chunk, **kw)
         first = time.perf_counter() - t0
         warm = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            m = basin_map(rim, progress=False, slip=slip, **kw)
+            m = basin_map(rim, progress=False, slip=slip, lanes=args.lanes,
+                      chunk_size=args.chunk, **kw)
             warm.append(time.perf_counter() - t0)
         rows[name] = dict(counts=m.counts(), first_s=round(first, 2), warm_s=round(min(warm), 3),
                           steps=int(np.sum(m.steps)))

@@ -338,3 +338,20 @@ def test_reverse_mode_gradient_wrt_table_parameter():
     f = eqx.filter_jit(t3)
     fd = (float(f(jnp.asarray(0.15 + 1e-7))) - float(f(jnp.asarray(0.15 - 1e-7)))) / 2e-7
     assert g == pytest.approx(fd, rel=1e-6)
+
+
+@pytest.mark.parametrize("method, args", [
+    ("energy", (np.ones(7),)), ("constraint_residual", (np.ones((2, 8)),)),
+    ("flow", (np.ones(4), 0.1)), ("vector_field", (0.0, np.ones(9))),
+    ("constraint_forms", (np.ones(8),)), ("constraint_coefficients", (np.ones(3),)),
+    ("lagrangian", (np.ones(4), np.ones(8))),
+    ("billiard.ends", (np.ones(4),)), ("billiard.next_impact", (np.ones((3, 8)),)),
+    ("billiard.step", (np.ones(6),)), ("billiard.impact", (np.ones(4), 0)),
+    ("billiard.surface_differential", (np.ones(8), 0)),
+])
+def test_wrong_state_shapes_get_one_line_errors(method, args):
+    penny = Penny()
+    obj = PennyBilliard(penny, circle_table()) if method.startswith("billiard.") else penny
+    fn = getattr(obj, method.removeprefix("billiard."))
+    with pytest.raises(ValueError, match=r"^\S+: \w+ = .* must be an array of shape \((4|8),\)"):
+        fn(*args)

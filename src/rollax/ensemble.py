@@ -21,7 +21,7 @@ Design (measured in ``benchmarks/RESULTS.md``):
   of N starts; they are dealt to the devices with the starts and gathered into per-lane
   arrays on refill, so each lane uses its own start's values; the other leaves are shared.
 * **One queue per device**: starts are dealt round-robin to the local JAX devices
-  (``pmap``); on a CPU, :mod:`rollax._setup` makes one device per core.
+  (``shard_map`` over a one-axis mesh; plain ``jit`` on one device); on a CPU, :mod:`rollax._setup` makes one device per core.
 * **Hybrid systems in the loop.** With a ``reset`` map, an event does not end the lane: the
   lane parks, and when enough lanes are parked or free, one vectorised pass (over the parked
   lanes only) locates their events, applies the reset map and lets them go on, in a new
@@ -37,6 +37,7 @@ same walk, same root location, same counts and first crossings).
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -594,6 +595,30 @@ def _finish(
     return status, event, t_end, y_end, counts, t_first
 
 
+def _shardy_workaround():
+    """``jax._src.config.use_shardy_partitioner`` on jax >= 0.11, else None (see _compiled)."""
+    version = tuple(int(p) for p in jax.__version__.split(".")[:2])
+    if version < (0, 11):
+        return None
+    try:
+        from jax._src.config import use_shardy_partitioner
+    except ImportError:  # pragma: no cover - a jax without the switch
+        return None
+    return use_shardy_partitioner
+
+
+_shardy_off = _shardy_workaround()
+
+
+def _cpp_log_level(level: int) -> None:
+    """Set XLA's minimum C++ log level (2: errors only), where this jax can."""
+    try:
+        from jax._src.lib import utils
+        utils.absl_set_min_log_level(level)
+    except (ImportError, AttributeError):  # pragma: no cover - another jaxlib
+        pass
+
+
 @functools.lru_cache(maxsize=32)
 def _compiled(pb: _Problem, lanes: int, n_dev: int):
     def run(y0s, aux0s, valid, bargs, sargs, t0, t_max, rtol, atol, max_steps, max_resets,
@@ -606,8 +631,36 @@ def _compiled(pb: _Problem, lanes: int, n_dev: int):
         return (status[:-1], event[:-1], t[:-1], y[:-1], counts[:-1], t_first[:-1],
                 out.steps[:-1], out.resets[:-1], out.aux[:-1])
 
-    return jax.pmap(run, in_axes=(0, 0, 0, 0) + (None,) * 8,
-                    devices=jax.local_devices()[:n_dev])
+    def block(y0s, aux0s, valid, bargs, *rest):
+        # the arrays dealt to one device: a leading axis of length 1
+        first = functools.partial(jax.tree.map, lambda x: x[0])
+        out = run(first(y0s), first(aux0s), first(valid), first(bargs), *rest)
+        return jax.tree.map(lambda x: x[None], out)
+
+    if n_dev == 1:  # a GPU, or one CPU device: no partitioner at all
+        return jax.jit(block)
+    # One independent queue per device: shard_map over a one-axis mesh, no collectives.
+    mesh = jax.sharding.Mesh(np.array(jax.local_devices()[:n_dev]), ("d",))
+    spec = (jax.sharding.PartitionSpec("d"),) * 4 + (jax.sharding.PartitionSpec(),) * 8
+    kernel = jax.jit(jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec[0],
+                                   check_vma=False),
+                     in_shardings=tuple(jax.sharding.NamedSharding(mesh, s) for s in spec))
+    if _shardy_off is None:
+        return kernel
+
+    def call(*args):
+        # jax 0.11's Shardy partitioner segfaults compiling this kernel for several CPU
+        # devices (its unused-inputs canonicalisation, on the zero-sized arrays that a system
+        # without crossing events or aux data has); the GSPMD partitioner compiles it. XLA
+        # then logs a deprecation warning for GSPMD on stderr: silenced for this call only.
+        with _shardy_off(False):
+            _cpp_log_level(2)
+            try:
+                return kernel(*args)
+            finally:
+                _cpp_log_level(int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") or 0))
+
+    return call
 
 
 def solve_ensemble(
@@ -706,7 +759,7 @@ def solve_ensemble(
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
                   int(n_samples), field_and_events, args_def, batched)
     run = _compiled(pb, int(lanes), n_dev)
-    # each led by a dummy leaf: pmap misplaces in_axes after an empty tuple (jax 0.10.2)
+    # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)
                                           for x, b in zip(leaves, batched) if b)
     sargs = (jnp.zeros(()),) + tuple(jnp.asarray(x) for x, b in zip(leaves, batched) if not b)

@@ -68,6 +68,17 @@ _FRONT_BACK = (1.0, -1.0)  # sign of R cos(phi) in (27) and (34)
 
 
 _STATE8 = " = (x, y, theta, phi, x', y', theta', phi')"
+_Q4 = " = (x, y, theta, phi)"
+
+
+def _s8(where: str, x, name: str = "state"):
+    """``x`` as a float array if it has shape (8,), else a one-line ``ValueError``."""
+    return jnp.asarray(check_shape(f"{where}: {name}", x, (8,), _STATE8), float)
+
+
+def _q4(where: str, x, name: str = "q"):
+    """``x`` as a float array if it has shape (4,), else a one-line ``ValueError``."""
+    return jnp.asarray(check_shape(f"{where}: {name}", x, (4,), _Q4), float)
 
 
 class Penny(eqx.Module):
@@ -89,12 +100,13 @@ class Penny(eqx.Module):
 
     def lagrangian(self, q: Float[ArrayLike, "4"], qdot: Float[ArrayLike, "4"]) -> Float[Array, ""]:
         """L = 1/2 m (x_dot^2 + y_dot^2) + 1/2 I theta_dot^2 + 1/2 J phi_dot^2, eq. (22)."""
-        qdot = jnp.asarray(qdot, float)
+        _q4("Penny.lagrangian", q)
+        qdot = _q4("Penny.lagrangian", qdot, "qdot")
         return 0.5 * qdot @ self.mass_matrix() @ qdot
 
     def constraint_forms(self, q: Float[ArrayLike, "4"]) -> Float[Array, "2 4"]:
         """Rows omega^1 = dx - R cos(phi) dtheta, omega^2 = dy - R sin(phi) dtheta, eq. (24)."""
-        phi = jnp.asarray(q, float)[3]
+        phi = _q4("Penny.constraint_forms", q)[3]
         z = jnp.zeros_like(phi)
         o = jnp.ones_like(phi)
         return jnp.stack(
@@ -106,7 +118,7 @@ class Penny(eqx.Module):
 
     def constraint_coefficients(self, q: Float[ArrayLike, "4"]) -> Float[Array, "2 2"]:
         """A^a_alpha of (11) with s = (x, y), r = (theta, phi): omega^a = ds^a + A^a_alpha dr^alpha."""
-        phi = jnp.asarray(q, float)[3]
+        phi = _q4("Penny.constraint_coefficients", q)[3]
         z = jnp.zeros_like(phi)
         return jnp.stack(
             [jnp.stack([-self.R * jnp.cos(phi), z]), jnp.stack([-self.R * jnp.sin(phi), z])]
@@ -114,12 +126,12 @@ class Penny(eqx.Module):
 
     def energy(self, state: Float[ArrayLike, "8"]) -> Float[Array, ""]:
         """Kinetic energy (22) of a state (x, y, theta, phi, x_dot, y_dot, theta_dot, phi_dot)."""
-        state = jnp.asarray(state, float)
+        state = _s8("Penny.energy", state)
         return self.lagrangian(state[:4], state[4:])
 
     def constraint_residual(self, state: Float[ArrayLike, "8"]) -> Float[Array, "2"]:
         """omega^k(qdot) of (24); zero when the rolling constraints (23) hold."""
-        state = jnp.asarray(state, float)
+        state = _s8("Penny.constraint_residual", state)
         return self.constraint_forms(state[:4]) @ state[4:]
 
     def state(
@@ -153,7 +165,7 @@ class Penny(eqx.Module):
         Written with sin(w t/2)/(w t/2) so that it is exact and smooth also for phi_dot -> 0
         (straight rolling). Uses theta_dot, phi_dot of ``state``; x_dot, y_dot follow from (23).
         """
-        s = jnp.asarray(state, float)
+        s = _s8("Penny.flow", state)
         t = jnp.asarray(t, float)
         Om, om = s[6], s[7]
         half = 0.5 * om * t
@@ -175,7 +187,7 @@ class Penny(eqx.Module):
 
     def vector_field(self, t, state: Float[ArrayLike, "8"], args=None) -> Float[Array, "8"]:
         """First-order form of (25) on the 8-dim state (diffrax signature ``f(t, y, args)``)."""
-        s = jnp.asarray(state, float)
+        s = _s8("Penny.vector_field", state)
         Om, om, phi = s[6], s[7], s[3]
         return jnp.stack(
             [
@@ -371,7 +383,7 @@ class PennyBilliard(eqx.Module):
     # ------------------------------------------------------------------ geometry of the ends
     def ends(self, state: Float[ArrayLike, "8"]) -> Float[Array, "2 2"]:
         """Front (27) and back (34) points of the penny, (x, y) +- R (cos phi, sin phi)."""
-        s = jnp.asarray(state, float)
+        s = _s8("PennyBilliard.ends", state)
         e = self.penny.R * jnp.stack([jnp.cos(s[3]), jnp.sin(s[3])])
         return jnp.stack([s[:2] + e, s[:2] - e])
 
@@ -385,7 +397,7 @@ class PennyBilliard(eqx.Module):
         The surface is h(x + sigma R cos phi, y + sigma R sin phi) = 0 with sigma = +-1, so
         dh = (h_x, h_y, 0, sigma R (cos phi h_y - sin phi h_x)), as in (28)-(29).
         """
-        q = jnp.asarray(q, float)
+        q = _q4("PennyBilliard.surface_differential", q)
         sigma = jnp.where(jnp.asarray(end) == 0, 1.0, -1.0)
         c, s = jnp.cos(q[3]), jnp.sin(q[3])
         hx, hy = jax.grad(self.table.h)(q[:2] + sigma * self.penny.R * jnp.stack([c, s]))
@@ -486,7 +498,7 @@ class PennyBilliard(eqx.Module):
         located to rounding (well below 1e-12 relative) and is differentiable with respect to
         ``state`` and the model (implicit function theorem: dtau = -dg/(dg/dt)).
         """
-        s_in = jnp.asarray(state, float)
+        s_in = _s8("PennyBilliard.next_impact", state)
         s0 = jax.lax.stop_gradient(s_in)
         # The search runs without derivatives (its loops are not reverse-differentiable);
         # derivatives enter through the implicit-function step below.
@@ -541,7 +553,7 @@ class PennyBilliard(eqx.Module):
         elastic: (15)-(17); plastic: (18)-(21) = (28)-(29) followed by (32)-(33); restitution:
         :func:`rollax.impacts.nonholonomic_restitution`. The configuration is unchanged.
         """
-        pre = jnp.asarray(pre, float)
+        pre = _s8("PennyBilliard.impact", pre, "pre")
         if self.law == "plastic":
             M = self.penny.mass_matrix()
             A = self.penny.constraint_forms(pre[:4])
@@ -556,7 +568,7 @@ class PennyBilliard(eqx.Module):
 
         When status is not IMPACT the returned post state equals ``state``.
         """
-        s = jnp.asarray(state, float)
+        s = _s8("PennyBilliard.step", state)
         tau, end, status, _ = self.next_impact(s)
         pre = self.penny.flow(s, tau)
         post = self.impact(pre, end)
@@ -604,7 +616,7 @@ class PennyBilliard(eqx.Module):
         NaN beyond the last recorded impact unless the sequence ended with NO_IMPACT (then the
         flow (26) is valid for ever).
         """
-        s0 = jnp.asarray(state0, float)
+        s0 = _s8("PennyBilliard.state_at", state0, "state0")
         t = jnp.asarray(t, float)
         n = seq.times.shape[0]
         hit = seq.status == IMPACT
@@ -620,7 +632,7 @@ class PennyBilliard(eqx.Module):
     def path(self, state0: Float[ArrayLike, "8"], seq: ImpactSequence, points_per_flight: int = 40) -> Float[Array, "N1 P 8"]:
         """Dense states along each flight (flight k from the k-th start to the (k+1)-th impact),
         for plotting; flights that did not happen are NaN."""
-        s0 = jnp.asarray(state0, float)
+        s0 = _s8("PennyBilliard.path", state0, "state0")
         starts = jnp.concatenate([s0[None], seq.states[:-1]])
         u = jnp.linspace(0.0, 1.0, points_per_flight)
 

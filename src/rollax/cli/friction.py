@@ -15,6 +15,7 @@ import os
 import sys
 
 from rollax.cli._args import FINITE, NONNEGATIVE, POSITIVE, dump, dumps, integer
+from rollax.friction.harmonic import MAX_DEGREE
 
 
 def register(subparsers) -> None:
@@ -31,7 +32,7 @@ def register(subparsers) -> None:
     fit = sub.add_parser("fit", help="fit a harmonic or Pade model to an exact law by gradient (optax)")
     fit.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform")
     fit.add_argument("--model", choices=("harmonic", "pade"), default="harmonic")
-    fit.add_argument("--degree", type=integer(1, 32), default=2)
+    fit.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2)
     fit.add_argument("--rho", choices=("kappa", "R"), default="kappa")
     _common(fit)
     fit.set_defaults(func=run_fit)
@@ -39,7 +40,7 @@ def register(subparsers) -> None:
     ld = sub.add_parser("limit-directions", help="limit directions of the disc / ball at stick (Sect. 7.2)")
     ld.add_argument("--body", choices=("disc", "ball"), default="disc")
     ld.add_argument("--force", type=NONNEGATIVE, default=0.0, help="F/(mu m g), >= 0")
-    ld.add_argument("--degree", type=integer(1, 32), default=2, help="degree N of the harmonic model")
+    ld.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2, help="degree N of the harmonic model")
     ld.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
     _common(ld)
     ld.set_defaults(func=run_limit_directions)

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
+# Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [bench|tests]
+set -u
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
+OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
+what=${1:-bench}
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
+python3 -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/pip.log" 2>&1 || { cat "$OUT/pip.log"; exit 1; }
+python3 -c "import jax, diffrax, equinox, optax, optimistix, jaxtyping, rollax; print('jax', jax.__version__, 'diffrax', diffrax.__version__, 'equinox', equinox.__version__, 'optax', optax.__version__, 'optimistix', optimistix.__version__, 'jaxtyping', jaxtyping.__version__, jax.devices())"
+step() { local limit=$1; shift; echo "== $* (limit ${limit}s)"; local t0=$SECONDS
+  timeout "$limit" "$@" 2>&1 | tee -a "$OUT/$what.log" | grep -v "^WARNING\|^W0000\|^I0000" | tail -n 12
+  echo "   ($((SECONDS - t0)) s)"; }
+if [ "$what" = big ]; then
+  # one lane per start (no refill): the 1000 x 1000 no-slip panel and the mu = 1 panel
+  step 170 python3 benchmarks/bench_basin.py --panels none --grid 1000 1000 --lanes 1000000 --sample 10 --repeat 3 --json "$OUT/basin_1000.json"
+  step 230 python3 benchmarks/bench_slip.py --lanes 86400 --chunk 86400 --repeat 2 --json "$OUT/slip.json"
+elif [ "$what" = bench ]; then
+  step 150 python3 benchmarks/bench_basin.py --panels none --lanes 2048 16384 86400 --sample 40 --repeat 3 --json "$OUT/basin_fig11.json"
+  step 120 python3 benchmarks/bench_basin.py --panels none --grid 1000 1000 --lanes 65536 262144 --sample 20 --repeat 3 --json "$OUT/basin_1000.json"
+  step 150 python3 benchmarks/bench_slip.py --lanes 16384 --repeat 2 --json "$OUT/slip.json"
+  step 90 python3 benchmarks/bench_basin.py --panels drilling rolling --lanes 16384 --sample 20 --repeat 3 --json "$OUT/basin_diss.json"
+  step 60 python3 benchmarks/bench_solve.py --calls 300 --starts 10000 --repeat 3
+else
+  # the whole suite with the image's jax on the CPU (16 workers), then the integrator tests on the GPU
+  JAX_PLATFORMS=cpu step 300 python3 -m pytest -n 14 -p no:benchmark -p no:cacheprovider -q --timeout 280 -rf
+  step 230 python3 -m pytest -n 4 -p no:benchmark -p no:cacheprovider -q --timeout 200 -rf \
+    tests/test_solve.py tests/test_ensemble.py tests/test_solve_ensemble.py tests/test_events.py \
+    tests/test_conformance.py tests/test_placement.py tests/test_basin.py
+fi
