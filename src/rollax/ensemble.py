@@ -21,7 +21,8 @@ Design (measured in ``benchmarks/RESULTS.md``):
   of N starts; they are dealt to the devices with the starts and gathered into per-lane
   arrays on refill, so each lane uses its own start's values; the other leaves are shared.
 * **One queue per device**: starts are dealt round-robin to the local JAX devices
-  (``shard_map`` over a one-axis mesh; plain ``jit`` on one device); on a CPU, :mod:`rollax._setup` makes one device per core.
+  (``shard_map`` over a one-axis mesh; plain ``jit`` on one device); on a CPU,
+  :mod:`rollax._setup` makes one device per core.
 * **Hybrid systems in the loop.** With a ``reset`` map, an event does not end the lane: the
   lane parks, and when enough lanes are parked or free, one vectorised pass (over the parked
   lanes only) locates their events, applies the reset map and lets them go on, in a new
@@ -658,7 +659,8 @@ def _compiled(pb: _Problem, lanes: int, n_dev: int):
             try:
                 return kernel(*args)
             finally:
-                _cpp_log_level(int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") or 0))
+                env = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")
+                _cpp_log_level(int(env) if env.strip().isdigit() else 0)
 
     return call
 
