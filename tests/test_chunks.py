@@ -30,7 +30,7 @@ def _starts(lo, hi):
 
 
 def _fn(calls=None):
-    def fn(chunk, valid):
+    def fn(chunk, valid, report=None):
         if calls is not None:
             calls.append(int(chunk[0, 1]))
         return {"sq": chunk[:, 0] ** 2, "idx": chunk[:, 1].astype(np.int64)}
@@ -156,7 +156,7 @@ WORKER = textwrap.dedent("""
     from rollax._chunks import run_chunked, SweepInterrupted
     folder, delay, log, out = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 
-    def fn(chunk, valid):
+    def fn(chunk, valid, report):
         with open(log, "a") as f:
             f.write(f"{int(chunk[0, 1])}\\n")
         time.sleep(delay)
@@ -250,7 +250,7 @@ def test_a_signal_stops_within_a_second_and_keeps_the_finished_chunks(tmp_path, 
 def test_an_interrupt_in_process_raises_sweep_interrupted(tmp_path):
     calls = []
 
-    def fn(chunk, valid):
+    def fn(chunk, valid, report):
         calls.append(1)
         if len(calls) == 3:
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during the third chunk
@@ -265,3 +265,47 @@ def test_an_interrupt_in_process_raises_sweep_interrupted(tmp_path):
     assert err.value.done == 2 and err.value.total == 6 and err.value.exit_code == 130
     assert len(_files(tmp_path)) == 2
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_progress_moves_within_a_chunk_and_an_abandoned_chunk_stops(tmp_path):
+    # One chunk of 6 steps of 0.2 s, each reported: the bar moves within the chunk (more than
+    # twice before the chunk ends), and after an interrupt the worker stops at its next report.
+    shown, steps = [], []
+
+    class Bar:
+        def __init__(self, *a, **k):
+            pass
+
+        def update(self, k):
+            shown.append(k)
+
+        def set_postfix_str(self, s, refresh=True):
+            pass
+
+        def close(self):
+            pass
+
+    def fn(chunk, valid, report):
+        for k in range(6):
+            time.sleep(0.2)
+            steps.append(k)
+            report((k + 1) * len(chunk) // 6)
+            if k == 3 and interrupt:
+                os.kill(os.getpid(), signal.SIGINT)
+        return _fn()(chunk, valid)
+
+    import rollax._chunks as chunks
+
+    interrupt = False
+    old = chunks.tqdm
+    chunks.tqdm = Bar
+    try:
+        run_chunked(fn, _starts, n=CHUNK, chunk_size=CHUNK)
+        assert sum(shown) == CHUNK and len([k for k in shown if k > 0]) >= 3
+        interrupt, steps[:] = True, []
+        with pytest.raises(SweepInterrupted):
+            run_chunked(fn, _starts, n=CHUNK, chunk_size=CHUNK)
+        time.sleep(0.6)  # the worker would have taken two more steps by now
+        assert steps == [0, 1, 2, 3, 4]  # it raised at the report after the interrupt
+    finally:
+        chunks.tqdm = old

@@ -25,8 +25,9 @@ The chunk store verifies what it finds:
 SIGINT and SIGTERM during :func:`run_chunked` (in the main thread) stop it within about a
 tenth of a second: each chunk runs in a worker thread while the main thread polls a flag, the
 finished chunks are kept, and :class:`SweepInterrupted` (a ``KeyboardInterrupt``) is raised
-with a one-line message saying how to resume. The interrupted chunk's computation is abandoned
-(it finishes in the background, and its result is dropped).
+with a one-line message saying how to resume. The interrupted chunk's computation is abandoned:
+it stops at its next progress report (a fraction of a second for the ensemble kernel, which
+reports between slices of its loop), and its result is dropped.
 """
 
 from __future__ import annotations
@@ -219,26 +220,49 @@ def _signal_flag():
             signal.signal(sig, h)
 
 
-def _call_polling(fn, args, flag, interrupted):
-    """``fn(*args)`` in a daemon worker thread, polling ``flag`` while it runs; raises
-    ``interrupted()`` at once when a signal arrives (the worker is abandoned)."""
-    box: dict = {}
+class _Abandoned(Exception):
+    """Raised inside an abandoned chunk's computation (at its next progress report) to stop it."""
+
+
+def _call_polling(fn, args, flag, interrupted, shown=None):
+    """``fn(*args, report)`` in a daemon worker thread, polling ``flag`` while it runs; raises
+    ``interrupted()`` at once when a signal arrives. ``report(k)`` (called by ``fn`` on the
+    worker thread) records that ``k`` of its items are done; each poll passes the growth to
+    ``shown(delta)`` on this thread. After an interrupt, the worker's next ``report`` raises,
+    so an abandoned computation that reports stops there instead of running to its end."""
+    box: dict = {"done": 0}
+    stop = threading.Event()
+
+    def report(k):
+        if stop.is_set():
+            raise _Abandoned
+        box["done"] = max(box["done"], int(k))
 
     def target():
         try:
-            box["out"] = fn(*args)
+            box["out"] = fn(*args, report)
+        except _Abandoned:
+            pass
         except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
             box["err"] = err
 
     worker = threading.Thread(target=target, name="rollax-chunk", daemon=True)
     worker.start()
-    while worker.is_alive():
-        worker.join(_POLL)
-        if flag["sig"] is not None:
-            raise interrupted()
+    seen = 0
+    try:
+        while worker.is_alive():
+            worker.join(_POLL)
+            if shown is not None and box["done"] > seen:
+                shown(box["done"] - seen)
+                seen = box["done"]
+            if flag["sig"] is not None:
+                raise interrupted()
+    except BaseException:
+        stop.set()
+        raise
     if "err" in box:
         raise box["err"]
-    return box["out"]
+    return box["out"], seen
 
 
 def _available_memory() -> int | None:
@@ -288,13 +312,16 @@ def run_chunked(
     progress: bool = True,
     desc: str = "sweep",
 ) -> dict[str, np.ndarray]:
-    """Run ``fn(chunk, valid)`` over ``starts`` in chunks of ``chunk_size`` rows and concatenate.
+    """Run ``fn(chunk, valid, report)`` over ``starts`` in chunks of ``chunk_size`` rows and
+    concatenate.
 
     ``starts``: an ``(n, ...)`` array, or a function ``starts(lo, hi)`` returning rows
     ``lo:hi`` (then ``n`` is required; each chunk's starts are built only when it runs).
     ``fn`` receives a ``(chunk_size, ...)`` array (the last chunk padded by repeating its first
     row) and the boolean mask of real rows, and returns a dict of arrays with leading axis
-    ``chunk_size``. With ``cache_dir``, chunk ``i`` is stored as
+    ``chunk_size``; it may call ``report(k)`` with the number of the chunk's starts finished so
+    far, which moves the progress bar within the chunk (and, after an interrupt, raises to
+    stop the abandoned computation). With ``cache_dir``, chunk ``i`` is stored as
     ``cache_dir/chunks-<key>/<i>.npz`` as soon as it is done and reused on a rerun after it has
     been verified (module docstring); the folder is removed after a successful run unless
     ``keep_chunks``. ``row_bytes``: bytes of results per start, to refuse up front (one-line
@@ -336,18 +363,26 @@ def run_chunked(
     def interrupted():
         return SweepInterrupted(flag["sig"], done, n_chunks, folder)
 
-    def compute(i, lo, hi):
+    def compute(i, lo, hi, report):
         chunk = np.asarray(make(lo, hi))
         valid = np.ones(chunk_size, bool)
         if hi - lo < chunk_size:
             fill = np.repeat(chunk[:1], chunk_size - (hi - lo), axis=0)
             chunk = np.concatenate([chunk, fill])
             valid[hi - lo:] = False
-        res = fn(chunk, valid)
+        res = fn(chunk, valid, report)
         return {k: np.ascontiguousarray(np.asarray(v)[: hi - lo]) for k, v in res.items()}
 
     bar = tqdm(total=n, unit="start", desc=desc, disable=not progress, smoothing=0.1,
                mininterval=0.5)
+    started = False
+
+    def shown(bar, k):
+        nonlocal started
+        if not started:
+            started = True
+            bar.set_postfix_str("", refresh=False)
+        bar.update(k)
     with _signal_flag() as flag:
         try:
             for i in range(n_chunks):
@@ -364,8 +399,12 @@ def run_chunked(
                         if part is None and why != "is missing":
                             warnings.warn(f"chunk {path} {why}; recomputing it", ChunkWarning,
                                           stacklevel=3)
+                seen = 0
                 if part is None:
-                    part = _call_polling(compute, (i, lo, hi), flag, interrupted)
+                    if not started:  # the bar stands still while the kernel compiles: say so
+                        bar.set_postfix_str("compiling or loading the kernel", refresh=True)
+                    part, seen = _call_polling(compute, (i, lo, hi), flag, interrupted,
+                                               functools.partial(shown, bar))
                     if path is not None:
                         save_chunk(path, part, _meta(key, i, hi - lo, part))
                 if out is None:
@@ -376,7 +415,7 @@ def run_chunked(
                 for k, v in part.items():
                     out[k][lo:hi] = v
                 done += 1
-                bar.update(hi - lo)
+                shown(bar, hi - lo - seen)
                 if flag["sig"] is not None:
                     raise interrupted()
         finally:

@@ -104,6 +104,7 @@ def solve_ensemble(
     lanes: int = 512,
     devices: int | None = None,
     valid: np.ndarray | None = None,
+    progress=None,
 ) -> Solution:
     """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
     the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
@@ -116,7 +117,9 @@ def solve_ensemble(
     ``devices`` JAX devices (default: all local), each with a work queue of ``lanes`` lanes.
 
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
-    meaningless (the padding of a chunk). Returns a :class:`rollax.Solution` of NumPy arrays
+    meaningless (the padding of a chunk). ``progress(finished)``: called about every quarter
+    second with the number of starts finished so far (the results do not change); an
+    exception it raises stops the solve. Returns a :class:`rollax.Solution` of NumPy arrays
     with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """
     if not isinstance(system, AbstractSystem):
@@ -174,7 +177,7 @@ def solve_ensemble(
         n_samples=int(n_samples), devices=devices, reset=ad.reset if hybrid else None,
         aux=aux if hybrid else None, n_error=d, max_resets=int(max_resets),
         args_batched=marks, field_and_events=ad.field_and_events,
-        valid=None if valid is None else np.asarray(valid, bool),
+        valid=None if valid is None else np.asarray(valid, bool), progress=progress,
     )
     return Solution(
         t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),

@@ -158,7 +158,7 @@ def sweep(
         idx = np.unravel_index(np.arange(lo, hi), shape)
         return np.stack([v[i] for v, i in zip(values, idx)], axis=1)
 
-    def run(chunk, valid):
+    def run(chunk, valid, report):
         ys = np.tile(base, (len(chunk), 1))
         sys_b = system
         for k, a in enumerate(axes):
@@ -166,7 +166,8 @@ def sweep(
                 ys[:, state_ix[a.name]] = chunk[:, k]
             else:
                 sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
-        sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid, **solver_options)
+        sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid,
+                             progress=report, **solver_options)
         out = {f: np.asarray(getattr(sol, f)) for f in _FIELDS}
         out["outcome"] = np.asarray(classify(sys_b, sol))
         if summary is not None:

@@ -17,6 +17,10 @@ Design (measured in ``benchmarks/RESULTS.md``):
   taken: the lane stops at the step's start. After the loop (or, with a reset map, in a
   service pass over the parked lanes) the step is redone and the earliest root located on its
   dense output with :func:`rollax.events.locate_in_step`, as :func:`rollax.solve` does.
+* **Slices.** The queue is three compiled programs: set-up, the loop, and the post-pass.
+  The loop runs to the end in one call, or, with ``progress``, in slices of an iteration
+  budget (the carry stays on the device between them) so that the caller sees the starts
+  finished and can stop; the lanes' arithmetic is the same either way.
 * **Per-start parameters.** Leaves of ``args`` marked in ``args_batched`` have a leading axis
   of N starts; they are dealt to the devices with the starts and gathered into per-lane
   arrays on refill, so each lane uses its own start's values; the other leaves are shared.
@@ -38,7 +42,9 @@ same walk, same root location, same counts and first crossings).
 from __future__ import annotations
 
 import functools
+import inspect
 import os
+import time
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -193,33 +199,60 @@ def _dense_at(t, y, h, y1, coef, tt):
     return jnp.where(tt == t + h, y1, dopri5.dense_eval(y, coef, (tt - t) * (1.0 / h)))
 
 
-def _queue(
-    pb: _Problem,
-    lanes: int,
-    y0s: Float[Array, "N d"],
-    aux0s: Float[Array, "N p"],
-    valid: Bool[Array, " N"],
-    bargs: tuple,
-    sargs: tuple,
-    t0: Float[Array, ""],
-    t_max: Float[Array, ""],
-    rtol: Float[Array, ""],
-    atol: Float[Array, ""],
-    max_steps: Int[Array, ""],
-    max_resets: Int[Array, ""],
-    dt_max: Float[Array, ""],
-) -> _Out:
-    """Run one work queue over the starts ``y0s`` (one device). Returns raw per-start records.
+class _Pre(NamedTuple):
+    """Per-start data of one device's queue, set up once (by ``init``) and read by every slice."""
 
-    ``bargs``: the per-start leaves of args (leading axis N), ``sargs``: the shared ones."""
+    y0s: Float[Array, "N d"]
+    aux0s: Float[Array, "N p"]
+    valid: Bool[Array, " N"]
+    bargs: tuple  # the per-start leaves of args (leading axis N)
+    order: Int[Array, " N"]  # the queue: the starts that need a solve first
+    nq: Int[Array, ""]  # how many starts need a solve
+    at_start: Bool[Array, " N"]  # a boundary already violated at t0
+    h0: Float[Array, " N"]
+    k10: Float[Array, "N d"]
+    sign0: Float[Array, "N n"]
+
+
+class _Carry(NamedTuple):
+    """The state of one device's queue between slices (see ``_machine``)."""
+
+    ln: _Lanes
+    qp: Int[Array, ""]  # starts taken from the queue so far
+    out: _Out
+
+
+class _Scalars(NamedTuple):
+    t0: Float[Array, ""]
+    t_max: Float[Array, ""]
+    rtol: Float[Array, ""]
+    atol: Float[Array, ""]
+    max_steps: Int[Array, ""]
+    max_resets: Int[Array, ""]
+    dt_max: Float[Array, ""]
+
+
+def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
+    """One device's work queue as three functions (all traced inside one compiled program each):
+
+    * ``init(y0s, aux0s, valid, bargs) -> (pre, carry)``: per-start set-up, vectorised once,
+      and empty lanes;
+    * ``advance(pre, carry, budget) -> (carry, left, finished)``: at most ``budget`` iterations
+      of the queue's loop (refill / reset service, then one step of the lanes); ``left``:
+      whether work remains, ``finished``: starts done so far;
+    * ``records(carry) -> _Out``: the raw per-start records (``_finish`` locates the events).
+
+    Running the loop in slices (``advance`` called until nothing is left) changes nothing in
+    any lane's arithmetic: the carry goes out and comes back unchanged, so the results are
+    bit-identical for any slicing; the slices give the caller progress and a point to stop.
+    """
     events, reset, ne, K = pb.events, pb.reset, pb.n_error, pb.n_samples
+    t0, t_max, rtol, atol, max_steps, max_resets, dt_max = sc
     fn = _fns(pb, sargs)
-    N, d = y0s.shape
     n = events.n
     L = lanes
     cross = jnp.asarray(_crossings(events), jnp.int32)
     nc = len(_crossings(events))
-    dtype = y0s.dtype
 
     def first_step(t, y, k, bl):
         h = dopri5.initial_step(lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne)
@@ -231,18 +264,7 @@ def _queue(
         bad = ~jnp.all(jnp.isfinite(g)) | ~jnp.all(jnp.isfinite(y))
         return g, k, first_step(t0, y, k, bl), _start_sign(fn, t0, y, k, g, bl), bad
 
-    g0, k10, h0, sign0, bad0 = jax.vmap(setup)(y0s, bargs)
-    # A boundary already violated at t0: without a reset map the start needs no solve; with
-    # one it enters parked, at a step of length 0. A non-finite start fails at once.
-    at_start = jax.vmap(events.fired_at_start)(g0).any(axis=1) if n else jnp.zeros(N, bool)
-    needs = valid & ~bad0 & (~at_start if reset is None else True)
-    order = jnp.argsort(~needs, stable=True).astype(jnp.int32)
-    nq = jnp.sum(needs).astype(jnp.int32)
-
-    # Records, with one spare row (index N) that absorbs the writes of empty lanes.
-    M = N + 1
-
-    def blank(K_):
+    def blank(K_, d, dtype):
         # per-record arrays shared by the lanes and the records: crossings and their steps
         return dict(
             event=jnp.full((K_,), -1, jnp.int32),
@@ -260,72 +282,91 @@ def _queue(
             fc_tzero=jnp.full((K_, nc), jnp.nan, dtype),
         )
 
-    first_status = jnp.where(at_start, _PENDING, T_MAX) if reset is None else T_MAX
-    first_status = jnp.where(bad0, FAILED_NAN, first_status)
-    out = _Out(
-        status=jnp.concatenate(
-            [jnp.where(valid, first_status, PADDING), jnp.array([PADDING])]
-        ).astype(jnp.int32),
-        t=jnp.full((M,), t0, dtype),
-        y=jnp.concatenate([y0s, jnp.zeros((1, d), dtype)]),
-        h=jnp.zeros((M,), dtype),  # starts that end at t0: a pending 'step' with h = 0
-        aux=jnp.concatenate([aux0s, jnp.zeros((1,) + aux0s.shape[1:], dtype)]),
-        **blank(M),
-    )
-    lanes0 = _Lanes(
-        idx=jnp.full((L,), -1, jnp.int32),
-        live=jnp.zeros((L,), bool),
-        status=jnp.zeros((L,), jnp.int32),
-        t=jnp.full((L,), t0, dtype),
-        y=jnp.zeros((L, d), dtype),
-        h=jnp.ones((L,), dtype),
-        seg=jnp.zeros((L,), jnp.int32),
-        aux=jnp.zeros((L,) + aux0s.shape[1:], dtype),
-        bargs=tuple(jnp.broadcast_to(b[:1], (L,) + b.shape[1:]) for b in bargs),
-        **blank(L),
-    )
+    def init(y0s, aux0s, valid, bargs):
+        N, d = y0s.shape
+        dtype = y0s.dtype
+        g0, k10, h0, sign0, bad0 = jax.vmap(setup)(y0s, bargs)
+        # A boundary already violated at t0: without a reset map the start needs no solve;
+        # with one it enters parked, at a step of length 0. A non-finite start fails at once.
+        at_start = (jax.vmap(events.fired_at_start)(g0).any(axis=1) if n
+                    else jnp.zeros(N, bool))
+        needs = valid & ~bad0 & (~at_start if reset is None else True)
+        order = jnp.argsort(~needs, stable=True).astype(jnp.int32)
+        nq = jnp.sum(needs).astype(jnp.int32)
+        # Records, with one spare row (index N) that absorbs the writes of empty lanes.
+        M = N + 1
+        first_status = jnp.where(at_start, _PENDING, T_MAX) if reset is None else T_MAX
+        first_status = jnp.where(bad0, FAILED_NAN, first_status)
+        out = _Out(
+            status=jnp.concatenate(
+                [jnp.where(valid, first_status, PADDING), jnp.array([PADDING])]
+            ).astype(jnp.int32),
+            t=jnp.full((M,), t0, dtype),
+            y=jnp.concatenate([y0s, jnp.zeros((1, d), dtype)]),
+            h=jnp.zeros((M,), dtype),  # starts that end at t0: a pending 'step' with h = 0
+            aux=jnp.concatenate([aux0s, jnp.zeros((1,) + aux0s.shape[1:], dtype)]),
+            **blank(M, d, dtype),
+        )
+        ln = _Lanes(
+            idx=jnp.full((L,), -1, jnp.int32),
+            live=jnp.zeros((L,), bool),
+            status=jnp.zeros((L,), jnp.int32),
+            t=jnp.full((L,), t0, dtype),
+            y=jnp.zeros((L, d), dtype),
+            h=jnp.ones((L,), dtype),
+            seg=jnp.zeros((L,), jnp.int32),
+            aux=jnp.zeros((L,) + aux0s.shape[1:], dtype),
+            bargs=tuple(jnp.broadcast_to(b[:1], (L,) + b.shape[1:]) for b in bargs),
+            **blank(L, d, dtype),
+        )
+        pre = _Pre(y0s, aux0s, valid, bargs, order, nq, at_start, h0, k10, sign0)
+        return pre, _Carry(ln, jnp.int32(0), out)
 
     def flush(ln, out):
         # finished lanes write their records (others write to the spare row)
+        N = out.t.shape[0] - 1
         done = (ln.idx >= 0) & ~ln.live & (ln.status != _PARKED)
         w = jnp.where(done, ln.idx, N)
         out = _Out(*(getattr(out, k).at[w].set(getattr(ln, k)) for k in _RECORD))
         return ln._replace(idx=jnp.where(done, -1, ln.idx)), out
 
+    def records(carry: _Carry) -> _Out:
+        return flush(carry.ln, carry.out)[1]
+
     def lane_mask(m, x):
         return m.reshape(m.shape + (1,) * (x.ndim - 1))
 
-    def refill(carry):
+    def refill(pre: _Pre, carry: _Carry) -> _Carry:
         ln, qp, out = carry
         ln, out = flush(ln, out)
+        N = pre.y0s.shape[0]
         free = ln.idx < 0
         rank = jnp.cumsum(free) - 1
-        take = free & (qp + rank < nq)
-        src = order[jnp.clip(qp + rank, 0, N - 1)]
+        take = free & (qp + rank < pre.nq)
+        src = pre.order[jnp.clip(qp + rank, 0, N - 1)]
         tk = take[:, None]
-        parked = take & at_start[src] if reset is not None else jnp.zeros_like(take)
+        parked = take & pre.at_start[src] if reset is not None else jnp.zeros_like(take)
         ln = ln._replace(
             idx=jnp.where(take, src, ln.idx),
             live=ln.live | (take & ~parked),
             status=jnp.where(take, jnp.where(parked, _PARKED, _LIVE), ln.status),
             event=jnp.where(take, -1, ln.event),
             t=jnp.where(take, t0, ln.t),
-            y=jnp.where(tk, y0s[src], ln.y),
-            h=jnp.where(take, jnp.where(parked, 0.0, h0[src]), ln.h),
-            k1=jnp.where(tk, k10[src], ln.k1),
-            sign=jnp.where(tk, sign0[src], ln.sign),
+            y=jnp.where(tk, pre.y0s[src], ln.y),
+            h=jnp.where(take, jnp.where(parked, 0.0, pre.h0[src]), ln.h),
+            k1=jnp.where(tk, pre.k10[src], ln.k1),
+            sign=jnp.where(tk, pre.sign0[src], ln.sign),
             count=jnp.where(tk, 0, ln.count),
             t_zero=jnp.where(tk, jnp.nan, ln.t_zero),
             steps=jnp.where(take, 0, ln.steps),
             seg=jnp.where(take, 0, ln.seg),
             resets=jnp.where(take, 0, ln.resets),
-            aux=jnp.where(lane_mask(take, ln.aux), aux0s[src], ln.aux),
+            aux=jnp.where(lane_mask(take, ln.aux), pre.aux0s[src], ln.aux),
             fc_t=jnp.where(tk, jnp.nan, ln.fc_t),
-            bargs=tuple(jnp.where(lane_mask(take, a), b[src], a) for a, b in zip(ln.bargs, bargs)),
+            bargs=tuple(jnp.where(lane_mask(take, a), b[src], a)
+                        for a, b in zip(ln.bargs, pre.bargs)),
         )
-        return ln, qp + jnp.sum(take).astype(jnp.int32), out
-
-    is_cross = jnp.asarray(events.kinds, jnp.int32) == CROSSING
+        return _Carry(ln, qp + jnp.sum(take).astype(jnp.int32), out)
 
     def serve_one(t, y, h, k1, sign, count, t_zero, steps, resets, aux, fc_t, *bl):
         # Locate the event of a parked lane (h = 0: it fired at the state itself), apply the
@@ -359,8 +400,8 @@ def _queue(
                 jnp.full_like(t_zero, jnp.nan), steps, resets_n, aux_n,
                 jnp.where(term, fc_t, jnp.nan))
 
-    def serve(carry):
-        ln, qp, out = carry
+    def serve(carry: _Carry) -> _Carry:
+        ln = carry.ln
         parked = (ln.idx >= 0) & ~ln.live & (ln.status == _PARKED)
         names = ("live", "status", "event", "t", "y", "h", "k1", "sign", "count", "t_zero",
                  "seg", "resets", "aux", "fc_t")
@@ -368,7 +409,7 @@ def _queue(
                        (ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.steps,
                         ln.resets, ln.aux, ln.fc_t) + tuple(ln.bargs),
                        tuple(getattr(ln, k) for k in names))
-        return ln._replace(**dict(zip(names, res))), qp, out
+        return carry._replace(ln=ln._replace(**dict(zip(names, res))))
 
     stop_status = _PENDING if reset is None else _PARKED
 
@@ -447,33 +488,44 @@ def _queue(
         head = step_lanes(jax.tree_util.tree_map(lambda a: a[:S], ln))
         return jax.tree_util.tree_map(lambda a, b: a.at[:S].set(b), ln, head)
 
-    def advance(carry):
-        ln, qp, out = carry
-        if S < L:
-            narrow = (qp >= nq) & (jnp.sum(ln.live) <= S)
-            ln = jax.lax.cond(narrow, narrow_step, step_lanes, ln)
-        else:
-            ln = step_lanes(ln)
-        n_idle = jnp.sum(~ln.live)
-        pending = qp < nq
-        if reset is not None:
-            pending = pending | jnp.any(~ln.live & (ln.status == _PARKED) & (ln.idx >= 0))
-        need = pending & ((n_idle >= max(1, L // 16)) | (n_idle == L))
-        return jax.lax.cond(need, service, lambda c: c, (ln, qp, out))
+    def parked_any(ln):
+        return jnp.any((ln.idx >= 0) & ~ln.live & (ln.status == _PARKED))
 
-    service = refill if reset is None else (lambda c: refill(serve(c)))
+    def left(pre: _Pre, carry: _Carry):
+        return jnp.any(carry.ln.live) | (carry.qp < pre.nq) | parked_any(carry.ln)
 
-    def cond(carry):
-        ln, qp, _ = carry
-        parked = jnp.any((ln.idx >= 0) & ~ln.live & (ln.status == _PARKED))
-        return jnp.any(ln.live) | (qp < nq) | parked
+    def advance(pre: _Pre, carry: _Carry, budget):
+        # refill (and serve the parked lanes) once a sixteenth of the lanes is idle -- at the
+        # first iteration all are -- then one step of the live lanes
+        def body(c):
+            carry, it = c
+            ln, qp = carry.ln, carry.qp
+            n_idle = jnp.sum(~ln.live)
+            pending = qp < pre.nq
+            if reset is not None:
+                pending = pending | parked_any(ln)
+            need = pending & ((n_idle >= max(1, L // 16)) | (n_idle == L))
+            if reset is None:
+                carry = jax.lax.cond(need, lambda c_: refill(pre, c_), lambda c_: c_, carry)
+            else:
+                carry = jax.lax.cond(need, lambda c_: refill(pre, serve(c_)), lambda c_: c_,
+                                     carry)
+            ln = carry.ln
+            if S < L:
+                narrow = (carry.qp >= pre.nq) & (jnp.sum(ln.live) <= S)
+                ln = jax.lax.cond(narrow, narrow_step, step_lanes, ln)
+            else:
+                ln = step_lanes(ln)
+            return carry._replace(ln=ln), it + 1
 
-    carry = refill((lanes0, jnp.int32(0), out))
-    if reset is not None:
-        carry = serve(carry)
-    ln, _, out = jax.lax.while_loop(cond, advance, carry)
-    _, out = flush(ln, out)
-    return out
+        carry, _ = jax.lax.while_loop(lambda c: left(pre, c[0]) & (c[1] < budget), body,
+                                      (carry, jnp.int32(0)))
+        ln = carry.ln
+        in_flight = jnp.sum((ln.idx >= 0) & (ln.live | (ln.status == _PARKED)))
+        finished = jnp.sum(pre.valid) - (pre.nq - carry.qp) - in_flight
+        return carry, left(pre, carry), finished.astype(jnp.int32)
+
+    return init, advance, records
 
 
 def _crossings(events: EventSet) -> tuple[int, ...]:
@@ -620,32 +672,63 @@ def _cpp_log_level(level: int) -> None:
         pass
 
 
+class _Kernel(NamedTuple):
+    """The compiled programs of one problem (see ``_machine``); each takes and returns arrays
+    with a leading device axis (sharded over the devices when there are several)."""
+
+    init: Callable  # (y0s, aux0s, valid, bargs, sargs, scalars) -> (pre, carry)
+    advance: Callable  # (pre, carry, sargs, scalars, budget) -> (carry, left, finished)
+    finish: Callable  # (pre, carry, sargs, scalars) -> the per-start results
+
+
 @functools.lru_cache(maxsize=32)
-def _compiled(pb: _Problem, lanes: int, n_dev: int):
-    def run(y0s, aux0s, valid, bargs, sargs, t0, t_max, rtol, atol, max_steps, max_resets,
-            dt_max):
-        out = _queue(pb, lanes, y0s, aux0s, valid, bargs, sargs, t0, t_max, rtol, atol,
-                     max_steps, max_resets, dt_max)
+def _compiled(pb: _Problem, lanes: int, n_dev: int) -> _Kernel:
+    def machine(sargs, sc):
+        return _machine(pb, lanes, sargs, _Scalars(*sc))
+
+    def init(y0s, aux0s, valid, bargs, sargs, sc):
+        return machine(sargs, sc)[0](y0s, aux0s, valid, bargs)
+
+    def advance(pre, carry, sargs, sc, budget):
+        return machine(sargs, sc)[1](pre, carry, budget)
+
+    def finish(pre, carry, sargs, sc):
+        out = machine(sargs, sc)[2](carry)
         # one spare row of the per-start leaves for the spare record
-        brec = tuple(jnp.concatenate([b, b[:1]]) for b in bargs)
+        brec = tuple(jnp.concatenate([b, b[:1]]) for b in pre.bargs)
         status, event, t, y, counts, t_first = _finish(pb, out, brec, sargs)
         return (status[:-1], event[:-1], t[:-1], y[:-1], counts[:-1], t_first[:-1],
                 out.steps[:-1], out.resets[:-1], out.aux[:-1])
 
-    def block(y0s, aux0s, valid, bargs, *rest):
+    return _Kernel(_program(init, 4, n_dev, place=True),
+                   _program(advance, 2, n_dev, donate=(1,)), _program(finish, 2, n_dev))
+
+
+def _program(fn: Callable, n_split: int, n_dev: int, donate: tuple = (),
+             place: bool = False) -> Callable:
+    """``fn`` compiled for ``n_dev`` devices: its first ``n_split`` arguments (and all its
+    results) carry a leading device axis, one entry per device; the others are shared.
+    ``place``: the arguments come from the host and are dealt to the devices as they enter
+    (the other programs take the arrays the previous one left on the devices)."""
+
+    def block(*args):
         # the arrays dealt to one device: a leading axis of length 1
         first = functools.partial(jax.tree.map, lambda x: x[0])
-        out = run(first(y0s), first(aux0s), first(valid), first(bargs), *rest)
+        out = fn(*(first(a) for a in args[:n_split]), *args[n_split:])
         return jax.tree.map(lambda x: x[None], out)
 
+    n_args = len(inspect.signature(fn).parameters)
     if n_dev == 1:  # a GPU, or one CPU device: no partitioner at all
-        return jax.jit(block)
+        return jax.jit(block, donate_argnums=donate)
     # One independent queue per device: shard_map over a one-axis mesh, no collectives.
     mesh = jax.sharding.Mesh(np.array(jax.local_devices()[:n_dev]), ("d",))
-    spec = (jax.sharding.PartitionSpec("d"),) * 4 + (jax.sharding.PartitionSpec(),) * 8
-    kernel = jax.jit(jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=spec[0],
+    P = jax.sharding.PartitionSpec
+    spec = (P("d"),) * n_split + (P(),) * (n_args - n_split)
+    kernel = jax.jit(jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=P("d"),
                                    check_vma=False),
-                     in_shardings=tuple(jax.sharding.NamedSharding(mesh, s) for s in spec))
+                     in_shardings=(tuple(jax.sharding.NamedSharding(mesh, s) for s in spec)
+                                   if place else None),
+                     donate_argnums=donate)
     if _shardy_off is None:
         return kernel
 
@@ -663,6 +746,10 @@ def _compiled(pb: _Problem, lanes: int, n_dev: int):
                 _cpp_log_level(int(env) if env.strip().isdigit() else 0)
 
     return call
+
+
+#: Wall time aimed at per slice of the queue's loop when progress is reported (seconds).
+_SLICE_S = 0.25
 
 
 def solve_ensemble(
@@ -687,6 +774,7 @@ def solve_ensemble(
     max_resets: int = 10_000,
     args_batched=False,
     field_and_events: Callable | None = None,
+    progress: Callable[[int], Any] | None = None,
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax.events`) or ``t_max``.
@@ -719,6 +807,10 @@ def solve_ensemble(
     ``max_steps`` bounds each segment, ``max_resets`` the number of segments (then
     ``FAILED_STEPS``). ``n_error``: only the first ``n_error`` components enter the error norm
     (the rest are passive: a mode, say; default: all).
+
+    ``progress(finished)``: called on this thread with the number of starts finished so far,
+    about every ``_SLICE_S`` seconds (the queue's loop then runs in slices, with bit-identical
+    results); an exception it raises stops the solve there.
     """
     y0s = np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2:
@@ -760,13 +852,28 @@ def solve_ensemble(
 
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
                   int(n_samples), field_and_events, args_def, batched)
-    run = _compiled(pb, int(lanes), n_dev)
+    kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)
                                           for x, b in zip(leaves, batched) if b)
     sargs = (jnp.zeros(()),) + tuple(jnp.asarray(x) for x, b in zip(leaves, batched) if not b)
-    res = run(shard(y0s), shard(aux), shard(valid), bargs, sargs, float(t0), float(t_max),
-              float(rtol), float(atol), int(max_steps), int(max_resets), float(dt_max))
+    sc = (float(t0), float(t_max), float(rtol), float(atol), int(max_steps), int(max_resets),
+          float(dt_max))
+    pre, carry = kern.init(shard(y0s), shard(aux), shard(valid), bargs, sargs, sc)
+    # Without progress, one slice runs the whole loop; with it, slices of about _SLICE_S
+    # (the budget of iterations adapts to the measured time of the last slice).
+    budget = np.iinfo(np.int32).max if progress is None else 8
+    while True:
+        tic = time.perf_counter()
+        carry, left, finished = kern.advance(pre, carry, sargs, sc, budget)
+        left = bool(np.any(left))
+        if progress is not None:
+            progress(int(np.sum(finished)))
+            took = time.perf_counter() - tic
+            budget = int(np.clip(budget * _SLICE_S / max(took, 1e-3), 8, 1 << 24))
+        if not left:
+            break
+    res = kern.finish(pre, carry, sargs, sc)
 
     def unshard(x):
         x = np.asarray(x)
