@@ -292,7 +292,9 @@ def locate_in_step(
     dtype = jnp.result_type(t0, h)
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=dtype)[1:]
     times = t0 + thetas * h
-    vals = jax.vmap(g_at)(times)
+    # unrolled (as the integrators' samples): a vmap here, nested in the callers' vmaps, is
+    # several times slower on a CPU (see rollax._solve)
+    vals = jnp.stack([g_at(times[k]) for k in range(n_samples)])
     sc = scan(events, vals, times, sign, count, t_zero, targets)
     fired = sc.fired if event_mask is None else sc.fired & event_mask
     k = jnp.min(jnp.where(fired, sc.first, n_samples))
