@@ -59,16 +59,22 @@ class _Ev(NamedTuple):
     stop: Float[Array, ""]  # 1: a terminal event fired in the last accepted step
     bad: Float[Array, ""]  # 1: a sampled event value was not finite
     # the step that holds the terminal event, with the scan state before it
+    # (the step itself, not its dense output: redone after the loop, which keeps the state
+    # that diffrax carries and selects at every step small -- 2d + 2 floats instead of 9d)
     f_t0: Float[Array, ""]
     f_t1: Float[Array, ""]
-    f_dense: Any
+    f_y0: Float[Array, " d"]
+    f_state: tuple  # the solver's state at the step's start (its leaves, as floats)
+    f_jump: Float[Array, ""]
     f_sign: Float[Array, " n"]
     f_count: Float[Array, " n"]
     f_tzero: Float[Array, " n"]
     # per crossing event (c of them): the step that holds its first crossing (nan: none yet)
     c_t0: Float[Array, " c"]
     c_t1: Float[Array, " c"]
-    c_dense: Any
+    c_y0: Float[Array, "c d"]
+    c_state: tuple
+    c_jump: Float[Array, " c"]
     c_sign: Float[Array, " c"]
     c_tzero: Float[Array, " c"]
 
@@ -115,10 +121,12 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         yp, ev = y0
         system, mode = args
-        y1, err, dense, solver_state, result = self.solver.step(
+        dtype = jnp.result_type(yp)
+        # the solver's state before the step, kept to redo the step that holds an event
+        st = tuple(jnp.asarray(x, dtype) for x in jax.tree_util.tree_leaves(solver_state))
+        y1, err, dense, new_state, result = self.solver.step(
             terms, t0, t1, yp, args, solver_state, made_jump)
         interp = self.solver.interpolation_cls(t0=t0, t1=t1, **dense)
-        dtype = jnp.result_type(yp)
         thetas = jnp.linspace(0.0, 1.0, self.n_samples + 1, dtype=dtype)[1:]
         times = t0 + thetas * (t1 - t0)
         # unrolled, not a vmap over the samples: under jax.vmap of solve on a CPU the nested
@@ -137,22 +145,27 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
             m = jnp.reshape(mask, jnp.shape(mask) + (1,) * (jnp.ndim(old) - jnp.ndim(mask)))
             return jnp.where(m, new, old)
 
-        dense_n = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (first.shape[0],) + x.shape),
-                                         dense)
+        nc = first.shape[0]
+        jump = jnp.asarray(made_jump, dtype)
         ev1 = _Ev(
             sign=sc.sign, count=sc.count.astype(dtype), t_zero=sc.t_zero,
             stop=stop.astype(dtype), bad=sc.nonfinite.astype(dtype),
             f_t0=jnp.where(stop, t0, ev.f_t0), f_t1=jnp.where(stop, t1, ev.f_t1),
-            f_dense=jax.tree_util.tree_map(lambda a, b: pick(stop, a, b), dense, ev.f_dense),
+            f_y0=pick(stop, yp, ev.f_y0),
+            f_state=tuple(pick(stop, a, b) for a, b in zip(st, ev.f_state)),
+            f_jump=pick(stop, jump, ev.f_jump),
             f_sign=pick(stop, ev.sign, ev.f_sign), f_count=pick(stop, ev.count, ev.f_count),
             f_tzero=pick(stop, ev.t_zero, ev.f_tzero),
             c_t0=jnp.where(first, t0, ev.c_t0), c_t1=jnp.where(first, t1, ev.c_t1),
-            c_dense=jax.tree_util.tree_map(lambda a, b: pick(first, a, b), dense_n, ev.c_dense),
+            c_y0=pick(first, jnp.broadcast_to(yp, (nc,) + yp.shape), ev.c_y0),
+            c_state=tuple(pick(first, jnp.broadcast_to(a, (nc,) + a.shape), b)
+                          for a, b in zip(st, ev.c_state)),
+            c_jump=pick(first, jnp.broadcast_to(jump, (nc,)), ev.c_jump),
             c_sign=jnp.where(first, ev.sign[cx], ev.c_sign),
             c_tzero=jnp.where(first, ev.t_zero[cx], ev.c_tzero),
         )
         err_ev = jax.tree_util.tree_map(jnp.zeros_like, ev1)
-        return (y1, ev1), (err, err_ev), dense, solver_state, result
+        return (y1, ev1), (err, err_ev), dense, new_state, result
 
 
 def _crossings(events: EventSet) -> tuple[int, ...]:
@@ -411,28 +424,36 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     sg = jax.lax.stop_gradient
 
     solver = _Sampled(opts.solver, events, opts.n_samples)
-    dense_struct = jax.eval_shape(
-        lambda: opts.solver.step(diffrax.ODETerm(_vf), t0, t0 + 1.0, y0, (system, mode),
-                                 opts.solver.init(diffrax.ODETerm(_vf), t0, t0 + 1.0, y0,
-                                                  (system, mode)), False)[2])
-    zeros_d = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), dense_struct)
+    term = diffrax.ODETerm(_vf)
+    # the solver's state at the start (placeholders for the event steps: a valid point)
+    st0 = opts.solver.init(term, t0, t0 + 1.0, sg(y0), (system, mode))
+    st_leaves, st_def = jax.tree_util.tree_flatten(st0)
+    st_f = tuple(jnp.asarray(x, dtype) for x in st_leaves)
     cross = _crossings(events)
     nc = len(cross)
-    zeros_nd = jax.tree_util.tree_map(lambda x: jnp.zeros((nc,) + x.shape, x.dtype), dense_struct)
     nan_c = jnp.full(nc, jnp.nan, dtype)
     nan_n = jnp.full(n, jnp.nan, dtype)
     ev0 = _Ev(sign=sign0.astype(dtype), count=jnp.zeros(n, dtype), t_zero=nan_n,
               stop=jnp.zeros((), dtype), bad=jnp.zeros((), dtype),
-              f_t0=t0, f_t1=t0, f_dense=zeros_d, f_sign=jnp.zeros(n, dtype),
-              f_count=jnp.zeros(n, dtype), f_tzero=nan_n,
-              c_t0=nan_c, c_t1=nan_c, c_dense=zeros_nd, c_sign=jnp.zeros(nc, dtype), c_tzero=nan_c)
+              f_t0=t0, f_t1=t0, f_y0=sg(y0), f_state=st_f, f_jump=jnp.zeros((), dtype),
+              f_sign=jnp.zeros(n, dtype), f_count=jnp.zeros(n, dtype), f_tzero=nan_n,
+              c_t0=nan_c, c_t1=nan_c, c_y0=jnp.broadcast_to(sg(y0), (nc,) + y0.shape),
+              c_state=tuple(jnp.broadcast_to(x, (nc,) + x.shape) for x in st_f),
+              c_jump=jnp.zeros(nc, dtype), c_sign=jnp.zeros(nc, dtype), c_tzero=nan_c)
+
+    def redone(t0_, t1_, y0_, st_, jump_):
+        # the dense output of a step the loop took, from its start (the same arithmetic)
+        st = st_def.unflatten([a.astype(b.dtype) for a, b in zip(st_, st_leaves)])
+        dense = opts.solver.step(term, t0_, t1_, y0_, (system, mode), st, jump_ > 0)[2]
+        return opts.solver.interpolation_cls(t0=t0_, t1=t1_, **dense)
+
     # a segment that needs no solve integrates over an empty interval (diffrax returns at once)
     t0_in = jnp.where(skip, sg(t0), t0)
     y0_in = jnp.where(skip, sg(y0), y0)
     t_end = jnp.where(skip, t0_in + 1e-9 * jnp.maximum(1.0, jnp.abs(t0_in)),
                       jnp.where(jnp.isfinite(t1), t1, jnp.finfo(dtype).max))
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(_vf), solver, t0_in, t_end, None, (y0_in, ev0), args=(system, mode),
+        term, solver, t0_in, t_end, None, (y0_in, ev0), args=(system, mode),
         stepsize_controller=diffrax.PIDController(
             rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0, norm=_norm,
             dtmin=1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), force_dtmin=False,
@@ -452,7 +473,7 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     steps = s.steps + jnp.where(skip, 0, sol.stats["num_steps"]).astype(jnp.int32)
 
     # the terminal event's root
-    interp = opts.solver.interpolation_cls(t0=ev.f_t0, t1=ev.f_t1, **ev.f_dense)
+    interp = redone(ev.f_t0, ev.f_t1, ev.f_y0, ev.f_state, ev.f_jump)
     g_at = lambda t: system.event_values(t, interp.evaluate(t), mode)  # noqa: E731
     fired = (ev.stop > 0) & (ev.bad == 0) & ~skip
     if n:
@@ -474,11 +495,11 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     # first crossings (the segment's)
     def first_time(c, i):
         # crossing event i, in slot c
-        ip = opts.solver.interpolation_cls(
-            t0=ev.c_t0[c], t1=ev.c_t1[c],
-            **jax.tree_util.tree_map(lambda x: x[c], ev.c_dense))
-        only = jnp.arange(n) == i
         seen = jnp.isfinite(ev.c_t0[c])
+        ct0 = jnp.where(seen, ev.c_t0[c], t0)
+        ip = redone(ct0, jnp.where(seen, ev.c_t1[c], t0), ev.c_y0[c],
+                    tuple(x[c] for x in ev.c_state), ev.c_jump[c])
+        only = jnp.arange(n) == i
         h = jnp.where(seen, ev.c_t1[c] - ev.c_t0[c], 1.0)
         lc = locate_in_step(
             events, lambda t: sg(system.event_values(t, ip.evaluate(t), mode)),
