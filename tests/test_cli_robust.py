@@ -151,9 +151,16 @@ def test_strict_json():
         "a": None, "b": [None, None, 1.5], "c": None, "d": [1.0, None], "e": 3}
 
 
+def _sigint_default():
+    # Ctrl-C acts in the child even where this process inherited SIGINT ignored (a shell's
+    # background job); rollax itself leaves an ignored SIGINT ignored
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _rollax(*args, **kw):
     return subprocess.Popen([sys.executable, "-m", "rollax.cli", *args], env=ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_sigint_default, **kw)
 
 
 def test_a_broken_pipe_ends_quietly():
