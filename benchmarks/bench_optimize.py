@@ -9,11 +9,16 @@ the cost of one gradient against one forward solve of the constraint values (war
 Jacobian of all 404 values (what the optimiser uses), and the same scalar gradient through
 plain diffrax as the baseline.
 
-    python benchmarks/bench_optimize.py
+``--starts N`` (default 4): N starts (no motion and N - 1 random ones) together (one
+``optimize`` call: their simulations batched by ``vmap``) against one at a time (one call per
+start), both warm (each compiled by a first run), with the best cost of each.
+
+    python benchmarks/bench_optimize.py [--starts N]
 """
 
 from __future__ import annotations
 
+import argparse
 import platform
 import time
 
@@ -36,7 +41,32 @@ def best(fn, *args, n=5):
     return min(out)
 
 
+def starts_together_and_one_at_a_time(man, n: int) -> None:
+    rng = np.random.default_rng(0)
+    X = np.concatenate([np.zeros((1, 64)), 0.1 * rng.standard_normal((n - 1, 64))])
+
+    def together():
+        return optimize(man, knots=16, x0=X)
+
+    def alone():
+        return [optimize(man, knots=16, x0=x) for x in X]
+
+    together(), alone()  # compile both
+    t = time.perf_counter()
+    opt = together()
+    t_together = time.perf_counter() - t
+    t = time.perf_counter()
+    opts = alone()
+    t_alone = time.perf_counter() - t
+    print(f"{n} starts (warm): together {t_together:.2f} s (best J = "
+          f"{np.nanmin(opt.start_costs):.8g}), one at a time {t_alone:.2f} s (best J = "
+          f"{min(o.cost for o in opts):.8g}); SQP iterations {[o.iterations for o in opts]}")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--starts", type=int, default=4)
+    args = parser.parse_args()
     rollax.configure()
     man = disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5)
     t = time.perf_counter()
@@ -88,6 +118,8 @@ def main() -> None:
     pf, pg = best(jax.jit(plain), z), best(jax.jit(jax.grad(plain)), z)
     print(f"plain diffrax: forward {pf * 1e3:.2f} ms, gradient {pg * 1e3:.2f} ms = "
           f"{pg / pf:.1f}x forward")
+    if args.starts > 1:
+        starts_together_and_one_at_a_time(man, args.starts)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["status"] == "converged"
     data = json.loads((tmp_path / "optimize.json").read_text())
+    assert data["cost_kind"] == out["cost_kind"] == "effort" and data["cost"] == data["effort"]
     assert len(data["t"]) == 1001 and data["t"][0] == 0.0 and abs(data["t"][-1] - 8.0) < 1e-12
     for key in ("theta", "theta_dot", "theta_ddot"):
         assert len(data[key]) == 1001 and len(data[key][0]) == 4
@@ -50,8 +51,24 @@ def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv", [["--T", "0"], ["--T", "-1"], ["--mu", "-0.1"],
                                   ["--n-min", "5"], ["--knots", "1"], ["--body", "cube"],
-                                  ["--target", "1"]])
+                                  ["--target", "1"], ["--cost", "foo"],
+                                  ["--least-mu", "--cost", "time"]])
 def test_robot_optimize_bad_requests_exit_2(argv, capsys):
     assert main(["robot", "optimize", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0]
+
+
+@pytest.mark.parametrize("cost", ["effort", "energy", "time"])
+def test_robot_optimize_passes_the_cost_on(cost, monkeypatch, capsys):
+    import rollax.robot
+
+    seen = {}
+
+    def fake(man, **kwargs):
+        seen.update(kwargs)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(rollax.robot, "optimize", fake)
+    assert main(["robot", "optimize", "--cost", cost, "--json"]) == 2
+    assert seen["cost"] == cost and "stop here" in capsys.readouterr().err

@@ -23,12 +23,18 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
 from rollax.robot import RestToRestControl
+from rollax.robot.controls import _integrals
 from rollax.robot.optimal import (
-    Manoeuvre, _fun, _Problem, ball_manoeuvre, disk_manoeuvre, least_mu, optimize)
+    Manoeuvre, _fun, _Problem, _starts, ball_manoeuvre, disk_manoeuvre, evaluate, least_mu,
+    optimize)
 
 
 def _bound_mu(T):
     return (math.pi - 0.4) / (T**2 / 4 + 1.6)
+
+
+def _bound_T(mu):
+    return 2.0 * math.sqrt((math.pi - 0.4) / mu - 1.6)
 
 
 def _resimulate(opt, n=2001):
@@ -76,18 +82,32 @@ def test_rest_to_rest_control_is_scipys_natural_spline_with_zero_integral():
     assert float(c(5.5)[0]) == 0.0 and float(c(-0.1)[0]) == 0.0
 
 
-@pytest.mark.parametrize("build", [disk_manoeuvre, ball_manoeuvre])
-def test_gradients_of_cost_and_constraints_match_finite_differences(build):
+def test_spline_integrals_are_scipys_antiderivatives():
+    rng = np.random.default_rng(4)
+    s = np.concatenate([rng.uniform(0, 1, 9), [0.0, 0.5, 1.0]])
+    for K in (2, 3, 8):
+        y = rng.normal(size=K + 1)
+        cs = CubicSpline(np.linspace(0, 1, K + 1), y, bc_type="natural")
+        A1, A2 = _integrals(K, s)
+        np.testing.assert_allclose(A1 @ y, cs.antiderivative(1)(s), atol=1e-14)
+        np.testing.assert_allclose(A2 @ y, cs.antiderivative(2)(s), atol=1e-14)
+
+
+@pytest.mark.parametrize("build, cost", [(disk_manoeuvre, "effort"), (ball_manoeuvre, "effort"),
+                                         (disk_manoeuvre, "energy"), (disk_manoeuvre, "time")])
+def test_gradients_of_cost_and_constraints_match_finite_differences(build, cost):
     man = build(T=3.0, mu=0.3, n_min=0.5)
     K = 4
-    prob = _Problem(man, K, 21, False, 1e-12, 16384)
-    x = 0.3 * np.random.default_rng(1).standard_normal(K * man.model.n)
+    prob = _Problem(man, K, 21, False, 1e-12, 16384, cost=cost)
+    x = 0.3 * np.random.default_rng(1).standard_normal(K * man.model.n + (cost == "time"))
     F = jax.jit(lambda x: jnp.concatenate([jnp.stack([jnp.sum(_fun(x, prob)[0] ** 2)]),
                                            *_fun(x, prob)[1:]]))
     J = np.asarray(jax.jit(jax.jacfwd(F))(jnp.asarray(x)))
     rng = np.random.default_rng(2)
     for _ in range(3):
         d = rng.standard_normal(x.shape)
+        if cost == "time":
+            d[-1] = 1.0  # T moves: the kinks, the grid and the end move with it
         d /= np.linalg.norm(d)
         e = 1e-5
         fd = (np.asarray(F(jnp.asarray(x + e * d))) - np.asarray(F(jnp.asarray(x - e * d)))) / (2 * e)
@@ -169,6 +189,11 @@ def test_bad_targets_and_options_are_refused():
         optimize(man, knots=1)
     with pytest.raises(ValueError, match="starts"):
         optimize(man, starts=0)
+    for cost in ("foo", 3, None):
+        with pytest.raises(ValueError, match=f"cost = {cost!r} is not allowed: it must be one "
+                                             "of 'effort', 'energy', 'time'") as e:
+            optimize(man, cost=cost)
+        assert "\n" not in str(e.value)
 
 
 @pytest.mark.slow  # ~4 min with the refined constraint grid (CI budget); run with -m slow
@@ -180,3 +205,80 @@ def test_ball_optimum_resimulated_with_scipy():
     assert np.max(np.abs(y[-2:] - [1.0, 0.5])) < 1e-3
     assert np.max(np.abs(y[2 * n + 4:2 * n + 7])) < 1e-3 and np.max(np.abs(y[n:2 * n])) < 1e-3
     assert N.min() >= 0.5 - 1e-3 and 0.08 - 1e-3 < ratio.max() <= 0.08 + 1e-3
+
+
+# The costs and the batched starts on a small problem: K = 4, 51 grid times (each compiled
+# function serves several tests: keep them together, in this order).
+SMALL = dict(knots=4, n_grid=51)
+
+
+@pytest.fixture(scope="module")
+def small_optima():
+    """The disk turned by -pi with mu = 0.2, N >= 0.5: the least effort and the least energy in
+    T = 8, the least time from T = 9."""
+    man = disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5)
+    out = {cost: optimize(man, cost=cost, **SMALL) for cost in ("effort", "energy")}
+    out["time"] = optimize(disk_manoeuvre(T=9.0, mu=0.2, n_min=0.5), cost="time", **SMALL)
+    return out
+
+
+def _meets_target_rest_and_envelope(opt, mu):
+    y, N, ratio = _resimulate(opt)
+    n = 4
+    assert abs(y[2 * n] + math.pi) < 1e-3  # phi(T)
+    assert abs(y[2 * n + 1]) < 1e-3 and np.max(np.abs(y[n:2 * n])) < 1e-3  # at rest
+    assert N.min() >= 0.5 - 1e-3 and ratio.max() <= mu + 1e-3
+    return ratio.max()
+
+
+def test_energy_and_effort_optima_each_win_on_their_own_cost(small_optima):
+    eff, en = small_optima["effort"], small_optima["energy"]
+    assert eff.status == en.status == "converged"
+    assert en.cost_kind == "energy" and en.cost == en.energy
+    assert eff.cost_kind == "effort" and eff.cost == eff.effort
+    assert en.energy < eff.energy and eff.effort < en.effort  # E: 1.33 < 1.75; J: 1.63 < 13.9
+    _meets_target_rest_and_envelope(en, 0.2)
+
+
+def test_energy_is_the_drag_integral_of_the_simulated_rates(small_optima):
+    # E = int sum m_i R_i^2 theta_i'^2 dt on the disk's circular rails, theta' from the ODE
+    from scipy.integrate import simpson
+
+    for opt in small_optima.values():
+        s = opt.sample(8001)
+        R = np.array([float(r.radius) for r in opt.manoeuvre.model.rails])
+        m = np.asarray(opt.manoeuvre.model.masses)
+        E = simpson(np.sum(m * R**2 * s["theta_dot"] ** 2, axis=1), x=s["t"])
+        assert abs(E - opt.energy) < 1e-7 * opt.energy
+        J, _, _ = evaluate(opt.manoeuvre, opt.control, cost="energy")
+        assert float(J) == pytest.approx(opt.energy, rel=1e-12)
+
+
+def test_least_time_beats_a_feasible_duration_and_grows_as_the_envelope_tightens(small_optima):
+    fast = small_optima["time"]
+    assert fast.status == "converged" and fast.cost_kind == "time"
+    T = float(fast.manoeuvre.T)
+    assert fast.cost == T == float(fast.control.T)
+    # the least-effort manoeuvre in T = 8 keeps the same envelope: the least T is below 8
+    assert small_optima["effort"].feasible and _bound_T(0.2) <= T < 8.0  # 6.96 <= 7.81 < 8
+    assert _meets_target_rest_and_envelope(fast, 0.2) > 0.2 - 1e-3  # friction at its bound
+    # the same first guess with less friction
+    tight = optimize(disk_manoeuvre(T=9.0, mu=0.18, n_min=0.5), cost="time", **SMALL)
+    assert tight.status == "converged"
+    assert float(tight.manoeuvre.T) >= max(T, _bound_T(0.18))  # 8.14 >= max(7.81, 7.38)
+    _meets_target_rest_and_envelope(tight, 0.18)
+
+
+def test_starts_run_together_give_what_they_give_one_at_a_time():
+    # after the tests above: the single start reuses their compiled effort problem
+    man = disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf)
+    X = _starts(_Problem(man, 4, 51, False, 1e-8, 16384), 3, 0)
+    seen = set()
+    together = optimize(man, x0=X, progress=lambda k, info: seen.add(info["start"]), **SMALL)
+    alone = [optimize(man, x0=x, **SMALL) for x in X]
+    assert seen == {0, 1, 2}
+    assert together.start_converged.all() and all(a.converged for a in alone)
+    np.testing.assert_allclose(together.start_costs, [a.cost for a in alone], rtol=1e-12)
+    best = int(np.argmin(together.start_costs))
+    np.testing.assert_allclose(together.control.z, alone[best].control.z, atol=1e-8)
+    assert together.iterations == alone[best].iterations

@@ -6,13 +6,16 @@ normal force and static friction acting on a rolling ball actuated by internal p
 the outcome of the free flight (Appendix B). ``--out DIR`` writes the figures of Figs.
 5.3-5.4, 6.2-6.3 or 6.4 with their data.
 
-``optimize``: the least-effort rest-to-rest manoeuvre of the Sect. 5 disk (``--body disk
---phi-T PHI``) or the Sect. 6 ball (``--body ball --target X Y [--heading PSI]``) in time
-``--T`` with ``N >= --n-min`` and ``|f_s| <= --mu N`` (``--least-mu``: the least mu instead).
+``optimize``: the optimal rest-to-rest manoeuvre of the Sect. 5 disk (``--body disk --phi-T
+PHI``) or the Sect. 6 ball (``--body ball --target X Y [--heading PSI]``) in time ``--T`` with
+``N >= --n-min`` and ``|f_s| <= --mu N``, for ``--cost``: ``effort`` (``int sum u_i^2 dt``),
+``energy`` (``int sum m_i |v_i|^2 dt``, ``v_i`` the masses' velocities relative to the body)
+or ``time`` (the least T, ``--T`` the first guess; see ``rollax.robot.optimize``);
+``--least-mu``: the least mu instead. ``--starts N`` runs N initial guesses side by side.
 ``--out DIR`` writes ``optimize.json`` (``t``, ``theta``, ``theta_dot``, ``theta_ddot`` on
-``--samples`` uniform times, the cost, the final state, min N, max |f_s|/N, the convergence
-report) and PNGs. Units: r = g = 1. Exit code 1 if the manoeuvre is infeasible or did not
-converge.
+``--samples`` uniform times, the cost and its kind, the final state, min N, max |f_s|/N, the
+convergence report) and PNGs. Units: r = g = 1. Exit code 1 if the manoeuvre is infeasible
+or did not converge.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ def register(subparsers) -> None:
                    help="spline intervals of each mass acceleration (default 16)")
     o.add_argument("--starts", type=integer(1, 4096), default=1,
                    help="initial guesses (default 1)")
+    o.add_argument("--cost", choices=("effort", "energy", "time"), default="effort",
+                   help="what to minimise: effort (int sum u^2 dt, default), energy (int sum "
+                        "m_i |v_i|^2 dt) or time (T; --T is the first guess)")
     o.add_argument("--least-mu", action="store_true",
                    help="find the least mu with which the manoeuvre is feasible")
     o.add_argument("--samples", type=integer(1001, 10**6), default=1001,
@@ -70,8 +76,14 @@ def optimize(args) -> int:
     else:
         target = tuple(args.target) + (() if args.heading is None else (args.heading,))
         man = ball_manoeuvre(target=target, T=args.T, mu=args.mu, n_min=args.n_min)
-    solver = least_mu if args.least_mu else optimize
-    opt = solver(man, knots=args.knots, starts=args.starts, progress=not args.json)
+    if args.least_mu:
+        if args.cost != "effort":
+            raise ValueError(f"--cost = {args.cost} is not allowed with --least-mu: the least mu "
+                             "is found with the effort regularisation (use --cost effort)")
+        opt = least_mu(man, knots=args.knots, starts=args.starts, progress=not args.json)
+    else:
+        opt = optimize(man, cost=args.cost, knots=args.knots, starts=args.starts,
+                       progress=not args.json)
     res = opt.to_dict(args.samples)
     if args.out:
         from rollax.robot.figures import optimum_figures
@@ -81,8 +93,9 @@ def optimize(args) -> int:
         with open(os.path.join(args.out, "optimize.json"), "w") as fh:
             dump(res, fh, indent=1)
     summary = {k: res[k] for k in ("body", "T", "target", "mu", "n_min", "knots", "status",
-                                   "cost", "min_N", "max_friction_ratio", "violation", "kkt",
-                                   "iterations", "wall_time")}
+                                   "cost_kind", "cost", "effort", "energy", "min_N",
+                                   "max_friction_ratio", "violation", "kkt", "iterations",
+                                   "wall_time")}
     summary["final_state"] = res["final_state"]
     if args.json:
         print(dumps(summary))

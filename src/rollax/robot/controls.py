@@ -190,11 +190,9 @@ class SplineControl(Control):
         return self.knots
 
 
-def _spline_operators(K: int) -> tuple:
-    """For a natural cubic spline on ``K + 1`` uniform knots of ``[0, 1]`` (values ``y``):
-    ``S`` with ``M = S y`` (the second derivatives, ``M_0 = M_K = 0``), the integral weights
-    ``w`` (``int_0^1 s = w . y``) and the Gram matrix ``Q`` (``int_0^1 s^2 = y . Q y``), all in
-    NumPy (static; built once per ``K``)."""
+def _second_derivatives(K: int):
+    """``S`` (NumPy, ``(K + 1, K + 1)``) with ``M = S y``: the second derivatives in ``s`` of
+    the natural cubic spline through ``y`` on ``K + 1`` uniform knots of ``[0, 1]``."""
     import numpy as np
 
     h = 1.0 / K
@@ -206,20 +204,66 @@ def _spline_operators(K: int) -> tuple:
         for k in range(K - 1):
             D[k, k:k + 3] = 6.0 / h * np.array([1.0, -2.0, 1.0])
         S[1:-1] = np.linalg.solve(A, D)
-    # cardinal functions at 4 Gauss-Legendre points per interval (exact for the degree-6 Gram)
+    return S
+
+
+def _cardinal(K: int, s):
+    """``E`` (NumPy, ``(len(s), K + 1)``) with ``spline(s) = E y``: the cardinal functions of
+    the natural cubic spline on ``K + 1`` uniform knots of ``[0, 1]`` at the points ``s``."""
+    import numpy as np
+
+    S = _second_derivatives(K)
+    s = np.asarray(s, dtype=float)
+    k = np.clip(np.floor(s * K).astype(int), 0, K - 1)
+    b = s * K - k
+    a = 1.0 - b
+    E = ((a**3 - a)[:, None] * S[k] + (b**3 - b)[:, None] * S[k + 1]) / (6 * K**2)
+    E[np.arange(s.size), k] += a
+    E[np.arange(s.size), k + 1] += b
+    return E
+
+
+def _spline_operators(K: int) -> tuple:
+    """For a natural cubic spline on ``K + 1`` uniform knots of ``[0, 1]`` (values ``y``):
+    ``S`` with ``M = S y`` (the second derivatives, ``M_0 = M_K = 0``), the integral weights
+    ``w`` (``int_0^1 s = w . y``) and the Gram matrix ``Q`` (``int_0^1 s^2 = y . Q y``), all in
+    NumPy (static; built once per ``K``)."""
+    import numpy as np
+
+    # the cardinal functions at 4 Gauss-Legendre points per interval (exact for the degree-6
+    # Gram matrix)
     g, gw = np.polynomial.legendre.leggauss(4)
-    rows, wts = [], []
-    for k in range(K):
-        b = (g + 1) / 2  # position in the interval
-        a = 1 - b
-        E = np.zeros((4, K + 1))
-        E[:, k] += a
-        E[:, k + 1] += b
-        E += ((a**3 - a)[:, None] * S[k] + (b**3 - b)[:, None] * S[k + 1]) * h**2 / 6
-        rows.append(E)
-        wts.append(gw * h / 2)
-    E, wq = np.concatenate(rows), np.concatenate(wts)
-    return S, wq @ E, E.T @ (wq[:, None] * E)
+    s = ((np.arange(K)[:, None] + (g + 1) / 2) / K).ravel()
+    wq = np.tile(gw / (2 * K), K)
+    E = _cardinal(K, s)
+    return _second_derivatives(K), wq @ E, E.T @ (wq[:, None] * E)
+
+
+def _integrals(K: int, s):
+    """``(A1, A2)`` (NumPy, ``(len(s), K + 1)`` each): ``int_0^s spline`` and
+    ``int_0^s int_0^s' spline = int_0^s (s - q) spline(q) dq`` at the points ``s`` in
+    ``[0, 1]``, for the natural cubic spline through ``y`` on ``K + 1`` uniform knots
+    (``A1 y``, ``A2 y``; exact: Gauss-Legendre on each interval)."""
+    import numpy as np
+
+    g, gw = np.polynomial.legendre.leggauss(4)
+    s = np.asarray(s, dtype=float)
+    # whole intervals: int E and int q E, summed up to each knot
+    q = (np.arange(K)[:, None] + (g + 1) / 2) / K
+    E = _cardinal(K, q.ravel()).reshape(K, 4, K + 1)
+    w = gw / (2 * K)
+    P0 = np.concatenate([np.zeros((1, K + 1)), np.cumsum(np.einsum("j,kjn->kn", w, E), 0)])
+    P1 = np.concatenate([np.zeros((1, K + 1)),
+                         np.cumsum(np.einsum("j,kj,kjn->kn", w, q, E), 0)])
+    # the part of the interval that holds s
+    k = np.clip(np.floor(s * K).astype(int), 0, K - 1)
+    lo = k / K
+    qp = lo[:, None] + (s - lo)[:, None] * (g + 1) / 2
+    wp = (s - lo)[:, None] * gw / 2
+    Ep = _cardinal(K, qp.ravel()).reshape(s.size, 4, K + 1)
+    I0 = P0[k] + np.einsum("mj,mjn->mn", wp, Ep)
+    I1 = P1[k] + np.einsum("mj,mj,mjn->mn", wp, qp, Ep)
+    return I0, s[:, None] * I0 - I1
 
 
 def _rest_basis(K: int):
@@ -280,7 +324,7 @@ class RestToRestControl(Control):
 
     def __call__(self, t):
         K = self.K
-        S, _, _ = _spline_operators(K)
+        S = _second_derivatives(K)
         V = self.values()
         M = jnp.asarray(S) @ V  # d2u/ds2 in s = t / T
         s = t / self.T

@@ -169,7 +169,8 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     r = result
     t = np.asarray(r["t"])
     label = (f"{r['body']}, T = {r['T']:g}, target = {r['target']}, mu = {r['mu']:.4g}, "
-             f"N_min = {r['n_min']:g}, K = {r['knots']}, J = {r['cost']:.5g} ({r['status']})")
+             f"N_min = {r['n_min']:g}, K = {r['knots']}, {r['cost_kind']} "
+             f"{r['cost']:.5g} ({r['status']})")
     files = []
 
     def save(fig, name):

@@ -3,19 +3,54 @@
 Direct optimal control by gradient through :func:`rollax.solve`. The robot (Putkaradze &
 Rogers, *On the normal force and static friction acting on a rolling ball actuated by internal
 point masses*, Sects. 3-6) starts at rest; the rail accelerations ``u_i = theta_i''`` are
-cubic splines on ``K`` uniform knots with ``int_0^T u_i dt = 0``
-(:class:`~rollax.robot.RestToRestControl`), so the masses end at rest exactly. The problem is
+cubic splines on ``K`` uniform knots of the normalised time ``s = t / T`` with ``int_0^T u_i
+dt = 0`` (:class:`~rollax.robot.RestToRestControl`), so the masses end at rest exactly. The
+problem is
 
-    min  J = int_0^T sum_i u_i^2 dt                         (or the least mu, see least_mu)
+    min  C                                                  (or the least mu, see least_mu)
     s.t. disk: phi(T) = phi_T, phi'(T) = 0;  ball: (x, y)(T) = target, Omega(T) = 0
          N(t) >= N_min, |f_s(t)| <= mu N(t)   on a uniform grid of n_grid times,
          theta_i(t) inside the rail's domain  (rails with ends: SegmentRail, CurveRail),
 
-with N from (3.3) / (4.3) and f_s from (3.4) / (4.4), solved by sequential quadratic
-programming (SciPy's SLSQP on JAX-compiled values and forward-mode Jacobians; see
-:mod:`rollax._nlp` for why, with the measurements). The dynamics are the rolling
-equations throughout (:class:`rollax.systems.RollingRobot`): a control that would make the
-body hop violates ``N >= N_min`` and the optimiser removes it.
+with N from (3.3) / (4.3) and f_s from (3.4) / (4.4), and the cost ``C`` one of
+
+* ``effort``: ``J = int_0^T sum_i u_i^2 dt`` (exact, a quadratic form of the knot values);
+* ``energy``: ``E + ENERGY_EFFORT J`` with ``E = int_0^T sum_i m_i |v_i|^2 dt``, ``v_i =
+  zeta_i'(theta_i) theta_i'`` mass i's velocity relative to the body. ``E`` is twice the time
+  integral of the masses' kinetic energy relative to the body, and ``c E`` the energy that a
+  viscous drag ``-c m_i v_i`` along the rails dissipates: what moving the masses costs. (The
+  net work of the drives measures nothing of the kind: with everything at rest at both ends
+  it is the change of potential energy, whatever the motion in between.) It is a sum of
+  squares, integrated by 5 Gauss-Legendre points per knot interval with ``theta'``,
+  ``theta`` from the spline's exact integrals (exact on circular rails: ``theta'`` is
+  quartic in t there). ``E`` alone is least for rates that jump at 0 and T (unbounded
+  accelerations, resolved only by the knots): the effort term makes the optimum smooth and
+  unique, and raises ``E`` above the least ``E`` by at most ``ENERGY_EFFORT`` times the
+  effort of the least-``E`` control (both on the same knots). Measured on the disk below,
+  K = 8: E = 0.9082 with J = 5.80 (so E is within 0.006 of its least value), against
+  E = 1.3841, J = 1.2900 at the least effort.
+* ``time``: ``T + TIME_EFFORT J``, ``T`` a variable, ``log(T / T_0)`` within ``+-
+  log(TIME_RANGE)`` (``T_0``: the manoeuvre's T, the first guess), the knot values scaled by
+  ``(T_0 / T)^2`` so that a change of T runs the masses along the same paths, faster or
+  slower. The effort term picks one control among the many that reach the least T, and
+  raises T above the least T by at most ``TIME_EFFORT`` times the effort of a least-T
+  control. Measured on the disk below, K = 8: T = 7.4761 (J = 25.0; 135 SQP iterations, 89
+  more on the refined grid) against T = 7.4596 (J = 87.4; 500 iterations, the limit, and
+  500 more) with no effort term; the momentum bound is T >= 6.96.
+
+The energy and time costs start from the least-effort manoeuvres in ``T_0``: feasible points,
+near a good optimum. Measured: from no motion, the time cost's first SQP step shortens T to
+T_0 / e (the constraints do not depend on T to first order there) and the run ends
+infeasible (violation 1.75 after 500 iterations); the energy cost (K = 4, 51 grid times)
+ends at a local optimum with E = 4.20, against E = 1.33 from the least-effort manoeuvre
+(E = 1.75 there). "The disk below": the Sect. 5 disk turned by ``-pi`` in ``T_0 = 8`` with
+``mu = 0.2``, ``N >= 0.5``.
+
+The problem is solved by sequential quadratic programming (SciPy's SLSQP on JAX-compiled
+values and forward-mode Jacobians; see :mod:`rollax._nlp` for why, with the measurements).
+The dynamics are the rolling equations throughout (:class:`rollax.systems.RollingRobot`), run
+in ``s`` (so the kinks of the control stay at ``s = k / K`` when T varies): a control that
+would make the body hop violates ``N >= N_min`` and the optimiser removes it.
 
 The authors solved this optimal control problem (without the contact envelope) by Pontryagin's
 principle and continuation (Putkaradze & Rogers 2017, arXiv:1708.03829).
@@ -39,9 +74,11 @@ from jaxtyping import Array, Float
 from rollax import _nlp
 from rollax._solution import Status
 from rollax._solve import solve
+from rollax._system import AbstractSystem
 from rollax._validate import check_integer, check_range, real_array
 from rollax.robot.ball import Ball
-from rollax.robot.controls import RestToRestControl, _rest_basis, _spline_operators
+from rollax.robot.controls import (RestToRestControl, _integrals, _rest_basis,
+                                   _spline_operators)
 from rollax.robot.disk import Disk
 from rollax.robot.quaternion import rotation_matrix
 from rollax.robot.rails import CurveRail, SegmentRail
@@ -49,6 +86,14 @@ from rollax.robot.rails import CurveRail, SegmentRail
 #: Regularisation of the least-mu problem: mu + LEAST_MU_EFFORT * J (picks one control among
 #: the many that reach the least mu; shifts mu by ~1e-4 J / (dmu/dJ), far below the tolerances).
 LEAST_MU_EFFORT = 1e-5
+#: The costs :func:`optimize` minimises (see the module docstring).
+COSTS = ("effort", "energy", "time")
+#: Regularisation of the energy cost: E + ENERGY_EFFORT * J (module docstring).
+ENERGY_EFFORT = 1e-3
+#: Regularisation of the time cost: T + TIME_EFFORT * J (module docstring).
+TIME_EFFORT = 1e-3
+#: The time cost seeks T in [T_0 / TIME_RANGE, TIME_RANGE * T_0], T_0 the manoeuvre's T.
+TIME_RANGE = 4.0
 
 
 class Manoeuvre(eqx.Module):
@@ -133,6 +178,28 @@ def _rolling(model, control):
     return RollingRobot(model, control)
 
 
+class _Normalised(AbstractSystem):
+    """``system`` run for a duration ``T`` in the normalised time ``s = t / T``: ``dy/ds = T
+    f(T s, y)``, with the control's kinks at the fixed ``kinks`` in ``s``. Why: the time cost
+    varies T, and the kinks at ``t = T k / K`` would move with it; diffrax's clipping of the
+    steps at jump times does not carry their derivative (measured: d y / d T off by ~1e-4
+    after the kinks at rtol 1e-12, exact to 4e-8 with the kinks fixed in s)."""
+
+    system: AbstractSystem
+    T: Float[Array, ""]
+    kinks: tuple[float, ...] = eqx.field(static=True)
+
+    @property
+    def state_names(self):
+        return self.system.state_names
+
+    def jump_times(self):
+        return self.kinks
+
+    def vector_field(self, s, y, mode):
+        return self.T * self.system.vector_field(self.T * s, y, mode)
+
+
 class _Problem(eqx.Module):
     """What :func:`_fun` needs: the manoeuvre (traced) and the discretisation (static)."""
 
@@ -143,31 +210,87 @@ class _Problem(eqx.Module):
     rtol: float = eqx.field(static=True)
     max_steps: int = eqx.field(static=True)
     forward: bool = eqx.field(static=True, default=True)  # forward-mode differentiation
+    cost: str = eqx.field(static=True, default="effort")
+
+    def T(self, x):
+        """The duration: the manoeuvre's, or for the time cost ``T_0 exp(x[-1])`` (``T_0``:
+        the manoeuvre's T)."""
+        return self.man.T * jnp.exp(x[-1]) if self.cost == "time" else self.man.T
+
+    def coords(self, x):
+        """``v`` (shape ``(K, n)``) with ``z = C^{-T} v``, ``C C^T`` the Gram matrix of the
+        effort, so that ``J = T |v|^2`` (a well-conditioned objective): ``v = w``, the first
+        ``K n`` variables, or for the time cost ``v = (T_0 / T)^2 w`` (so that a change of T
+        runs the masses along the same paths, faster or slower)."""
+        w = x[: self.K * self.man.model.n].reshape(self.K, self.man.model.n)
+        return (self.man.T / self.T(x)) ** 2 * w if self.cost == "time" else w
 
     def control(self, x) -> RestToRestControl:
-        """The control of the variables ``x = (w, [s])``: ``z = C^{-T} w`` with ``C C^T`` the
-        Gram matrix of the effort, so that ``J = T |w|^2`` (a well-conditioned objective)."""
-        n = self.man.model.n
-        w = x[: self.K * n].reshape(self.K, n)
-        return RestToRestControl(jnp.asarray(_whitening(self.K)) @ w, self.man.T)
+        """The control of the variables ``x = (w, [s or log(T / T_0)])``."""
+        return RestToRestControl(jnp.asarray(_whitening(self.K)) @ self.coords(x), self.T(x))
 
     def mu(self, x):
         return x[-1] ** 2 if self.free_mu else self.man.mu
 
     def objective(self, x):
-        """Residuals whose squares sum to the objective: ``J`` (or ``mu + eps J``)."""
-        w = x[: self.K * self.man.model.n]
-        r = jnp.sqrt(self.man.T) * w
+        """Residuals whose squares sum to the objective: ``J`` (effort), ``E + eps J``
+        (energy), ``T + eps J`` (time) or ``mu + eps J`` (least mu)."""
+        T = self.T(x)
+        effort = jnp.sqrt(T) * self.coords(x).ravel()
         if self.free_mu:
-            return jnp.concatenate([x[-1:], math.sqrt(LEAST_MU_EFFORT) * r])
-        return r
+            return jnp.concatenate([x[-1:], math.sqrt(LEAST_MU_EFFORT) * effort])
+        if self.cost == "energy":
+            return jnp.concatenate([_drag_residuals(self.man, self.control(x)),
+                                    math.sqrt(ENERGY_EFFORT) * effort])
+        if self.cost == "time":  # over T_0: unit curvature in log(T / T_0) at the start
+            return jnp.concatenate([jnp.sqrt(T)[None], math.sqrt(TIME_EFFORT) * effort]) \
+                / jnp.sqrt(self.man.T)
+        return effort
 
-    def run(self, control, ts):
-        system = _rolling(self.man.model, control)
+    def run(self, control, s):
+        """The rolling motion under ``control`` at the normalised times ``s`` of ``[0, 1]``."""
+        system = _Normalised(_rolling(self.man.model, control), control.T,
+                             tuple(k / control.K for k in range(control.K + 1)))
         # forward mode: SQP needs the Jacobian of every constraint (one pass per variable)
         adjoint = diffrax.ForwardMode() if self.forward else diffrax.RecursiveCheckpointAdjoint()
-        return solve(system, self.man.y0, 0.0, self.man.T, ts=ts, rtol=self.rtol,
-                     atol=self.rtol, max_steps=self.max_steps, adjoint=adjoint)
+        return solve(system, self.man.y0, 0.0, 1.0, ts=s, rtol=self.rtol, atol=self.rtol,
+                     max_steps=self.max_steps, adjoint=adjoint)
+
+
+@functools.lru_cache(maxsize=None)
+def _drag_quadrature(K: int) -> tuple:
+    """Gauss-Legendre weights ``w`` (5 points per knot interval of ``s = t / T``) and ``(A1,
+    A2)`` with ``theta'(t_q) = T A1 z``, ``theta(t_q) = theta_0 + T^2 A2 z`` for the
+    :class:`RestToRestControl` of coordinates ``z`` started at rest (NumPy)."""
+    g, gw = np.polynomial.legendre.leggauss(5)
+    s = ((np.arange(K)[:, None] + (g + 1) / 2) / K).ravel()
+    B = _rest_basis(K)
+    A1, A2 = _integrals(K, s)
+    return np.tile(gw / (2 * K), K), A1 @ B, A2 @ B
+
+
+def _drag_residuals(man: Manoeuvre, control: RestToRestControl):
+    """Residuals whose squares sum to the energy cost ``E = int_0^T sum_i m_i |zeta_i'
+    (theta_i)|^2 theta_i'^2 dt`` (module docstring): ``sqrt(T w_q m_i) zeta_i'(theta_i)
+    theta_i'`` at the quadrature points (exact for circular rails: ``theta'`` is quartic on
+    each knot interval, so the integrand is of degree 8 and 5 Gauss points suffice)."""
+    w, A1, A2 = (jnp.asarray(a) for a in _drag_quadrature(control.K))
+    T = control.T
+    rate = T * (A1 @ control.z)  # (points, n)
+    theta = man.theta0 + T**2 * (A2 @ control.z)
+    tangent = jnp.stack([jax.vmap(lambda th, rail=rail: rail(th)[1])(theta[:, i])
+                         for i, rail in enumerate(man.model.rails)], axis=1)  # (points, n, 3)
+    scale = jnp.sqrt(T * w)[:, None] * jnp.sqrt(man.model.masses)[None, :]
+    return ((scale * rate)[:, :, None] * tangent).ravel()
+
+
+def _cost(kind: str, man: Manoeuvre, control: RestToRestControl):
+    """The cost of ``control`` without regularisation: the effort ``J``, the energy ``E`` or
+    the duration ``T``."""
+    if kind == "energy":
+        r = _drag_residuals(man, control)
+        return r @ r
+    return control.T if kind == "time" else control.effort()
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,8 +338,9 @@ def _path(man: Manoeuvre, control, mu, ts, ys):
 
 def _values(prob: _Problem, control, mu):
     man = prob.man
-    ts = man.T * jnp.linspace(0.0, 1.0, prob.n_grid)
-    sol = prob.run(control, ts)
+    s = jnp.linspace(0.0, 1.0, prob.n_grid)
+    ts = control.T * s
+    sol = prob.run(control, s)
     bad = jnp.where(sol.status == Status.T_MAX, 0.0, jnp.nan)  # a failed solve: nan, rejected
     return _terminal(man, sol.y) + bad, _path(man, control, mu, ts, sol.ys) + bad
 
@@ -225,29 +349,45 @@ def _fun(x, prob: _Problem):
     """``(r, h, g)`` of the nonlinear programme (objective ``|r|^2``) for
     :func:`rollax._nlp.minimize`."""
     h, g = _values(prob, prob.control(x), prob.mu(x))
+    if prob.cost == "time":  # log(T / T_0) within +- log(TIME_RANGE)
+        bound = math.log(TIME_RANGE)
+        g = jnp.concatenate([g, jnp.stack([-bound - x[-1], x[-1] - bound])])
     return prob.objective(x), h, g
 
 
-def evaluate(manoeuvre: Manoeuvre, control: RestToRestControl, *, n_grid: int = 201,
-             rtol: float = 1e-8, forward_mode: bool = True):
-    """``(J, h, g)`` of a control for ``manoeuvre``: the effort ``int sum u^2 dt``, the terminal
-    conditions (disk: ``phi(T) - phi_T``, ``phi'(T)``; ball: ``z(T) - target``, ``Omega(T)``
-    [, heading]) and the path constraints ``<= 0`` on ``n_grid`` uniform times (per unit
-    weight: ``N_min - N``, ``|f_s| - mu N``, rail limits). Differentiable with respect to the
-    control and the manoeuvre's arrays: ``forward_mode=True`` for ``jax.jacfwd`` (what the
-    optimiser uses), ``False`` for reverse mode (``jax.grad``)."""
+def evaluate(manoeuvre: Manoeuvre, control: RestToRestControl, *, cost: str = "effort",
+             n_grid: int = 201, rtol: float = 1e-8, forward_mode: bool = True):
+    """``(C, h, g)`` of a control for ``manoeuvre`` (run for the control's ``T``): the cost
+    ``C`` (``cost="effort"``: ``J = int sum u^2 dt``; ``"energy"``: ``E``; ``"time"``: ``T``;
+    module docstring), the terminal conditions (disk: ``phi(T) - phi_T``, ``phi'(T)``; ball:
+    ``z(T) - target``, ``Omega(T)`` [, heading]) and the path constraints ``<= 0`` on
+    ``n_grid`` uniform times (per unit weight: ``N_min - N``, ``|f_s| - mu N``, rail limits).
+    Differentiable with respect to the control and the manoeuvre's arrays:
+    ``forward_mode=True`` for ``jax.jacfwd`` (what the optimiser uses), ``False`` for reverse
+    mode (``jax.grad``)."""
+    _check_cost(cost)
     prob = _Problem(manoeuvre, control.K, n_grid, False, float(rtol), 16384, forward_mode)
     h, g = _values(prob, control, manoeuvre.mu)
-    return control.effort(), h, g
+    return _cost(cost, manoeuvre, control), h, g
+
+
+def _check_cost(cost) -> str:
+    if not (isinstance(cost, str) and cost in COSTS):
+        raise ValueError(f"cost = {cost!r} is not allowed: it must be one of "
+                         f"{', '.join(map(repr, COSTS))}")
+    return cost
 
 
 class Optimum(eqx.Module):
     """The result of :func:`optimize` (or :func:`least_mu`): the best start's control and how
     the optimisation went. :meth:`sample` re-simulates it on a dense grid."""
 
-    manoeuvre: Manoeuvre
+    manoeuvre: Manoeuvre  # with the optimal T for the time cost
     control: RestToRestControl
-    cost: float  # J = int sum u^2 dt of the best start
+    cost_kind: str  # "effort", "energy" or "time" (least_mu: "effort", its regularisation)
+    cost: float  # of the best start: J (effort), E (energy) or T (time), unregularised
+    effort: float  # J = int sum u^2 dt
+    energy: float  # E = int sum m_i |zeta_i'|^2 theta_i'^2 dt
     mu: float  # the friction coefficient of the envelope (the least mu for least_mu)
     converged: bool
     feasible: bool
@@ -258,7 +398,7 @@ class Optimum(eqx.Module):
     evaluations: int  # simulations (each with its Jacobian) of the best start
     wall_time: float  # seconds, all starts
     message: str  # SLSQP's exit message
-    start_costs: np.ndarray  # J of every start (nan: not feasible)
+    start_costs: np.ndarray  # the cost of every start (nan: not feasible)
     start_converged: np.ndarray
     history: Any  # rollax._nlp.History of the best start's run
 
@@ -299,7 +439,8 @@ class Optimum(eqx.Module):
             theta0=np.asarray(man.theta0).tolist(),
             t=s["t"], theta=s["theta"], theta_dot=s["theta_dot"], theta_ddot=s["theta_ddot"],
             u_knots=np.asarray(self.control.values()),
-            N=s["N"], f_s=s["f_s"], cost=self.cost, final_state=s["y_T"],
+            N=s["N"], f_s=s["f_s"], cost_kind=self.cost_kind, cost=self.cost,
+            effort=self.effort, energy=self.energy, final_state=s["y_T"],
             min_N=float(np.min(s["N"])), max_friction_ratio=float(np.max(s["ratio"])),
             converged=self.converged, feasible=self.feasible, status=self.status,
             violation=self.violation, kkt=self.kkt, iterations=self.iterations,
@@ -309,32 +450,43 @@ class Optimum(eqx.Module):
         )
 
 
-def _starts(man: Manoeuvre, K: int, starts: int, seed: int, free_mu: bool):
-    n = man.model.n
+def _starts(prob: _Problem, starts: int, seed: int):
+    n = prob.K * prob.man.model.n
     rng = np.random.default_rng(seed)
-    z = np.concatenate([np.zeros((1, K * n)), 0.1 * rng.standard_normal((starts - 1, K * n))])
-    if free_mu:
+    z = np.concatenate([np.zeros((1, n)), 0.1 * rng.standard_normal((starts - 1, n))])
+    if prob.free_mu:
         z = np.concatenate([z, np.ones((starts, 1))], axis=1)  # mu = 1: a generous envelope
     return z
 
 
-def _progress_printer(enabled, start, starts):
+def _progress_printer(enabled, starts, n):
+    """``progress`` for :func:`rollax._nlp.minimize` run on the rows ``starts`` of ``n`` starts
+    (``info["start"]`` made the start's index among all ``n``)."""
     if not enabled:
         return None
-    if enabled is not True:
-        return enabled
-    import sys
+    starts = list(starts)
+    if enabled is True:
+        import sys
 
-    def show(k, info):
-        if k % 10 == 0:
-            print(f"  start {start + 1}/{starts}, iteration {k + 1}: J = {info['f']:.6g}, "
-                  f"violation = {info['violation']:.2e}", file=sys.stderr, flush=True)
+        def show(k, info):
+            if k % 10 == 0:
+                print(f"  start {info['start'] + 1}/{n}, iteration {k + 1}: "
+                      f"objective {info['f']:.6g}, violation = {info['violation']:.2e}",
+                      file=sys.stderr, flush=True)
+    else:
+        show = enabled
+    return lambda k, info: show(k, {**info, "start": starts[info["start"]]})
 
-    return show
+
+@eqx.filter_jit
+def _batch_values(X, prob):
+    """``(r, h, g)`` at every row of ``X`` (one compiled call)."""
+    return jax.vmap(lambda x: _fun(x, prob))(jnp.asarray(X))
 
 
-def _run(man: Manoeuvre, *, free_mu: bool, knots: int, starts: int, seed: int, n_grid: int,
-         rtol: float, tol: float, kkt_tol: float, max_iter: int, progress, x0=None) -> Optimum:
+def _run(man: Manoeuvre, *, free_mu: bool, cost: str, knots: int, starts: int, seed: int,
+         n_grid: int, rtol: float, tol: float, kkt_tol: float, max_iter: int, progress,
+         x0=None) -> Optimum:
     if not isinstance(man, Manoeuvre):
         raise ValueError(f"manoeuvre = {type(man).__name__} is not allowed: it must be a "
                          "rollax.robot.Manoeuvre")
@@ -345,34 +497,47 @@ def _run(man: Manoeuvre, *, free_mu: bool, knots: int, starts: int, seed: int, n
     check_range("rtol", rtol, 0.0, 1.0, lo_open=True, hi_open=True)
     check_range("tol", tol, 0.0, 1.0, lo_open=True, hi_open=True)
     check_range("kkt_tol", kkt_tol, 0.0, math.inf, lo_open=True)
-    prob = _Problem(man, K, n_grid, free_mu, float(rtol), 16384)
-    x0 = _starts(man, K, starts, seed, free_mu) if x0 is None else np.atleast_2d(x0)
+    prob = _Problem(man, K, n_grid, free_mu, float(rtol), 16384, cost=_check_cost(cost))
+    # the energy and time costs start from the least-effort manoeuvres (module docstring)
+    first = dataclasses.replace(prob, cost="effort")
+    x0 = _starts(first, starts, seed) if x0 is None else np.atleast_2d(x0)
     t_start = time.perf_counter()
-    results = [_nlp.minimize(_fun, xs, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
-                             progress=_progress_printer(progress, i, len(x0)))
-               for i, xs in enumerate(x0)]
+    results = _nlp.minimize(_fun, x0, first, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
+                            progress=_progress_printer(progress, range(len(x0)), len(x0)))
+    if prob.cost != first.cost:
+        X = np.stack([r.x for r in results])
+        if prob.cost == "time":
+            X = np.concatenate([X, np.zeros((len(X), 1))], axis=1)  # T = T_0
+        results = _nlp.minimize(_fun, X, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
+                                progress=_progress_printer(progress, range(len(x0)), len(x0)))
     # between the grid's times a constraint can dip below its bound: check on an 8x finer
     # grid and, if it does by more than tol, solve again from there on a 4x finer grid (once)
-    for i, r in enumerate(results):
-        fine = dataclasses.replace(prob, n_grid=8 * (n_grid - 1) + 1)
-        _, h, g = _fun(jnp.asarray(r.x), fine)
-        if r.feasible and max(float(jnp.max(g)), float(jnp.max(jnp.abs(h)))) > tol:
-            finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
-            results[i] = _nlp.minimize(_fun, r.x, finer, tol=tol, kkt_tol=kkt_tol,
-                                       max_iter=max_iter,
-                                       progress=_progress_printer(progress, i, len(x0)))
+    X = np.stack([r.x for r in results])
+    _, h, g = _batch_values(X, dataclasses.replace(prob, n_grid=8 * (n_grid - 1) + 1))
+    dips = np.maximum(np.max(np.asarray(g), axis=1), np.max(np.abs(np.asarray(h)), axis=1))
+    redo = [i for i, r in enumerate(results) if r.feasible and dips[i] > tol]
+    if redo:
+        finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
+        again = _nlp.minimize(_fun, X[redo], finer, tol=tol, kkt_tol=kkt_tol,
+                              max_iter=max_iter,
+                              progress=_progress_printer(progress, redo, len(x0)))
+        for i, r in zip(redo, again):
+            results[i] = r
     wall = time.perf_counter() - t_start
     feasible = np.array([r.feasible for r in results])
-    costs = np.array([float(prob.control(jnp.asarray(r.x)).effort()) for r in results])
+    costs = np.array([float(_cost(cost, man, prob.control(jnp.asarray(r.x))))
+                      for r in results])
     score = np.where(feasible, [r.f for r in results], np.inf)
     best = int(np.argmin(score)) if feasible.any() else \
         int(np.argmin([r.violation for r in results]))
     res = results[best]
     x = jnp.asarray(res.x)
     control = prob.control(x)
+    man = eqx.tree_at(lambda m: m.T, man, control.T)
     status = "converged" if res.converged else ("not converged" if res.feasible else "infeasible")
     return Optimum(
-        manoeuvre=man, control=control, cost=float(control.effort()),
+        manoeuvre=man, control=control, cost_kind=cost, cost=float(_cost(cost, man, control)),
+        effort=float(control.effort()), energy=float(_cost("energy", man, control)),
         mu=float(prob.mu(x)), converged=res.converged, feasible=res.feasible, status=status,
         violation=res.violation, kkt=res.kkt, iterations=res.iterations,
         evaluations=res.evaluations, wall_time=wall, message=res.message,
@@ -380,21 +545,27 @@ def _run(man: Manoeuvre, *, free_mu: bool, knots: int, starts: int, seed: int, n
         start_converged=np.array([r.converged for r in results]), history=res.history)
 
 
-def optimize(manoeuvre: Manoeuvre, *, knots: int = 16, starts: int = 1, seed: int = 0,
-             n_grid: int = 201, rtol: float = 1e-8, tol: float = 1e-6, kkt_tol: float = 1e-4,
-             max_iter: int = 500, progress=False, x0=None) -> Optimum:
-    """The least-effort control (``min int_0^T sum_i u_i^2 dt``) of ``manoeuvre`` (module
-    docstring), from ``starts`` initial guesses at once (the first: no motion; the others:
-    random, from ``seed``); the best feasible start is returned with every start's cost.
+def optimize(manoeuvre: Manoeuvre, *, cost: str = "effort", knots: int = 16, starts: int = 1,
+             seed: int = 0, n_grid: int = 201, rtol: float = 1e-8, tol: float = 1e-6,
+             kkt_tol: float = 1e-4, max_iter: int = 500, progress=False, x0=None) -> Optimum:
+    """The optimal control of ``manoeuvre`` (module docstring) for ``cost``: ``"effort"``
+    (``min int_0^T sum_i u_i^2 dt``), ``"energy"`` (``min E + ENERGY_EFFORT * J``) or
+    ``"time"`` (``min T + TIME_EFFORT * J``, the manoeuvre's T the first guess and ``T`` in
+    ``[T / TIME_RANGE, TIME_RANGE * T]``), from ``starts`` initial guesses at once (the
+    first: no motion; the others: random, from ``seed``; their SQP iterations run side by
+    side, with the simulations of all starts batched by ``jax.vmap``); the best feasible start
+    is returned with every start's cost.
 
     ``knots``: K, the spline intervals of each ``u_i``; ``n_grid``: the times on which the path
     constraints are imposed; ``rtol``: the solver's tolerance; ``tol``: the allowed constraint
     violation; ``kkt_tol``: the allowed (relative) stationarity residual. ``progress=True``
-    prints a line every 10 iterations to stderr (or give a callable ``(k, info)``).
-    A manoeuvre that cannot be done inside the envelope ends with ``status = "infeasible"``
-    and the least violation found.
+    prints a line every 10 iterations of each start to stderr (or give a callable ``(k,
+    info)``; ``info["start"]`` is the start). ``x0``: starting points instead (one row a
+    start, ``K n`` whitened knot values as the generated starts; for the time cost, the
+    starts of its least-effort phase). A manoeuvre that cannot be done inside the envelope
+    ends with ``status = "infeasible"`` and the least violation found.
     """
-    return _run(manoeuvre, free_mu=False, knots=knots, starts=starts, seed=seed,
+    return _run(manoeuvre, free_mu=False, cost=cost, knots=knots, starts=starts, seed=seed,
                 n_grid=n_grid, rtol=rtol, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
                 progress=progress, x0=x0)
 
@@ -406,6 +577,6 @@ def least_mu(manoeuvre: Manoeuvre, *, knots: int = 16, starts: int = 1, seed: in
     ignored; ``N >= n_min`` and the terminal conditions still hold): ``mu`` becomes a variable
     and ``mu + LEAST_MU_EFFORT * J`` is minimised. ``Optimum.mu`` is the answer and
     ``Optimum.cost`` the effort of the control that reaches it."""
-    return _run(manoeuvre, free_mu=True, knots=knots, starts=starts, seed=seed,
-                n_grid=n_grid, rtol=rtol, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
+    return _run(manoeuvre, free_mu=True, cost="effort", knots=knots, starts=starts,
+                seed=seed, n_grid=n_grid, rtol=rtol, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
                 progress=progress, x0=x0)

@@ -1,0 +1,52 @@
+"""rollax._nlp: SLSQP from several starts at once, their evaluations batched by vmap."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rollax import _nlp
+
+
+def _fun(x, a):
+    """Rosenbrock's residuals (and a small third), on a sphere, in a half-space."""
+    r = jnp.stack([a * (x[1] - x[0] ** 2), 1.0 - x[0], 0.1 * x[2]])
+    h = jnp.stack([x @ x - 1.5])
+    g = jnp.stack([x[0] + x[1] - 1.6, -x[2] - 0.5])
+    return r, h, g
+
+
+X0 = np.array([[-1.2, 1.0, 0.3], [0.5, -0.5, -0.2], [2.0, 2.0, 1.0]])
+
+
+@pytest.mark.parametrize("rows", [None, 1, 2])  # all in one vmap; one, two per device
+def test_starts_together_are_the_starts_one_at_a_time_to_the_bit(rows):
+    together = _nlp.minimize(_fun, X0, 10.0, tol=1e-9, kkt_tol=1e-8, rows=rows)
+    alone = [_nlp.minimize(_fun, x, 10.0, tol=1e-9, kkt_tol=1e-8) for x in X0]
+    # the starts stop after different numbers of iterations (the batch pads the finished ones)
+    assert len({r.iterations for r in together}) == 3
+    for a, b in zip(together, alone):
+        assert a.converged and np.array_equal(a.x, b.x) and a.f == b.f
+        assert (a.iterations, a.evaluations) == (b.iterations, b.evaluations)
+        np.testing.assert_array_equal(a.history.f, b.history.f)
+    # two optima (x3 = +-0.461): the constraint x3 >= -0.5 leaves both
+    for r in together:
+        np.testing.assert_allclose(r.x[:2], [0.86033737, 0.73966263], atol=1e-7)
+        assert abs(r.x @ r.x - 1.5) < 1e-9
+
+
+def test_progress_names_the_start_and_counts_its_iterations():
+    seen: dict = {}
+    res = _nlp.minimize(_fun, X0, 10.0, tol=1e-9, kkt_tol=1e-8,
+                        progress=lambda k, info: seen.setdefault(info["start"], []).append(k))
+    assert sorted(seen) == [0, 1, 2]
+    for i, r in enumerate(res):
+        assert seen[i] == list(range(len(r.history.f)))
+
+
+def test_an_error_in_one_start_reaches_the_caller():
+    def progress(k, info):
+        if info["start"] == 1 and k == 2:
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        _nlp.minimize(_fun, X0, 10.0, progress=progress)
