@@ -425,7 +425,8 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
 
     solver = _Sampled(opts.solver, events, opts.n_samples)
     term = diffrax.ODETerm(_vf)
-    # the solver's state at the start (placeholders for the event steps: a valid point)
+    # the solver's state at the start: the first values of the event-step slots (a valid
+    # point, so that the redone step stays finite where no event fired)
     st0 = opts.solver.init(term, t0, t0 + 1.0, sg(y0), (system, mode))
     st_leaves, st_def = jax.tree_util.tree_flatten(st0)
     st_f = tuple(jnp.asarray(x, dtype) for x in st_leaves)
