@@ -127,12 +127,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         y1, err, dense, new_state, result = self.solver.step(
             terms, t0, t1, yp, args, solver_state, made_jump)
         interp = self.solver.interpolation_cls(t0=t0, t1=t1, **dense)
-        thetas = jnp.linspace(0.0, 1.0, self.n_samples + 1, dtype=dtype)[1:]
-        times = t0 + thetas * (t1 - t0)
-        # unrolled, not a vmap over the samples: under jax.vmap of solve on a CPU the nested
-        # vmap made a step 3.9x plain diffrax's (1.3x unrolled; benchmarks/RESULTS.md)
-        vals = jnp.stack([system.event_values(times[k], interp.evaluate(times[k]), mode)
-                          for k in range(self.n_samples)])
+        vals, times = _step_samples(system, mode, interp, y1, t0, t1 - t0, self.n_samples)
         vals = jax.lax.stop_gradient(vals)
         count = ev.count.astype(jnp.int32)
         sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero)
@@ -166,6 +161,28 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         )
         err_ev = jax.tree_util.tree_map(jnp.zeros_like, ev1)
         return (y1, ev1), (err, err_ev), dense, new_state, result
+
+
+def _step_samples(system, mode, interp, y1, t0, h, n: int):
+    """The event values at a step's ``n`` samples ``t0 + (k/n) h``, k = 1..n, and
+    their times: the last is the new state ``y1`` itself (as in the kernel, not its
+    interpolant), the others the interpolating polynomial at the constant ``k/n`` (no divide
+    per sample). The loop and the root finder both take the samples from here."""
+    dtype = jnp.result_type(y1)
+    thetas = jnp.linspace(0.0, 1.0, n + 1, dtype=dtype)[1:]
+    times = t0 + thetas * h
+    poly = isinstance(interp, diffrax.FourthOrderPolynomialInterpolation)
+
+    def state(k):
+        if k == n - 1:
+            return y1
+        if poly:
+            return jax.tree_util.tree_map(lambda c: jnp.polyval(c, thetas[k]), interp.coeffs)
+        return interp.evaluate(times[k])
+
+    # unrolled, not a vmap over the samples: under jax.vmap of solve on a CPU the nested
+    # vmap made a step 3.9x plain diffrax's (1.3x unrolled; benchmarks/RESULTS.md)
+    return jnp.stack([system.event_values(times[k], state(k), mode) for k in range(n)]), times
 
 
 def _crossings(events: EventSet) -> tuple[int, ...]:
@@ -445,8 +462,11 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     def redone(t0_, t1_, y0_, st_, jump_):
         # the dense output of a step the loop took, from its start (the same arithmetic)
         st = st_def.unflatten([a.astype(b.dtype) for a, b in zip(st_, st_leaves)])
-        dense = opts.solver.step(term, t0_, t1_, y0_, (system, mode), st, jump_ > 0)[2]
-        return opts.solver.interpolation_cls(t0=t0_, t1=t1_, **dense)
+        y1_, _, dense = opts.solver.step(term, t0_, t1_, y0_, (system, mode), st, jump_ > 0)[:3]
+        return opts.solver.interpolation_cls(t0=t0_, t1=t1_, **dense), y1_
+
+    def samples(ip, y1_, t0_, h_):
+        return sg(_step_samples(system, mode, ip, y1_, t0_, h_, opts.n_samples)[0])
 
     # a segment that needs no solve integrates over an empty interval (diffrax returns at once)
     t0_in = jnp.where(skip, sg(t0), t0)
@@ -474,13 +494,13 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     steps = s.steps + jnp.where(skip, 0, sol.stats["num_steps"]).astype(jnp.int32)
 
     # the terminal event's root
-    interp = redone(ev.f_t0, ev.f_t1, ev.f_y0, ev.f_state, ev.f_jump)
+    interp, y1_f = redone(ev.f_t0, ev.f_t1, ev.f_y0, ev.f_state, ev.f_jump)
     g_at = lambda t: system.event_values(t, interp.evaluate(t), mode)  # noqa: E731
     fired = (ev.stop > 0) & (ev.bad == 0) & ~skip
     if n:
         loc = locate_in_step(events, lambda t: sg(g_at(t)), sg(ev.f_t0), sg(ev.f_t1 - ev.f_t0),
                              opts.n_samples, sg(ev.f_sign), sg(ev.f_count).astype(jnp.int32),
-                             sg(ev.f_tzero))
+                             sg(ev.f_tzero), vals=samples(interp, y1_f, ev.f_t0, ev.f_t1 - ev.f_t0))
         found = fired & loc.found
         t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(ev.f_t1)),
                                loc.event)
@@ -498,15 +518,17 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
         # crossing event i, in slot c
         seen = jnp.isfinite(ev.c_t0[c])
         ct0 = jnp.where(seen, ev.c_t0[c], t0)
-        ip = redone(ct0, jnp.where(seen, ev.c_t1[c], t0), ev.c_y0[c],
-                    tuple(x[c] for x in ev.c_state), ev.c_jump[c])
+        ct1 = jnp.where(seen, ev.c_t1[c], t0)
+        ip, y1_c = redone(ct0, ct1, ev.c_y0[c], tuple(x[c] for x in ev.c_state), ev.c_jump[c])
         only = jnp.arange(n) == i
         h = jnp.where(seen, ev.c_t1[c] - ev.c_t0[c], 1.0)
+        c0 = jnp.where(seen, ev.c_t0[c], 0.0)
         lc = locate_in_step(
             events, lambda t: sg(system.event_values(t, ip.evaluate(t), mode)),
-            sg(jnp.where(seen, ev.c_t0[c], 0.0)), sg(h), opts.n_samples,
+            sg(c0), sg(h), opts.n_samples,
             jnp.where(only, sg(ev.c_sign[c]), 0.0), jnp.zeros(n, jnp.int32),
-            jnp.where(only, sg(ev.c_tzero[c]), jnp.nan), jnp.where(only, 1, 0), only)
+            jnp.where(only, sg(ev.c_tzero[c]), jnp.nan), jnp.where(only, 1, 0), only,
+            vals=samples(ip, y1_c, c0, h))
         tf, _ = _implicit(system, mode, ip, jnp.where(seen & lc.found, lc.t, 0.0), i)
         # the crossing that ends the segment is the first when none was seen before it
         end_first = found & (e == i) & (counts[i] == 1)

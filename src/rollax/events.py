@@ -279,6 +279,7 @@ def locate_in_step(
     t_zero: Float[Array, " n"],
     targets: Int[Array, " n"] | None = None,
     event_mask: Bool[Array, " n"] | None = None,
+    vals: Float[Array, "K n"] | None = None,
 ) -> Located:
     """Locate the earliest firing event root in the step ``[t0, t0 + h]``.
 
@@ -287,14 +288,16 @@ def locate_in_step(
     sample interval in which an event fires is the bracket, and one root finder
     (:func:`locate_root`) runs on the lower envelope of the events that fire there (each
     oriented to be positive before it fires), whose first root is the earliest of theirs. A
-    root exactly on a sample is returned exactly. ``event_mask`` leaves events out.
+    root exactly on a sample is returned exactly. ``event_mask`` leaves events out. ``vals``:
+    the samples' values as the integrator computed them (by default ``g_at`` at each sample).
     """
     dtype = jnp.result_type(t0, h)
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=dtype)[1:]
     times = t0 + thetas * h
-    # unrolled (as the integrators' samples): a vmap here, nested in the callers' vmaps, is
-    # several times slower on a CPU (see rollax._solve)
-    vals = jnp.stack([g_at(times[k]) for k in range(n_samples)])
+    if vals is None:
+        # unrolled (as the integrators' samples): a vmap here, nested in the callers' vmaps,
+        # is several times slower on a CPU (see rollax._solve)
+        vals = jnp.stack([g_at(times[k]) for k in range(n_samples)])
     sc = scan(events, vals, times, sign, count, t_zero, targets)
     fired = sc.fired if event_mask is None else sc.fired & event_mask
     k = jnp.min(jnp.where(fired, sc.first, n_samples))
