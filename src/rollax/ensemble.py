@@ -188,7 +188,9 @@ def _sample(fn: _Fns, n_samples: int, t, y, h, y1, coef, g1, bl):
     loop and the root finder, so that both see the same values."""
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=y.dtype)[1:]
     times = t + thetas * h
-    vals = [fn.g(times[k], _dense_at(t, y, h, y1, coef, times[k]), bl)
+    # the continuous extension at the constant theta_k (as rollax.solve: no per-sample
+    # rescaling of the time; the root finder is handed these values)
+    vals = [fn.g(times[k], dopri5.dense_eval(y, coef, thetas[k]), bl)
             for k in range(n_samples - 1)]
     return jnp.stack(vals + [g1]), times
 
@@ -561,7 +563,9 @@ def _locate(
         # the new state's values are those of the step's last stage, as in the hot loop
         return jnp.where(tt == t_end, g1, fn.g(tt, _dense_at(t, y, h, y1, coef, tt), bl))
 
-    loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask)
+    vals, _ = _sample(fn, K, t, y, h, y1, coef, g1, bl)
+    loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask,
+                         vals=vals)
     return loc, _dense_at(t, y, h, y1, coef, loc.t)
 
 
