@@ -32,52 +32,52 @@ def _rim_starts(n, seed):
                      np.full(n, 10.0)], axis=1)
 
 
-def _rim_rolling():
-    return RimRolling(Rim()), _rim_starts(120, 1), 10.0, {}
+def _rim_rolling(n=120):
+    return RimRolling(Rim()), _rim_starts(n, 1), 10.0, {}
 
 
-def _rim_slipping():
-    x = _rim_starts(40, 2)
+def _rim_slipping(n=40):
+    x = _rim_starts(n, 2)
     return RimSlipping(Rim()), np.asarray(RimSlipping.rolling_start(x)), 5.0, dict(max_steps=8192)
 
 
-def _robot():
+def _robot(n=8):
     ex = paper_ball()
     robot = Robot(ex.model, RampControl(jnp.zeros(3)))
     rng = np.random.default_rng(3)
     y0s = [robot.from_rolling(ex.model.initial_state(BALL_THETA0, Omega=(w, 0.0, 0.5)))
-           for w in rng.uniform(2.5, 3.5, 8)]
+           for w in rng.uniform(2.5, 3.5, n)]
     return robot, np.stack(y0s), 1.0, {}
 
 
-def _penny():
+def _penny(n=12):
     b = dynamic(PennyBilliard(table=EllipseTable(), law="elastic"))
     s0 = np.asarray(b.penny.state())
     rng = np.random.default_rng(4)
-    y0s = np.tile(s0, (12, 1))
-    y0s[:, 6] *= rng.uniform(0.8, 1.2, 12)  # theta_dot
+    y0s = np.tile(s0, (n, 1))
+    y0s[:, 6] *= rng.uniform(0.8, 1.2, n)  # theta_dot
     y0s[:, 4:6] *= y0s[:, 6:7] / s0[6]  # keep the rolling constraint x' = R theta' cos(phi)
     # the impact amplifies the flight's integration error: tighter tolerances for 1e-8
     return PennySystem(b, n_impacts=2), y0s, 20.0, dict(rtol=1e-12, atol=1e-12)
 
 
-def _sliding():
+def _sliding(n=12):
     body = SlidingBody(exact_law("uniform"), kind="disc")
     rng = np.random.default_rng(5)
-    x = rng.uniform(0.2, 1.0, (12, 3))
+    x = rng.uniform(0.2, 1.0, (n, 3))
     # the slip decays exponentially in the rescaled time: its stop time is resolved only with
     # an absolute tolerance far below the slip (as simulate_stop uses)
-    return (SlidingStop(body, 1e-4), np.concatenate([x, np.zeros((12, 1))], axis=1), 400.0,
+    return (SlidingStop(body, 1e-4), np.concatenate([x, np.zeros((n, 1))], axis=1), 400.0,
             dict(atol=1e-14))
 
 
-def _ball():
-    z = np.random.default_rng(6).uniform(0.2, 3.0, 60)
+def _ball(n=60):
+    z = np.random.default_rng(6).uniform(0.2, 3.0, n)
     return BouncingBall(n_bounces=3), np.stack([z, np.zeros_like(z)], axis=1), 20.0, {}
 
 
-def _oscillator():
-    x = np.random.default_rng(7).uniform(0.5, 2.0, 60)
+def _oscillator(n=60):
+    x = np.random.default_rng(7).uniform(0.5, 2.0, n)
     return Oscillator(omega=2.0, n=6), np.stack([x, np.zeros_like(x)], axis=1), 100.0, {}
 
 
@@ -87,7 +87,17 @@ CASES = dict(rim_rolling=_rim_rolling, rim_slipping=_rim_slipping, robot=_robot,
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_both_integrators_agree(name):
-    system, y0s, t1, opts = CASES[name]()
+    _agree(name, *CASES[name]())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CASES))
+def test_both_integrators_agree_on_a_few_hundred_starts(name):
+    # the sizes above keep CI within its time; this is the size
+    _agree(name, *CASES[name](300))
+
+
+def _agree(name, system, y0s, t1, opts):
     opts = {**TOL, **opts}
     a = jax.vmap(lambda y: rollax.solve(system, y, 0.0, t1, **opts))(jnp.asarray(y0s))
     b = rollax.solve_ensemble(system, y0s, 0.0, t1, lanes=32, **opts)
