@@ -283,3 +283,24 @@ def test_starts_run_together_give_what_they_give_one_at_a_time():
     best = int(np.argmin(together.start_costs))
     np.testing.assert_allclose(together.control.z, alone[best].control.z, atol=1e-8)
     assert together.iterations == alone[best].iterations
+
+
+def test_every_optimum_figure_carries_the_parameters(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from rollax.robot.figures import optimum_figures
+
+    titles = {}
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **kw: (
+        titles.__setitem__(path.split("/")[-1], fig._suptitle.get_text()), save(fig, path, **kw)))
+    t = np.linspace(0.0, 8.0, 5)
+    res = dict(body="disk", T=8.0, target=[-math.pi], mu=0.2, n_min=0.5, knots=16,
+               cost_kind="effort", cost=1.25, status="converged", t=t, phi=-t, phi_dot=t,
+               theta=np.zeros((5, 2)), theta_dot=np.zeros((5, 2)), theta_ddot=np.zeros((5, 2)),
+               N=np.full(5, 5.0), f_s=np.ones(5), violation=1e-15, kkt=1e-8, iterations=3,
+               message="done", history=dict(cost=[2.0, 1.5, 1.25], violation=[1.0, 1e-3, 0]))
+    files = optimum_figures(res, str(tmp_path))
+    assert sorted(titles) == sorted(f.split("/")[-1] for f in files) and len(files) == 5
+    for name, title in titles.items():
+        assert "T = 8" in title and "mu = 0.2" in title and "N_min = 0.5" in title, name
