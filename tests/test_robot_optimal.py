@@ -150,6 +150,7 @@ def test_doubling_the_knots_changes_the_cost_by_less_than_one_percent(disk_optim
     assert abs(fine.cost - disk_optimum.cost) < 0.01 * disk_optimum.cost
 
 
+@pytest.mark.slow  # ~12 min: 1104 SQP iterations (experiments/robot_control, T = 8)
 def test_least_mu_is_above_the_momentum_bound_and_reaches_it():
     man = disk_manoeuvre(T=8.0, mu=0.3, n_min=0.5)
     opt = least_mu(man, knots=16)
