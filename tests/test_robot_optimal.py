@@ -160,6 +160,17 @@ def test_least_mu_is_above_the_momentum_bound_and_reaches_it():
     assert s["ratio"].max() <= opt.mu + 1e-3 and s["N"].min() >= 0.5 - 1e-3
 
 
+@pytest.mark.slow  # ~35 s on 2 cores (65-95 SQP iterations, the refined grid, compilation)
+def test_least_mu_on_four_knots_converges_and_scipy_confirms_the_envelope():
+    opt = least_mu(disk_manoeuvre(T=8.0, mu=0.3, n_min=0.5), knots=4, n_grid=51)
+    assert opt.status == "converged" and opt.kkt < 1e-4 and opt.violation < 1e-6
+    # measured 0.1882: above the bound that holds for every control, and above K = 16's 0.1596
+    assert _bound_mu(8.0) <= 0.1596 <= opt.mu < 0.2
+    y, N, ratio = _resimulate(opt)
+    assert abs(y[-2] + math.pi) < 1e-5 and abs(y[-1]) < 1e-5  # phi(T) = -pi, phi'(T) = 0
+    assert ratio.max() <= opt.mu + 1e-3 and N.min() >= 0.5 - 1e-3
+
+
 def test_an_impossible_manoeuvre_is_reported_infeasible():
     # mu = 0.1 in T = 3: the momentum bound allows X <= 0.39, rolling by pi needs 2.74
     opt = optimize(disk_manoeuvre(T=3.0, mu=0.1, n_min=0.5), knots=8, max_iter=25)
