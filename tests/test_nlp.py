@@ -50,3 +50,25 @@ def test_an_error_in_one_start_reaches_the_caller():
 
     with pytest.raises(RuntimeError, match="stop"):
         _nlp.minimize(_fun, X0, 10.0, progress=progress)
+
+
+def test_least_squares_multipliers_measure_kkt_with_dependent_active_constraints():
+    # min (x0 - 2)^2 + x1^2 s.t. x0 <= 1 imposed twice (the same row: no unique multipliers),
+    # x0 + x1 = 1, and x1 >= -5 (inactive): the KKT point is x = (1, 0)
+    x = np.array([1.0, 0.0])
+    grad_f = np.array([2.0 * (x[0] - 2.0), 2.0 * x[1]])
+    Jh = np.array([[1.0, 1.0]])
+    Jg = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, -1.0]])
+    g = np.array([x[0] - 1.0, x[0] - 1.0, -x[1] - 5.0])
+    nu, lam = _nlp._multipliers(grad_f, Jh, Jg, g, 1e-6)
+    assert _nlp._kkt(grad_f, Jh, Jg, g, nu, lam) < 1e-12
+    assert np.all(lam >= 0.0) and lam[2] == 0.0 and abs(lam[0] + lam[1] - 2.0) < 1e-12
+    # multipliers of the wrong sign do not fit: a point that is not a KKT point is seen as one
+    x = np.array([0.5, 0.5])  # feasible, x0 <= 1 inactive, grad f not normal to x0 + x1 = 1
+    grad_f = np.array([2.0 * (x[0] - 2.0), 2.0 * x[1]])
+    g = np.array([x[0] - 1.0, x[0] - 1.0, -x[1] - 5.0])
+    nu, lam = _nlp._multipliers(grad_f, Jh, Jg, g, 1e-6)
+    assert _nlp._kkt(grad_f, Jh, Jg, g, nu, lam) > 1.0
+    # complementarity counts: a multiplier on an inactive constraint is a residual
+    assert _nlp._kkt(np.zeros(2), np.zeros((0, 2)), Jg[2:], g[2:], np.zeros(0),
+                     np.array([1.0])) == 5.5  # lam |g| = 5.5 > |J_g^T lam| = 1

@@ -150,6 +150,7 @@ def test_doubling_the_knots_changes_the_cost_by_less_than_one_percent(disk_optim
     assert abs(fine.cost - disk_optimum.cost) < 0.01 * disk_optimum.cost
 
 
+@pytest.mark.slow  # ~12 min: 1104 SQP iterations (experiments/robot_control, T = 8)
 def test_least_mu_is_above_the_momentum_bound_and_reaches_it():
     man = disk_manoeuvre(T=8.0, mu=0.3, n_min=0.5)
     opt = least_mu(man, knots=16)
@@ -157,6 +158,17 @@ def test_least_mu_is_above_the_momentum_bound_and_reaches_it():
     assert _bound_mu(8.0) <= opt.mu < 0.2  # 0.156 <= least mu; mu = 0.2 was feasible
     s = opt.sample()
     assert s["ratio"].max() <= opt.mu + 1e-3 and s["N"].min() >= 0.5 - 1e-3
+
+
+@pytest.mark.slow  # ~35 s on 2 cores (65-95 SQP iterations, the refined grid, compilation)
+def test_least_mu_on_four_knots_converges_and_scipy_confirms_the_envelope():
+    opt = least_mu(disk_manoeuvre(T=8.0, mu=0.3, n_min=0.5), knots=4, n_grid=51)
+    assert opt.status == "converged" and opt.kkt < 1e-4 and opt.violation < 1e-6
+    # measured 0.1882: above the bound that holds for every control, and above K = 16's 0.1596
+    assert _bound_mu(8.0) <= 0.1596 <= opt.mu < 0.2
+    y, N, ratio = _resimulate(opt)
+    assert abs(y[-2] + math.pi) < 1e-5 and abs(y[-1]) < 1e-5  # phi(T) = -pi, phi'(T) = 0
+    assert ratio.max() <= opt.mu + 1e-3 and N.min() >= 0.5 - 1e-3
 
 
 def test_an_impossible_manoeuvre_is_reported_infeasible():
@@ -283,3 +295,24 @@ def test_starts_run_together_give_what_they_give_one_at_a_time():
     best = int(np.argmin(together.start_costs))
     np.testing.assert_allclose(together.control.z, alone[best].control.z, atol=1e-8)
     assert together.iterations == alone[best].iterations
+
+
+def test_every_optimum_figure_carries_the_parameters(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from rollax.robot.figures import optimum_figures
+
+    titles = {}
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **kw: (
+        titles.__setitem__(path.split("/")[-1], fig._suptitle.get_text()), save(fig, path, **kw)))
+    t = np.linspace(0.0, 8.0, 5)
+    res = dict(body="disk", T=8.0, target=[-math.pi], mu=0.2, n_min=0.5, knots=16,
+               cost_kind="effort", cost=1.25, status="converged", t=t, phi=-t, phi_dot=t,
+               theta=np.zeros((5, 2)), theta_dot=np.zeros((5, 2)), theta_ddot=np.zeros((5, 2)),
+               N=np.full(5, 5.0), f_s=np.ones(5), violation=1e-15, kkt=1e-8, iterations=3,
+               message="done", history=dict(cost=[2.0, 1.5, 1.25], violation=[1.0, 1e-3, 0]))
+    files = optimum_figures(res, str(tmp_path))
+    assert sorted(titles) == sorted(f.split("/")[-1] for f in files) and len(files) == 5
+    for name, title in titles.items():
+        assert "T = 8" in title and "mu = 0.2" in title and "N_min = 0.5" in title, name

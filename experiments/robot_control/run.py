@@ -12,7 +12,25 @@
    mu, and the effort without the envelope.
 
 Each case writes what ``rollax robot optimize ... --out DIR`` writes: optimize.json and PNGs.
-Run: python experiments/robot_control/run.py  (about 10 minutes on 2 cores)
+
+Measured (this code, 2 shared cores): disk converged, J = 1.23941 (44 SQP iterations, 43 s);
+disk_free converged, J = 0.45535 (4 s); disk_T5 infeasible, least violation 0.885 (phi(T)
+misses -pi by 0.885 rad; 150 iterations, 151 s); ball converged, J = 1.68344 (500
+iterations, KKT 2.1e-6, 180 s); ball_free converged, J = 1.47831 (63 s). The least-mu curve
+(every point converged, KKT residual <= 3.2e-5, violation <= 2e-8; T = 10 and 12 at the
+limit of LEAST_MU_ITER iterations):
+
+    T    least mu   bound    J at least mu   J without envelope   iterations   wall
+    7    0.24346    0.19795  131.98          2.3000                358         280 s
+    8    0.15957    0.15577   78.91          0.4554               1104         706 s
+    10   0.10482    0.10307   29.41          0.1960               1500         667 s
+    12   0.07392    0.07291   25.57          0.1228               1500         530 s
+
+T = 6.5 was not tried with this code (with 300 iterations it did not converge, 262 s).
+
+Run: python experiments/robot_control/run.py [disk] [ball] [curve] [T5] [figures]  (all but
+figures by default; figures redraws the cases' PNGs from their optimize.json). Measured:
+about 44 minutes on 2 shared cores (the curve 36 minutes, the cases 7.5 minutes).
 """
 
 import json
@@ -26,6 +44,8 @@ from rollax.robot import ball_manoeuvre, disk_manoeuvre, least_mu, optimize
 from rollax.robot.figures import optimum_figures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: SQP iterations allowed to each least-mu solve (docstring: its convergence is slow).
+LEAST_MU_ITER = 1500
 
 
 def case(name, opt):
@@ -77,18 +97,19 @@ def main():
                                                   n_min=-math.inf), knots=12))
     if "curve" in which:
         rows = []
-        for T in (7.0, 8.0, 10.0, 12.0):  # T = 6.5: not converged in 300 iterations (262 s)
-            lm = least_mu(disk_manoeuvre(T=T, n_min=0.5), max_iter=300)
+        for T in (7.0, 8.0, 10.0, 12.0):
+            lm = least_mu(disk_manoeuvre(T=T, n_min=0.5), max_iter=LEAST_MU_ITER)
             free = optimize(disk_manoeuvre(T=T, mu=math.inf, n_min=-math.inf))
             s = lm.sample()
             rows.append(dict(T=T, least_mu=lm.mu, status=lm.status, cost_at_least_mu=lm.cost,
                              max_ratio=float(s["ratio"].max()), min_N=float(s["N"].min()),
-                             bound=bound(T), cost_free=free.cost, free_status=free.status,
-                             wall_time=lm.wall_time + free.wall_time))
+                             violation=lm.violation, kkt=lm.kkt, iterations=lm.iterations,
+                             message=lm.message, bound=bound(T), cost_free=free.cost,
+                             free_status=free.status, wall_time=lm.wall_time + free.wall_time))
             print(rows[-1], flush=True)
         with open(os.path.join(HERE, "least_mu.json"), "w") as fh:
             json.dump(_plain(dict(body="disk (Sect. 5)", phi_T=-math.pi, n_min=0.5, knots=16,
-                                  rows=rows)), fh, indent=1)
+                                  n_grid=201, max_iter=LEAST_MU_ITER, rows=rows)), fh, indent=1)
         import matplotlib
 
         matplotlib.use("Agg")
@@ -110,12 +131,20 @@ def main():
         ax2.set_ylabel("effort J = int sum u^2 dt [rad^2/s^3]")
         ax.legend(loc="upper right", fontsize=7)
         ax2.legend(loc="center right", fontsize=7)
-        ax.set_title("disk of Sect. 5 turned by -pi at rest-to-rest, N >= 0.5 (r = g = 1)",
-                     fontsize=8)
+        ax.set_title("least mu of the Sect. 5 disk turned by -pi rest-to-rest in T, N >= 0.5\n"
+                     "(r = m0 = d2 = g = 1, 4 unit masses; K = 16 knots, 201 grid times; "
+                     "bound: (pi - 0.4)/(T^2/4 + 1.6))", fontsize=7)
         fig.tight_layout()
         fig.savefig(os.path.join(HERE, "least_mu.png"), dpi=120)
     if "T5" in which:
         case("disk_T5", optimize(disk_manoeuvre(T=5.0, mu=0.3, n_min=0.5), max_iter=150))
+    if "figures" in which:  # redraw the cases' PNGs from their optimize.json
+        for name in ("disk", "disk_free", "disk_T5", "ball", "ball_free"):
+            with open(os.path.join(HERE, name, "optimize.json")) as fh:
+                res = json.load(fh)
+            res.update(mu=math.inf if res["mu"] is None else res["mu"],  # JSON: null
+                       n_min=-math.inf if res["n_min"] is None else res["n_min"])
+            optimum_figures(res, os.path.join(HERE, name))
 
 
 if __name__ == "__main__":

@@ -41,11 +41,17 @@ running side by side when the cores are free. On an accelerator one ``vmap``-ed 
 the starts is the default (not measured here).
 
 Convergence (reported, and checked after SLSQP stops): the constraint violation
-``max(|h|, max(g, 0))`` at most ``tol`` and the KKT residual ``|grad f + J_h^T nu + J_g^T
-lam|_inf / max(1, |f|)`` (``lam >= 0`` the inequality multipliers) at most ``kkt_tol``. A
-start that stops with the violation above ``tol`` is reported at the feasible point of least
-objective met on the way (not converged), or, if none was feasible, at the least violation
-met (infeasible).
+``max(|h|, max(g, 0))`` at most ``tol`` and the KKT residual ``max(|grad f + J_h^T nu +
+J_g^T lam|_inf, max_i lam_i |g_i|) / max(1, |f|)`` (``lam >= 0`` the inequality
+multipliers; stationarity and complementarity) at most ``kkt_tol``. The multipliers are
+SLSQP's, or, where those leave a residual above ``kkt_tol`` or belong to another point, the
+best fit at the reported point (bounded least squares over the constraints within ``10
+tol`` of their bounds): SLSQP's are those of its last quadratic subproblem, and where many
+active constraints are nearly dependent (a path constraint touching its bound at the two
+grid times either side of each of its peaks, as in the least-mu problem of
+:mod:`rollax.robot.optimal`) they can be far from the best ones. A start that stops with the
+violation above ``tol`` is reported at the feasible point of least objective met on the way
+(not converged), or, if none was feasible, at the least violation met (infeasible).
 """
 
 from __future__ import annotations
@@ -271,20 +277,56 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter,
     x = np.asarray(res.x)
     r, h, g, Jr, Jh, Jg = ev(x)
     f, v = float(r @ r), _violation(h, g)
-    if v > tol and best["x"] is not None and best["rank"] < rank(r, h, g):
+    moved = v > tol and best["x"] is not None and best["rank"] < rank(r, h, g)
+    if moved:
         x = best["x"]
         r, h, g, Jr, Jh, Jg = ev(x)
         f, v = float(r @ r), _violation(h, g)
     p = h.shape[0]
     mult = np.asarray(getattr(res, "multipliers", None) if getattr(res, "multipliers", None)
                       is not None else np.zeros(p + g.shape[0]))
-    nu, lam = mult[:p], mult[p:]
     # SciPy's convention: grad f = J_eq^T nu + J_c^T lam with c = -g >= 0
-    grad_L = 2.0 * Jr.T @ r - Jh.T @ nu + Jg.T @ lam
-    kkt = float(np.max(np.abs(grad_L), initial=0.0)) / max(1.0, abs(f))
+    nu, lam = -mult[:p], np.maximum(mult[p:], 0.0)
+    kkt = _kkt(2.0 * Jr.T @ r, Jh, Jg, g, nu, lam) / max(1.0, abs(f))
+    if moved or kkt > kkt_tol:  # SLSQP's multipliers: those of its last QP (_multipliers)
+        nu2, lam2 = _multipliers(2.0 * Jr.T @ r, Jh, Jg, g, tol)
+        kkt2 = _kkt(2.0 * Jr.T @ r, Jh, Jg, g, nu2, lam2) / max(1.0, abs(f))
+        if kkt2 < kkt or moved:
+            nu, lam, kkt = nu2, lam2, kkt2
     hist = History(*(np.asarray(c) for c in zip(*rows))) if rows else \
         History(np.array([f]), np.array([v]))
     return Result(x=x, f=f, violation=v, kkt=kkt, converged=bool(v <= tol and kkt <= kkt_tol),
                   feasible=bool(v <= tol), iterations=int(res.nit), evaluations=int(res.nfev),
-                  message=str(res.message), multipliers_eq=-nu, multipliers_ineq=lam,
+                  message=str(res.message), multipliers_eq=nu, multipliers_ineq=lam,
                   history=hist)
+
+
+def _kkt(grad_f, Jh, Jg, g, nu, lam) -> float:
+    """The KKT residual with multipliers ``nu`` (of ``h = 0``) and ``lam >= 0`` (of ``g <=
+    0``): ``max(|grad f + J_h^T nu + J_g^T lam|_inf, max_i lam_i |g_i|)`` (stationarity and
+    complementarity)."""
+    stat = np.max(np.abs(grad_f + Jh.T @ nu + Jg.T @ lam), initial=0.0)
+    return float(max(stat, np.max(lam * np.abs(g), initial=0.0)))
+
+
+def _multipliers(grad_f, Jh, Jg, g, tol):
+    """The multipliers that fit stationarity best at a point: ``nu`` free, ``lam >= 0`` on the
+    constraints within ``max(10 tol, 1e-6 ...)`` of their bound (zero on the others), by
+    bounded least squares. Why: SLSQP's multipliers are those of its last quadratic
+    subproblem, at the point before its last step (or at another point altogether when the
+    best point met is reported), and on problems whose active constraints are nearly
+    dependent (a friction ratio touching its bound at the two grid times either side of each
+    of its peaks) they can be far from the best ones while a good set exists: the KKT
+    conditions ask only that some multipliers fit."""
+    from scipy.optimize import lsq_linear
+
+    near = np.flatnonzero(g >= -max(10.0 * tol, 1e-6))
+    A = np.concatenate([Jh.T, Jg[near].T], axis=1)
+    p = Jh.shape[0]
+    lo = np.concatenate([np.full(p, -np.inf), np.zeros(len(near))])
+    if A.shape[1] == 0:
+        return np.zeros(p), np.zeros(g.shape[0])
+    sol = lsq_linear(A, -grad_f, bounds=(lo, np.full(A.shape[1], np.inf)), method="bvls")
+    lam = np.zeros(g.shape[0])
+    lam[near] = np.maximum(sol.x[p:], 0.0)
+    return sol.x[:p], lam

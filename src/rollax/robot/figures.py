@@ -208,11 +208,11 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     save(fig, "masses.png")
 
     ratio = np.asarray(r["f_s"]) / np.asarray(r["N"])
-    for y, label, bound, bound_label, ylabel, name in (
+    for y, curve, bound, bound_label, ylabel, name in (
             (r["N"], "N(t)", r["n_min"], "N_min", "N [m g units]", "normal_force.png"),
             (ratio, "|f_s| / N", r["mu"], "mu", "|f_s| / N", "friction.png")):
         fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.plot(t, y, label=label)
+        ax.plot(t, y, label=curve)
         if np.isfinite(bound):
             ax.axhline(bound, color="r", ls="--", label=bound_label)
         ax.set_xlabel("t [s]")
@@ -230,5 +230,7 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     ax2.plot(k, h["cost"], "C1", label="objective")
     ax2.set_ylabel("objective")
     ax.legend(loc="upper right", fontsize=7)
+    ax.set_title(f"final: violation {r['violation']:.2e}, KKT residual {r['kkt']:.2e}, "
+                 f"{r['iterations']} iterations; {r['message']}", fontsize=7)
     save(fig, "convergence.png")
     return files

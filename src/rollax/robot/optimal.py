@@ -572,11 +572,24 @@ def optimize(manoeuvre: Manoeuvre, *, cost: str = "effort", knots: int = 16, sta
 
 def least_mu(manoeuvre: Manoeuvre, *, knots: int = 16, starts: int = 1, seed: int = 0,
              n_grid: int = 201, rtol: float = 1e-8, tol: float = 1e-6, kkt_tol: float = 1e-4,
-             max_iter: int = 500, progress=False, x0=None) -> Optimum:
+             max_iter: int = 1500, progress=False, x0=None) -> Optimum:
     """The least friction coefficient with which ``manoeuvre`` can be done (its ``mu`` is
     ignored; ``N >= n_min`` and the terminal conditions still hold): ``mu`` becomes a variable
     and ``mu + LEAST_MU_EFFORT * J`` is minimised. ``Optimum.mu`` is the answer and
-    ``Optimum.cost`` the effort of the control that reaches it."""
+    ``Optimum.cost`` the effort of the control that reaches it.
+
+    This problem converges slowly, hence the larger default ``max_iter``. At the least mu the
+    ratio ``|f_s| / N`` touches ``mu`` at many peaks (a minimax: about 30 on the disk at T =
+    12), each between two grid times that are then both active: some 65 nearly dependent
+    active constraints for the 65 variables. SLSQP's active set changes as the peaks slide
+    between grid times, and after mu has settled to 4-5 digits (a few hundred iterations) the
+    rest of the run creeps along it. Measured on the disk of Sect. 5 turned by ``-pi`` (N >=
+    0.5, K = 16; experiments/robot_control): T = 7 converged in 358 iterations, T = 8 in 1104,
+    T = 10 at the limit of 1500 with a KKT residual of 3e-6; with 300 iterations T = 8, 10
+    ended not converged and T = 12 infeasible (violation 1e-2 to 4e-2 in the terminal angle
+    along most of the run, the best point met just outside ``tol``). The KKT residual is
+    measured with the best-fitting multipliers (:mod:`rollax._nlp`): SLSQP's own left it at
+    ~1e-3 on such points."""
     return _run(manoeuvre, free_mu=True, cost="effort", knots=knots, starts=starts,
                 seed=seed, n_grid=n_grid, rtol=rtol, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
                 progress=progress, x0=x0)
