@@ -272,6 +272,7 @@ def test_fit_to_dict_is_strict_json(record):
     assert math.isfinite(fit.wall_time)
 
 
+@pytest.mark.slow  # 144 s in the suite (CI budget); the rim and sliding-disc fits stay in CI
 def test_ball_robot_shell_mass_from_the_contact_path():
     """The ball robot of Sect. 6: its shell mass m0 from 5 s of the contact point's path
     (made at tolerance 1e-12, noise 1e-3 in units of r), starting from m0 = 0.7."""

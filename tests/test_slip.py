@@ -259,6 +259,8 @@ def fig11_sample():
     return starts
 
 
+@pytest.mark.slow  # 117 s in the suite (CI budget); test_conformance[rim_slipping] holds both
+# integrators to the same outcomes, switches and times in CI
 def test_batched_sweep_equals_diffrax_hybrid(fig11_sample):
     """The batched kernel sweep and the diffrax-path hybrid agree start by start."""
     b = _sweep(RIM, fig11_sample)

@@ -21,7 +21,7 @@ def test_impact_sequence_matches_the_closed_form_flow(law):
     b = dynamic(PennyBilliard(table=EllipseTable(), law=law))
     s0 = b.penny.state()
     seq = simulate(b, s0, 3)
-    for k, tol in ((1, 1e-9), (3, 1e-7)):
+    for k, tol in ((3, 1e-7),):  # one compile per law (CI budget): the 3rd impact
         sol = rollax.solve(PennySystem(b, n_impacts=k), s0, 0.0, 100.0, **TOL)
         assert sol.status == rollax.Status.EVENT and int(sol.aux[0]) == k
         assert int(PennySystem(b, k).outcome(sol)) == PennyOutcome.DONE
@@ -40,7 +40,7 @@ def _circling(b, cx, Om=2.0, om=1.0, phi0=math.pi):
                    phi_dot=om)
 
 
-def test_statuses_of_the_closed_form_path_are_outcomes_on_both_integrators():
+def test_statuses_of_the_closed_form_path_are_outcomes():
     b = dynamic(PennyBilliard(table=circle_table()))
     a, R = float(b.table.a), float(b.penny.R)
     rho = math.hypot(2.0 * R, R)
@@ -54,13 +54,14 @@ def test_statuses_of_the_closed_form_path_are_outcomes_on_both_integrators():
               PennyOutcome.DONE: IMPACT}
     system = PennySystem(b, n_impacts=1)
     y0s = np.stack([np.asarray(s) for s in starts.values()])
+    # on the kernel only (a compile is most of this test's time; test_conformance holds
+    # rollax.solve to the kernel's outcomes for this system)
     ens = rollax.solve_ensemble(system, y0s, 0.0, 20.0, **TOL)
+    out = np.asarray(rollax.classify(system, ens))
     for k, (want, s0) in enumerate(starts.items()):
         assert int(simulate(b, s0, 1).status[0]) == closed[want]
-        sol = rollax.solve(system, s0, 0.0, 20.0, **TOL)
-        assert int(system.outcome(sol)) == want
-        assert int(rollax.classify(system, ens)[k]) == want
-        assert int(sol.aux[0]) == (1 if want == PennyOutcome.DONE else 0)
+        assert int(out[k]) == want
+        assert int(ens.aux[k, 0]) == (1 if want == PennyOutcome.DONE else 0)
 
 
 def test_a_glancing_impact_ends_the_run_with_the_pre_impact_state():
