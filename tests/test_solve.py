@@ -244,3 +244,49 @@ def test_saved_states_across_resets_follow_the_bounces():
 
     exact = np.array([height(float(t)) for t in ts])
     np.testing.assert_allclose(np.asarray(sol.ys[:, 0]), exact, atol=1e-9)
+
+
+class FlowOscillator(Oscillator):
+    """The oscillator moved along its closed form, its own exact flow (test helper)."""
+
+    def flow(self, t0, y0, t1, mode):
+        w = self.omega
+        c, s = jnp.cos(w * (t1 - t0)), jnp.sin(w * (t1 - t0))
+        return jnp.stack([y0[0] * c + y0[1] * s / w, -y0[0] * w * s + y0[1] * c])
+
+    def flow_step(self, t, y, mode):
+        return 1.3 / self.omega  # 8 samples per step: about 19 per half period
+
+
+class BareFlow(FlowOscillator):
+    flow_step = rollax.AbstractSystem.flow_step  # no step of its own: dt_max is needed
+
+
+def test_an_exact_flow_gives_exact_events_on_both_integrators():
+    osc = FlowOscillator(omega=2.0, n=6)
+    y0s = jnp.array([[1.0, 0.0], [0.4, 0.0]])
+    t6 = osc.zero_time(6)
+    one = rollax.solve(osc, y0s[0], 0.0, 100.0)
+    assert one.status == rollax.Status.EVENT and int(one.counts[0]) == 6
+    assert abs(float(one.t) - t6) < 1e-13  # the flow is exact: only the root finder's rounding
+    assert int(one.steps) == math.ceil(t6 / 0.65)  # steps of flow_step, none rejected
+    ens = rollax.solve_ensemble(osc, y0s, 0.0, 100.0)
+    np.testing.assert_allclose(ens.t, t6, rtol=0, atol=1e-13)
+    assert int(ens.steps[0]) == int(one.steps)
+    np.testing.assert_allclose(ens.t_first[:, 0], osc.zero_time(1), rtol=0, atol=1e-13)
+    # event-time derivatives through the flow: t6 = 5.5 pi / omega, dt6/domega = -t6/omega
+    t_of = lambda w, adj=None: rollax.solve(FlowOscillator(omega=w), y0s[0], 0.0, 100.0,  # noqa: E731
+                                            adjoint=adj).t
+    g = float(jax.grad(t_of)(2.0))
+    assert abs(g + t6 / 2.0) < 1e-12 * t6
+    f = float(jax.jacfwd(lambda w: t_of(w, diffrax.ForwardMode()))(2.0))
+    assert abs(f - g) < 1e-12 * abs(g)
+
+
+def test_an_exact_flow_without_a_step_needs_dt_max():
+    with pytest.raises(ValueError, match="dt_max = None is not allowed for BareFlow"):
+        rollax.solve(BareFlow(), jnp.array([1.0, 0.0]), 0.0, 10.0)
+    with pytest.raises(ValueError, match="dt_max = None is not allowed for BareFlow"):
+        rollax.solve_ensemble(BareFlow(), np.array([[1.0, 0.0]]), 0.0, 10.0)
+    sol = rollax.solve(BareFlow(n=2), jnp.array([1.0, 0.0]), 0.0, 10.0, dt_max=0.5)
+    assert abs(float(sol.t) - 1.5 * math.pi) < 1e-12 and int(sol.steps) == 10

@@ -9,6 +9,7 @@ The system is adapted onto :func:`rollax.ensemble.solve_ensemble`:
   parameter, dealt with the starts; the rest (static fields, structure) is held by a small
   hashable adapter, so compiled kernels are cached on the system's type, static fields and
   tree structure, not on the object: a new system with new parameter values reuses them;
+* a system with its own exact ``flow`` is moved along it (``flow_step`` at a time);
 * the kernel's reset map calls ``system.reset``; where the kernel needs the field and the event
   values at one point it calls ``system.field_and_events``.
 
@@ -63,6 +64,15 @@ class _Adapter:
         f, g = self.system(dyn).field_and_events(t, y, mode)
         return jnp.concatenate([f, jnp.zeros_like(z[-1:])]), jnp.asarray(g, z.dtype)
 
+    def flow(self, t0, z, t1, dyn):
+        y, mode = self._split(z)
+        y1 = self.system(dyn).flow(t0, y, t1, mode)
+        return jnp.concatenate([jnp.asarray(y1, z.dtype), z[-1:]])
+
+    def flow_step(self, t, z, dyn):
+        y, mode = self._split(z)
+        return jnp.asarray(self.system(dyn).flow_step(t, y, mode), z.dtype)
+
     def reset(self, t, z, aux, event, dyn):
         y, mode = self._split(z)
         t_n, y_n, mode_n, aux_n, term = self.system(dyn).reset(t, y, mode, aux, event)
@@ -116,6 +126,9 @@ def solve_ensemble(
     steps of each segment, ``max_resets`` the resets of a hybrid run. The starts are dealt to
     ``devices`` JAX devices (default: all local), each with a work queue of ``lanes`` lanes.
 
+    A system with its own exact ``flow`` is moved along it in steps of ``system.flow_step``
+    (``rtol`` and ``atol`` are then not used).
+
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
     meaningless (the padding of a chunk). ``progress(finished)``: called about every quarter
     second with the number of starts finished so far (the results do not change); an
@@ -131,6 +144,7 @@ def solve_ensemble(
         raise ValueError(f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
                          f"with N >= 1 ({', '.join(system.state_names)})")
     N = y0s.shape[0]
+    system.check_flow_step(dt_max)
     check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
                   max_resets=(max_resets, 0), n_samples=(n_samples, 1), lanes=(lanes, 16))
     n_dev_max = jax.local_device_count()
@@ -178,6 +192,8 @@ def solve_ensemble(
         aux=aux if hybrid else None, n_error=d, max_resets=int(max_resets),
         args_batched=marks, field_and_events=ad.field_and_events,
         valid=None if valid is None else np.asarray(valid, bool), progress=progress,
+        flow=ad.flow if system.has_flow else None,
+        flow_step=ad.flow_step if system.has_flow else None,
     )
     return Solution(
         t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),

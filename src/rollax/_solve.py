@@ -24,6 +24,11 @@ How it works, and why:
   parameters, states, times and tolerances are traced, so repeated calls with new values
   reuse the compiled code.
 
+* **A system with its own exact flow** (``system.flow``, a closed form) is moved along it:
+  the solver is :class:`_Flow` (the step is the flow, its dense output the flow from the
+  step's start, no error estimate) and the steps are ``system.flow_step`` (at most
+  ``dt_max``); the event samples, the walk, the root and its derivative are the same.
+
 What can still be missed: a dip of an event function through zero and back that falls
 between two samples of one step (narrower than ``h / n_samples``). ``dt_max`` bounds the step,
 and so the sampling interval, to ``dt_max / n_samples``.
@@ -31,6 +36,7 @@ and so the sampling interval, to ``dt_max / n_samples``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -123,7 +129,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         system, mode = args
         dtype = jnp.result_type(yp)
         # the solver's state before the step, kept to redo the step that holds an event
-        st = tuple(jnp.asarray(x, dtype) for x in jax.tree_util.tree_leaves(solver_state))
+        st = _state_leaves(solver_state, dtype)
         y1, err, dense, new_state, result = self.solver.step(
             terms, t0, t1, yp, args, solver_state, made_jump)
         interp = self.solver.interpolation_cls(t0=t0, t1=t1, **dense)
@@ -163,6 +169,83 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         return (y1, ev1), (err, err_ev), dense, new_state, result
 
 
+class _FlowInterpolation(diffrax.AbstractLocalInterpolation):
+    """The dense output of a step along a system's exact flow: the flow from the step's start.
+    ``system`` holds the system's arrays (the rest is ``static``, so that the dense information
+    that diffrax carries is arrays only)."""
+
+    t0: Float[Array, ""]
+    t1: Float[Array, ""]
+    y0: Float[Array, " d"]
+    system: Any
+    mode: Int[Array, ""]
+    static: Any = eqx.field(static=True)
+
+    def _at(self, t):
+        return eqx.combine(self.system, self.static).flow(self.t0, self.y0, t, self.mode)
+
+    def evaluate(self, t0, t1=None, left=True):
+        del left
+        if t1 is not None:
+            return self._at(t1) - self._at(t0)
+        return self._at(t0)
+
+    def derivative(self, t, left=True):
+        del left
+        return jax.jvp(self._at, (t,), (jnp.ones_like(t),))[1]
+
+
+class _Flow(diffrax.AbstractSolver):
+    """A diffrax solver whose step is the system's exact flow (``args = (system, mode)``)."""
+
+    static: Any = eqx.field(static=True)  # the system's non-array part
+    term_structure = diffrax.AbstractTerm
+
+    @property
+    def interpolation_cls(self):  # pyright: ignore
+        return functools.partial(_FlowInterpolation, static=self.static)
+
+    def order(self, terms):
+        return 1
+
+    def error_order(self, terms):
+        return 1
+
+    def init(self, terms, t0, t1, y0, args):
+        return None
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        system, mode = args
+        y1 = system.flow(t0, y0, t1, mode)
+        dense = dict(y0=y0, system=eqx.filter(system, eqx.is_array), mode=mode)
+        return y1, jnp.zeros_like(y1), dense, None, diffrax.RESULTS.successful
+
+    def func(self, terms, t0, y0, args):
+        return terms.vf(t0, y0, args)
+
+
+class _FlowSteps(diffrax.AbstractStepSizeController):
+    """Steps of ``system.flow_step`` (at most ``dt_max``) along an exact flow: all accepted.
+    The step sizes are not differentiated (they choose where to sample, not what is computed)."""
+
+    dt_max: Float[Array, ""]
+
+    def wrap(self, direction):
+        return self
+
+    def _h(self, t, y, args):
+        system, mode = args
+        y = y[0] if isinstance(y, tuple) else y
+        return jax.lax.stop_gradient(jnp.minimum(system.flow_step(t, y, mode), self.dt_max))
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        return t0 + self._h(t0, y0, args), None
+
+    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, state):
+        return (jnp.asarray(True), t1, t1 + self._h(t1, y1_candidate, args), jnp.asarray(False),
+                None, diffrax.RESULTS.successful)
+
+
 def _step_samples(system, mode, interp, y1, t0, h, n: int):
     """The event values at a step's ``n`` samples ``t0 + (k/n) h``, k = 1..n, and
     their times: the last is the new state ``y1`` itself (as in the kernel, not its
@@ -183,6 +266,13 @@ def _step_samples(system, mode, interp, y1, t0, h, n: int):
     # unrolled, not a vmap over the samples: under jax.vmap of solve on a CPU the nested
     # vmap made a step 3.9x plain diffrax's (1.3x unrolled; benchmarks/RESULTS.md)
     return jnp.stack([system.event_values(times[k], state(k), mode) for k in range(n)]), times
+
+
+def _state_leaves(solver_state, dtype) -> tuple:
+    """The solver's state as a tuple of float leaves; a stateless solver's (``_Flow``) is one
+    dummy zero (an empty tuple in diffrax's saved state is not an array buffer)."""
+    leaves = jax.tree_util.tree_leaves(solver_state)
+    return tuple(jnp.asarray(x, dtype) for x in leaves) or (jnp.zeros((), dtype),)
 
 
 def _crossings(events: EventSet) -> tuple[int, ...]:
@@ -227,8 +317,10 @@ def solve(
     Differentiable (reverse mode by default; ``adjoint=diffrax.ForwardMode()`` for
     ``jax.jacfwd``/``jax.hessian``), ``vmap``-able, and compiled once per system structure.
     Events follow :mod:`rollax.events`; each step is sampled at ``n_samples`` (default:
-    ``system.n_samples``, 8 unless the system says otherwise) points of its dense output (see the module docstring for what can be missed and how ``dt_max`` closes
-    it). ``max_steps`` bounds the steps of each segment, ``max_resets`` the resets of a hybrid
+    ``system.n_samples``, 8 unless the system says otherwise) points of its dense output (see
+    the module docstring for what can be missed and how ``dt_max`` closes it); a system with
+    its own exact ``flow`` is moved along it in steps of ``system.flow_step`` (``solver``,
+    ``rtol`` and ``atol`` are then not used). ``max_steps`` bounds the steps of each segment, ``max_resets`` the resets of a hybrid
     run; a run that hits either, or whose state or event values become non-finite, ends with a
     failure :class:`rollax.Status`. ``solver``: ``dopri5`` (default), ``tsit5``, ``dopri8`` or a
     diffrax solver instance. ``jump_ts``: times where the vector field or its derivatives
@@ -254,7 +346,8 @@ def solve(
     if aux.shape != (system.n_aux,):
         raise ValueError(f"aux has shape {tuple(aux.shape)}; {type(system).__name__} needs "
                          f"({system.n_aux},)")
-    solver = _solver(solver)
+    system.check_flow_step(dt_max)
+    solver = _Flow(eqx.partition(system, eqx.is_array)[1]) if system.has_flow else _solver(solver)
     adjoint = adjoint or diffrax.RecursiveCheckpointAdjoint()
     if not isinstance(adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.ForwardMode)):
         raise ValueError(f"adjoint = {adjoint!r} must be diffrax.RecursiveCheckpointAdjoint() "
@@ -446,7 +539,7 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     # point, so that the redone step stays finite where no event fired)
     st0 = opts.solver.init(term, t0, t0 + 1.0, sg(y0), (system, mode))
     st_leaves, st_def = jax.tree_util.tree_flatten(st0)
-    st_f = tuple(jnp.asarray(x, dtype) for x in st_leaves)
+    st_f = _state_leaves(st0, dtype)
     cross = _crossings(events)
     nc = len(cross)
     nan_c = jnp.full(nc, jnp.nan, dtype)
@@ -475,7 +568,7 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
                       jnp.where(jnp.isfinite(t1), t1, jnp.finfo(dtype).max))
     sol = diffrax.diffeqsolve(
         term, solver, t0_in, t_end, None, (y0_in, ev0), args=(system, mode),
-        stepsize_controller=diffrax.PIDController(
+        stepsize_controller=_FlowSteps(dt_max) if system.has_flow else diffrax.PIDController(
             rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0, norm=_norm,
             dtmin=1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), force_dtmin=False,
             jump_ts=jump_ts),

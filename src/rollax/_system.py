@@ -12,7 +12,10 @@ differentiable; a leading batch axis on any of them gives per-start parameters i
   bookkeeping ``aux`` (``n_aux`` numbers, started by ``initial_aux``);
 * an ``outcome`` classification of a finished run (an enumeration of the system's own);
 * optionally ``field_and_events``, the field and the event values in one call, so that an
-  integrator that needs both at the same point lets XLA share their common subexpressions.
+  integrator that needs both at the same point lets XLA share their common subexpressions;
+* optionally its own exact ``flow`` (a closed form, as the penny's (26)) and the step
+  ``flow_step`` to take along it: both integrators then move the state along the flow instead
+  of a Runge-Kutta step, with the same event samples, root finding and resets.
 
 The same semantics hold on both integrators (:func:`rollax.solve` and
 :func:`rollax.solve_ensemble`); :mod:`rollax.events` states them.
@@ -116,6 +119,39 @@ class AbstractSystem(eqx.Module):
     def field_and_events(self, t, y, mode) -> tuple[Float[Array, " d"], Float[Array, " n"]]:
         """``(vector_field, event_values)`` at one point; override to share work between them."""
         return self.vector_field(t, y, mode), self.event_values(t, y, mode)
+
+    # ------------------------------------------------------------------ an exact flow
+    def flow(self, t0: Float[Array, ""], y0: Float[Array, " d"], t1: Float[Array, ""],
+             mode: Int[Array, ""]) -> Float[Array, " d"]:
+        """The exact state at ``t1`` of the motion from ``(t0, y0)`` in ``mode``, for a system
+        that knows it in closed form (not provided by default).
+
+        With a flow, :func:`rollax.solve` and :func:`rollax.solve_ensemble` take steps of
+        ``flow_step`` along it (no error control, no Runge-Kutta solver) and sample and locate
+        the events on it, so event times are exact to the root finder's rounding. The
+        ``vector_field`` is still needed: it gives the slope of an event at its root (event
+        times' derivatives, the side a zero start takes). It must be differentiable in ``t1``."""
+        raise NotImplementedError(f"{type(self).__name__} has no exact flow")
+
+    def flow_step(self, t: Float[Array, ""], y: Float[Array, " d"],
+                  mode: Int[Array, ""]) -> Float[Array, ""]:
+        """With a ``flow``: the step to take from ``(t, y)``; the events are sampled
+        ``n_samples`` times per step, so it must resolve their dips (``dt_max`` bounds it
+        further). The default, ``inf``, leaves the step to ``dt_max``, which is then required."""
+        return jnp.asarray(jnp.inf, jnp.result_type(y))
+
+    @property
+    def has_flow(self) -> bool:
+        """Whether the system provides its own exact ``flow``."""
+        return type(self).flow is not AbstractSystem.flow
+
+    def check_flow_step(self, dt_max) -> None:
+        """A ``ValueError`` when the system has a flow but neither a ``flow_step`` nor a
+        ``dt_max`` bounds its steps."""
+        if (self.has_flow and type(self).flow_step is AbstractSystem.flow_step
+                and dt_max is None):
+            raise ValueError(f"dt_max = None is not allowed for {type(self).__name__}: its exact "
+                             f"flow has no flow_step, so dt_max (> 0) must bound the steps")
 
     # ------------------------------------------------------------------ hybrid structure
     @property

@@ -144,6 +144,8 @@ class _Problem(NamedTuple):
     fg: Callable | None  # (f, g) at one point; None: f and events.fn called separately
     args_def: Any  # treedef of args
     batched: tuple[bool, ...]  # per leaf of args: a leading axis of N starts
+    flow: Callable | None = None  # (t0, y0, t1, args) -> y1: an exact flow instead of DOPRI5
+    flow_step: Callable | None = None  # (t, y, args) -> the step along the flow
 
 
 class _Fns(NamedTuple):
@@ -153,6 +155,8 @@ class _Fns(NamedTuple):
     g: Callable
     fg: Callable
     args: Callable  # bargs -> the full args pytree
+    flow: Callable
+    flow_step: Callable
 
 
 def _fns(pb: _Problem, shared: tuple) -> _Fns:
@@ -172,7 +176,27 @@ def _fns(pb: _Problem, shared: tuple) -> _Fns:
             return pb.fg(t, y, args_of(bl))
         return f(t, y, bl), g(t, y, bl)
 
-    return _Fns(f, g, fg, args_of)
+    def flow(t0, y0, t1, bl):
+        return pb.flow(t0, y0, t1, args_of(bl))
+
+    def flow_step(t, y, bl):
+        return pb.flow_step(t, y, args_of(bl))
+
+    return _Fns(f, g, fg, args_of, flow, flow_step)
+
+
+def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
+    """One step from ``(t, y)`` of length ``h``: the new state, the FSAL derivative there, the
+    error norm's input, the event values at the new state, and ``at(theta, time)``, the step's
+    continuous extension (DOPRI5's, or the exact flow from the step's start)."""
+    if pb.flow is not None:
+        y1 = fn.flow(t, y, t + h, bl)
+        return y1, k1, jnp.zeros_like(y), fn.g(t + h, y1, bl), \
+            lambda theta, tt: fn.flow(t, y, tt, bl)
+    y1, err, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
+                                     fg=lambda t_, y_: fn.fg(t_, y_, bl))
+    coef = dopri5.dense_coefficients(y, y1, ks, h)
+    return y1, ks[6], err, g1, lambda theta, tt: dopri5.dense_eval(y, coef, theta)
 
 
 def _start_sign(fn: _Fns, t, y, k1, g, bl):
@@ -182,23 +206,22 @@ def _start_sign(fn: _Fns, t, y, k1, g, bl):
     return jnp.where(g != 0, jnp.sign(g), jnp.sign(dg)).astype(y.dtype)
 
 
-def _sample(fn: _Fns, n_samples: int, t, y, h, y1, coef, g1, bl):
+def _sample(fn: _Fns, n_samples: int, t, y, h, g1, at, bl):
     """The event values at the step's samples ``t + h k / n_samples`` (k = 1..n_samples) on its
-    continuous extension; the last one (the new state) is ``g1``. One expression for the hot
-    loop and the root finder, so that both see the same values."""
+    continuous extension ``at(theta, time)``; the last one (the new state) is ``g1``. One
+    expression for the hot loop and the root finder, so that both see the same values."""
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=y.dtype)[1:]
     times = t + thetas * h
     # the continuous extension at the constant theta_k (as rollax.solve: no per-sample
     # rescaling of the time; the root finder is handed these values)
-    vals = [fn.g(times[k], dopri5.dense_eval(y, coef, thetas[k]), bl)
-            for k in range(n_samples - 1)]
+    vals = [fn.g(times[k], at(thetas[k], times[k]), bl) for k in range(n_samples - 1)]
     return jnp.stack(vals + [g1]), times
 
 
-def _dense_at(t, y, h, y1, coef, tt):
+def _dense_at(t, h, y1, at, tt):
     # the step's end is the new state itself (not its interpolant, which differs by rounding);
     # 1 / h is computed once per step by XLA (a multiply per sample, not a divide)
-    return jnp.where(tt == t + h, y1, dopri5.dense_eval(y, coef, (tt - t) * (1.0 / h)))
+    return jnp.where(tt == t + h, y1, at((tt - t) * (1.0 / h), tt))
 
 
 class _Pre(NamedTuple):
@@ -256,8 +279,13 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     cross = jnp.asarray(_crossings(events), jnp.int32)
     nc = len(_crossings(events))
 
+    exact = pb.flow is not None
+
     def first_step(t, y, k, bl):
-        h = dopri5.initial_step(lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne)
+        if exact:
+            h = fn.flow_step(t, y, bl)
+        else:
+            h = dopri5.initial_step(lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne)
         return jnp.minimum(jnp.minimum(h, dt_max), t_max - t)
 
     # Per-start set-up, vectorised once: event values and their signs, k1, the first step.
@@ -416,19 +444,19 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     stop_status = _PENDING if reset is None else _PARKED
 
     def lane_step(t, y, h, k1, sign, count, t_zero, bl):
-        # one DOPRI5 step, its error norm and the scan of its samples
-        y1, err, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
-                                         fg=lambda t_, y_: fn.fg(t_, y_, bl))
-        en = dopri5.error_norm(err, y, y1, rtol, atol, ne)
-        coef = dopri5.dense_coefficients(y, y1, ks, h)
-        vals, times = _sample(fn, K, t, y, h, y1, coef, g1, bl)
+        # one DOPRI5 step (or one along the exact flow), its error norm and the scan of its
+        # samples
+        y1, k7, err, g1, at = _redo(pb, fn, bl, t, y, h, k1)
+        en = jnp.zeros((), y.dtype) if exact else dopri5.error_norm(err, y, y1, rtol, atol, ne)
+        vals, times = _sample(fn, K, t, y, h, g1, at, bl)
         sc = scan(events, vals, times, sign, count, t_zero)
-        return y1, ks[6], en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite
+        h_next = fn.flow_step(t + h, y1, bl) if exact else jnp.zeros((), y.dtype)
+        return y1, k7, en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite, h_next
 
     def step_lanes(ln: _Lanes) -> _Lanes:
         # one attempted step of every live lane (any number of lanes)
         live = ln.live
-        y1, k7, en, fired, sign2, count2, tzero2, bad_g = jax.vmap(lane_step)(
+        y1, k7, en, fired, sign2, count2, tzero2, bad_g, h_flow = jax.vmap(lane_step)(
             ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.bargs)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1), axis=1)
         accept = live & finite & (en <= 1.0)
@@ -449,7 +477,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         fac = jnp.where(accept, fac, jnp.minimum(fac, 1.0))
         moved = go | bad_ev
         t_new = jnp.where(moved, t1, ln.t)
-        h_new = jnp.minimum(jnp.minimum(ln.h * fac, dt_max), t_max - t_new)
+        h_new = jnp.minimum(jnp.minimum(h_flow if exact else ln.h * fac, dt_max), t_max - t_new)
         # a hit keeps its step (it is redone to locate the event); finished lanes keep theirs
         h_new = jnp.where(hit | ~live, ln.h, h_new)
         tiny = ln.h < 1e-14 * jnp.maximum(1.0, jnp.abs(ln.t))
@@ -554,19 +582,17 @@ def _locate(
     from the scan state ``(sign, count, t_zero)`` before the step. Returns the location and
     the interpolated state at the root."""
     events, K = pb.events, pb.n_samples
-    y1, _, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
-                                   fg=lambda t_, y_: fn.fg(t_, y_, bl))
-    coef = dopri5.dense_coefficients(y, y1, ks, h)
+    y1, _, _, g1, at = _redo(pb, fn, bl, t, y, h, k1)
     t_end = t + h
 
     def g_at(tt):
         # the new state's values are those of the step's last stage, as in the hot loop
-        return jnp.where(tt == t_end, g1, fn.g(tt, _dense_at(t, y, h, y1, coef, tt), bl))
+        return jnp.where(tt == t_end, g1, fn.g(tt, _dense_at(t, h, y1, at, tt), bl))
 
-    vals, _ = _sample(fn, K, t, y, h, y1, coef, g1, bl)
+    vals, _ = _sample(fn, K, t, y, h, g1, at, bl)
     loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask,
                          vals=vals)
-    return loc, _dense_at(t, y, h, y1, coef, loc.t)
+    return loc, _dense_at(t, h, y1, at, loc.t)
 
 
 def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
@@ -779,6 +805,8 @@ def solve_ensemble(
     args_batched=False,
     field_and_events: Callable | None = None,
     progress: Callable[[int], Any] | None = None,
+    flow: Callable | None = None,
+    flow_step: Callable | None = None,
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax.events`) or ``t_max``.
@@ -811,6 +839,11 @@ def solve_ensemble(
     ``max_steps`` bounds each segment, ``max_resets`` the number of segments (then
     ``FAILED_STEPS``). ``n_error``: only the first ``n_error`` components enter the error norm
     (the rest are passive: a mode, say; default: all).
+
+    **An exact flow.** With ``flow(t0, y0, t1, args) -> y1`` (the state at ``t1`` of the motion
+    from ``(t0, y0)``) and ``flow_step(t, y, args)`` (the step to take from there, at most
+    ``dt_max``), every step is taken along the flow, with no error control, and its samples
+    and roots are on the flow itself.
 
     ``progress(finished)``: called on this thread with the number of starts finished so far,
     about every ``_SLICE_S`` seconds (the queue's loop then runs in slices, with bit-identical
@@ -854,8 +887,10 @@ def solve_ensemble(
             x = np.concatenate([x, fill])
         return x.reshape((per, n_dev) + x.shape[1:]).swapaxes(0, 1)
 
+    if (flow is None) != (flow_step is None):
+        raise ValueError("flow and flow_step go together: pass both or neither")
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
-                  int(n_samples), field_and_events, args_def, batched)
+                  int(n_samples), field_and_events, args_def, batched, flow, flow_step)
     kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)

@@ -1,8 +1,8 @@
 """The bouncing penny billiard (Clark & Bloch, Sects. V-VI) as a hybrid system.
 
-The penny's flight between impacts is the first-order form of (25) on the 8-D state
-``(x, y, theta, phi, x', y', theta', phi')`` (:meth:`rollax.penny.Penny.vector_field`, whose
-solution is the closed-form flow (26)). Four crossing events watch the table edge at the
+The penny's flight between impacts is the closed-form flow (26) on the 8-D state
+``(x, y, theta, phi, x', y', theta', phi')`` (:meth:`rollax.penny.Penny.flow`), the system's own
+``flow``: both integrators step along it (the vector field (25) gives the events' slopes). Four crossing events watch the table edge at the
 penny's front (27) and back (34):
 
 * ``front``, ``back``: ``-h`` of the end, crossing downwards when the end reaches the edge from
@@ -13,8 +13,10 @@ penny's front (27) and back (34):
   the integrators (on the paper's plastic run the 7th impact, normal approach 0.015, was
   missed and the penny flew through the edge); its peak is not. At a peak with ``h >= 0`` the
   reset goes back along the closed-form flow to the missed entry (Newton from the parabola
-  through the peak) and applies the impact there; a peak with ``h < 0`` (a near miss) goes on
-  unchanged. Each near miss is a reset, so ``max_resets`` bounds the near misses of a run.
+  through the peak) and applies the impact there; a peak within rounding below the edge
+  (``1e-12`` of the table, the closed-form search's tolerance) is a tangency, glancing; a
+  lower peak (a near miss) goes on unchanged. Each near miss is a reset, so ``max_resets``
+  bounds the near misses of a run.
 
 The reset map is the billiard's impact law (:meth:`rollax.penny.PennyBilliard.impact`:
 elastic, plastic or restitution), ``aux`` counts the impacts, and the run ends at the
@@ -79,6 +81,19 @@ class PennySystem(AbstractSystem):
     def vector_field(self, t, y, mode):
         return self.billiard.penny.vector_field(t, y)
 
+    def flow(self, t0, y0, t1, mode):
+        """The closed-form flight (26) (:meth:`rollax.penny.Penny.flow`): both integrators move
+        the penny along it, so impact times are exact to the root finder's rounding."""
+        return self.billiard.penny.flow(y0, t1 - t0)
+
+    def flow_step(self, t, y, mode):
+        """The sampling of :meth:`rollax.penny.PennyBilliard.next_impact`: ``n_samples`` of the
+        billiard over the time in which the flight must leave a convex table (or one period of
+        its circle), ``self.n_samples`` event samples per step."""
+        b = self.billiard
+        T, _ = b._horizon(y)
+        return T * (self.n_samples / b.n_samples)
+
     def _edge(self, y):
         """h at both ends, dh/dt along the flow, and the gradients of h there."""
         b = self.billiard
@@ -126,16 +141,20 @@ class PennySystem(AbstractSystem):
         b = self.billiard
         end = event % 2
         peak = event >= 2
-        h, _, _ = self._edge(y)
+        h, _, grad = self._edge(y)
         # a peak beyond the edge: the entry was missed between samples; go back to it
         missed = peak & (h[end] >= 0.0)
         delta = jnp.where(missed, self._back_to_entry(y, end, jnp.where(missed, h[end], 0.0)),
                           0.0)
         pre = jnp.where(missed, b.penny.flow(y, -delta), y)
-        hit = ~peak | missed  # otherwise a near miss: go on unchanged
+        # a peak within rounding below the edge is a tangency (as in the closed-form search,
+        # PennyBilliard._search_end): glancing, at the peak
+        graze_tol = 1e-12 * jnp.linalg.norm(grad[end]) * jnp.asarray(b.table.diameter, float)
+        graze = peak & (h[end] < 0.0) & (h[end] >= -graze_tol)
+        hit = ~peak | missed | graze  # otherwise a near miss: go on unchanged
         s = b._impact_root(pre, end).s
         outside = aux[_FLAG] == _OUTSIDE
-        glancing = hit & ~outside & (jnp.abs(s) <= b.glancing_tol)
+        glancing = hit & ~outside & (graze | (jnp.abs(s) <= b.glancing_tol))
         stop = hit & (outside | glancing)
         bounce = hit & ~stop
         n = aux[_IMPACTS] + jnp.where(bounce, 1.0, 0.0)
