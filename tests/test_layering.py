@@ -1,6 +1,6 @@
 """The package's layering, checked on the source (``ast``; nothing is imported).
 
-models (rim, slip, robot, penny, friction, impacts) and the machinery (events, integrate,
+models (rim, slip, robot, the penny's model, friction, impacts) and the machinery (events, integrate,
 ensemble, sweep) -> analyses (basin, steady, floquet, conserved) -> plotting -> CLI;
 experiments and benchmarks use the public API only.
 
@@ -17,10 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 PKG = SRC / "rollax"
 
-MODELS = ("rollax.rim", "rollax.slip", "rollax.impacts", "rollax.penny", "rollax.friction",
+MODELS = ("rollax.rim", "rollax.slip", "rollax.impacts", "rollax._penny", "rollax.friction",
           "rollax.robot", "rollax.outcomes")
+# rollax.penny: the penny's sequences, FTLEs and Fig. 5 through rollax.solve (its model is
+# rollax._penny)
 ANALYSES = ("rollax.basin", "rollax.steady", "rollax.floquet", "rollax.conserved",
-            "rollax.identification")
+            "rollax.identification", "rollax.penny")
 
 
 def _in(name: str, prefixes) -> bool:

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 
 from rollax._solution import Status
 from rollax._system import AbstractSystem, crossing
-from rollax.penny import PennyBilliard
+from rollax._penny import PennyBilliard
 
 
 class PennyOutcome(enum.IntEnum):
@@ -119,11 +119,14 @@ class PennySystem(AbstractSystem):
         ok = curv > 0
         d = jnp.where(ok, jnp.sqrt(2.0 * jnp.maximum(h_peak, 0.0) / jnp.where(ok, curv, 1.0)),
                       0.0)
-        for _ in range(8):  # quadratic convergence from a near-quadratic start
+        def newton(_, d):
             val, slope = jax.value_and_grad(phi)(d)
             good = slope < 0
-            d = jnp.maximum(d - jnp.where(good, val / jnp.where(good, slope, -1.0), 0.0), 0.0)
-        return d
+            return jnp.maximum(d - jnp.where(good, val / jnp.where(good, slope, -1.0), 0.0), 0.0)
+
+        # quadratic convergence from a near-quadratic start; a rolled loop, not 8 unrolled
+        # copies of the flow's derivative (measured: 10.4 -> 6 s of a flight's compile)
+        return jax.lax.fori_loop(0, 8, newton, d)
 
     def initial_aux(self, y0, mode):
         # off the table, or on its edge moving outwards (the tolerances of
