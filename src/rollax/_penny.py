@@ -320,6 +320,38 @@ class ImpactSequence(NamedTuple):
     status: Int[Array, " N"]
 
 
+def impact_sequence(step: Callable, energy: Callable, s0: Float[Array, "8"],
+                    n_impacts: int) -> ImpactSequence:
+    """The :class:`ImpactSequence` of ``n_impacts`` flights from ``s0`` (``lax.scan``), where
+    ``step(s) -> (post, pre, tau, end, status)`` is one flight and impact
+    (:meth:`PennyBilliard.step`, or :func:`rollax.penny.flight`) and ``energy`` the kinetic
+    energy. After the first record that is not IMPACT, the status is repeated and the records
+    are NaN (a GLANCING record keeps its time and pre-impact state)."""
+    nan8 = jnp.full((8,), jnp.nan)
+
+    def body(carry, _):
+        s, t_abs, prev = carry
+        post, pre, tau, end, status = step(s)
+        live = prev == IMPACT
+        status = jnp.where(live, status, prev).astype(jnp.int32)
+        ok = status == IMPACT
+        timed = live & ((status == IMPACT) | (status == GLANCING))
+        rec = (
+            jnp.where(timed, t_abs + tau, jnp.nan),
+            jnp.where(timed, tau, jnp.nan),
+            jnp.where(ok, post, jnp.where(timed, pre, nan8)),
+            jnp.where(timed, pre, nan8),
+            jnp.where(ok, energy(post), jnp.nan),
+            jnp.where(timed, end, -1),
+            status,
+        )
+        return (jnp.where(ok, post, s), jnp.where(ok, t_abs + tau, t_abs), status), rec
+
+    init = (s0, jnp.asarray(0.0, s0.dtype), jnp.asarray(IMPACT, jnp.int32))
+    _, recs = jax.lax.scan(body, init, None, length=n_impacts)
+    return ImpactSequence(*recs)
+
+
 _LAWS = ("elastic", "plastic", "restitution")
 _CROSS, _MISS, _GRAZE = 0, 1, 2
 
@@ -585,29 +617,7 @@ class PennyBilliard(eqx.Module):
         n_impacts = check_integer("n_impacts", n_impacts, 1)
         check_shape("state0", state0, (8,), _STATE8)
         s0 = jnp.asarray(state0, float)
-        nan8 = jnp.full((8,), jnp.nan)
-
-        def body(carry, _):
-            s, t_abs, prev = carry
-            post, pre, tau, end, status = self.step(s)
-            live = prev == IMPACT
-            status = jnp.where(live, status, prev)
-            ok = status == IMPACT
-            timed = live & ((status == IMPACT) | (status == GLANCING))
-            rec = (
-                jnp.where(timed, t_abs + tau, jnp.nan),
-                jnp.where(timed, tau, jnp.nan),
-                jnp.where(ok, post, jnp.where(timed, pre, nan8)),
-                jnp.where(timed, pre, nan8),
-                jnp.where(ok, self.penny.energy(post), jnp.nan),
-                jnp.where(timed, end, -1),
-                status,
-            )
-            return (jnp.where(ok, post, s), jnp.where(ok, t_abs + tau, t_abs), status), rec
-
-        init = (s0, jnp.asarray(0.0), jnp.asarray(IMPACT))
-        _, recs = jax.lax.scan(body, init, None, length=n_impacts)
-        return ImpactSequence(*recs)
+        return impact_sequence(self.step, self.penny.energy, s0, n_impacts)
 
     # ------------------------------------------------------------------------ evaluation
     def state_at(self, state0: Float[ArrayLike, "8"], seq: ImpactSequence, t: Float[ArrayLike, ""]) -> Float[Array, "8"]:

@@ -38,6 +38,7 @@ from rollax._penny import (
     PennyBilliard,
     circle_table,
     dynamic,
+    impact_sequence,
     lagrange_dalembert_vector_field,
     paper_billiard,
     sequence_records,
@@ -109,29 +110,7 @@ def flight(billiard: PennyBilliard, state: Float[ArrayLike, "8"],
 
 
 def _sequence(billiard: PennyBilliard, s0, n_impacts: int) -> ImpactSequence:
-    nan8 = jnp.full((8,), jnp.nan)
-
-    def body(carry, _):
-        s, t_abs, prev = carry
-        post, pre, tau, end, status = flight(billiard, s)
-        live = prev == IMPACT
-        status = jnp.where(live, status, prev)
-        ok = status == IMPACT
-        timed = live & ((status == IMPACT) | (status == GLANCING))
-        rec = (
-            jnp.where(timed, t_abs + tau, jnp.nan),
-            jnp.where(timed, tau, jnp.nan),
-            jnp.where(ok, post, jnp.where(timed, pre, nan8)),
-            jnp.where(timed, pre, nan8),
-            jnp.where(ok, billiard.penny.energy(post), jnp.nan),
-            jnp.where(timed, end, -1),
-            status,
-        )
-        return (jnp.where(ok, post, s), jnp.where(ok, t_abs + tau, t_abs), status), rec
-
-    init = (s0, jnp.asarray(0.0), jnp.asarray(IMPACT, jnp.int32))
-    _, recs = jax.lax.scan(body, init, None, length=n_impacts)
-    return ImpactSequence(*recs)
+    return impact_sequence(lambda s: flight(billiard, s), billiard.penny.energy, s0, n_impacts)
 
 
 @eqx.filter_jit
