@@ -276,6 +276,7 @@ def test_batched_sweep_equals_diffrax_hybrid(fig11_sample):
     assert np.all(np.isfinite(b["period"][per])) and np.all(np.isnan(b["period"][~per]))
 
 
+@pytest.mark.slow  # 68 s in the suite (CI budget): a sensitivity check of a numerical setting
 def test_delta_does_not_change_outcomes(fig11_sample):
     """The slip speed given at the onset: 1e-6 and 1e-8 m/s give the same outcomes."""
     a = _sweep(RIM, fig11_sample, SlipSettings(delta=1e-6))
