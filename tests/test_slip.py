@@ -286,6 +286,7 @@ def test_delta_does_not_change_outcomes(fig11_sample):
     assert np.max(np.abs(a["t_end"] - b["t_end"])) < 1e-5
 
 
+@pytest.mark.slow  # 86 s in the suite (CI budget): the mu -> infinity limit of the kernel sweep
 def test_huge_mu_slipping_sweep_equals_rolling_sweep(fig11_sample):
     """mu -> infinity: the slipping sweep gives the rolling sweep's outcomes (Sect. 5.1). (With
     mu = 1e4 slipping starts when F2 ~ |F_t| / mu, an instant before the separation.)"""
