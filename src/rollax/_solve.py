@@ -138,7 +138,6 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         count = ev.count.astype(jnp.int32)
         sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero)
         stop = jnp.any(sc.fired) | sc.nonfinite
-        kinds = jnp.asarray(self.events.kinds, jnp.int32)
         cx = jnp.asarray(_crossings(self.events), jnp.int32)
         first = (count[cx] == 0) & (sc.count[cx] > 0) & jnp.isnan(ev.c_t0)
 
