@@ -98,7 +98,8 @@ def flight(billiard: PennyBilliard, state: Float[ArrayLike, "8"],
     """
     s = jnp.asarray(state, float)
     system = PennySystem(billiard, n_impacts=1)
-    T, _ = billiard._horizon(jax.lax.stop_gradient(s))
+    # the search horizon carries no derivative (and arcsin's slope is infinite at its edge)
+    T = jax.lax.stop_gradient(billiard._horizon(s)[0])
     sol = solve(system, s, 0.0, T, adjoint=adjoint)
     oc = system.outcome(sol)
     status = jnp.select([oc == k for k in _STATUS_OF], list(_STATUS_OF.values()),

@@ -116,8 +116,9 @@ class PennySystem(AbstractSystem):
             return b.edge_values(b.penny.flow(y, -d))[end]
 
         curv = jnp.abs(jax.grad(jax.grad(phi))(jnp.zeros_like(h_peak)))
-        ok = curv > 0
-        d = jnp.where(ok, jnp.sqrt(2.0 * jnp.maximum(h_peak, 0.0) / jnp.where(ok, curv, 1.0)),
+        # sqrt only of a positive argument: its slope at 0 would make reverse-mode NaN
+        ok = (curv > 0) & (h_peak > 0)
+        d = jnp.where(ok, jnp.sqrt(jnp.where(ok, 2.0 * h_peak / jnp.where(ok, curv, 1.0), 1.0)),
                       0.0)
         def newton(_, d):
             val, slope = jax.value_and_grad(phi)(d)
