@@ -319,9 +319,10 @@ def solve(
     ``system.n_samples``, 8 unless the system says otherwise) points of its dense output (see
     the module docstring for what can be missed and how ``dt_max`` closes it); a system with
     its own exact ``flow`` is moved along it in steps of ``system.flow_step`` (``solver``,
-    ``rtol`` and ``atol`` are then not used). ``max_steps`` bounds the steps of each segment, ``max_resets`` the resets of a hybrid
-    run; a run that hits either, or whose state or event values become non-finite, ends with a
-    failure :class:`rollax.Status`. ``solver``: ``dopri5`` (default), ``tsit5``, ``dopri8`` or a
+    ``rtol`` and ``atol`` are then not used). ``max_steps`` bounds the steps of each segment,
+    ``max_resets`` the resets of a hybrid run; a run that hits either, or whose state or event
+    values become non-finite, ends with a failure :class:`rollax.Status`. ``solver``:
+    ``dopri5`` (default), ``tsit5``, ``dopri8`` or a
     diffrax solver instance. ``jump_ts``: times where the vector field or its derivatives
     jump (the kinks of a piecewise control; default: ``system.jump_times()``); no step
     straddles one (diffrax's ``PIDController(jump_ts=...)``). ``ts``: non-decreasing times in
@@ -553,6 +554,7 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
 
     def redone(t0_, t1_, y0_, st_, jump_):
         # the dense output of a step the loop took, from its start (the same arithmetic)
+        # zip drops the dummy leaf of a stateless solver (_state_leaves)
         st = st_def.unflatten([a.astype(b.dtype) for a, b in zip(st_, st_leaves)])
         y1_, _, dense = opts.solver.step(term, t0_, t1_, y0_, (system, mode), st, jump_ > 0)[:3]
         return opts.solver.interpolation_cls(t0=t0_, t1=t1_, **dense), y1_

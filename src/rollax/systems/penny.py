@@ -2,8 +2,8 @@
 
 The penny's flight between impacts is the closed-form flow (26) on the 8-D state
 ``(x, y, theta, phi, x', y', theta', phi')`` (:meth:`rollax.penny.Penny.flow`), the system's own
-``flow``: both integrators step along it (the vector field (25) gives the events' slopes). Four crossing events watch the table edge at the
-penny's front (27) and back (34):
+``flow``: both integrators step along it (the vector field (25) gives the events' slopes).
+Four crossing events watch the table edge at the penny's front (27) and back (34):
 
 * ``front``, ``back``: ``-h`` of the end, crossing downwards when the end reaches the edge from
   the table (a crossing, not a boundary, because right after an impact the end sits on the
