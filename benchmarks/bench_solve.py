@@ -7,7 +7,7 @@
 2. **vmap over 10,000 starts.** ``jax.vmap(rollax.solve)`` against plain ``diffrax.diffeqsolve``
    with a ``diffrax.Event`` on the same problem (the rim, the separation event F2 = 0 only,
    located by optimistix's Newton root finder, Dopri5, same tolerances and controller):
-   warm time (best of ``--repeat``) and the compiled program's memory (XLA's
+   warm time (best of ``--repeat``, the two alternating) and the compiled program's memory (XLA's
    ``memory_analysis``: arguments + outputs + temporaries).
 
     python benchmarks/bench_solve.py [--calls 1000] [--starts 10000] [--repeat 3]
@@ -93,24 +93,27 @@ def compare_vmap(n: int, repeat: int, rtol=1e-9, atol=1e-9, t1=5.0):
     ours = jax.jit(jax.vmap(lambda y: rollax.solve(system, y, 0.0, t1, rtol=rtol, atol=atol)))
     theirs = jax.jit(jax.vmap(lambda y: plain_diffrax(rim, y, t1, rtol, atol)))
     out = {}
+    compiled = {}
     for name, fn in (("rollax.solve", ours), ("plain diffrax + Event", theirs)):
         t = time.perf_counter()
-        compiled = fn.lower(x0).compile()
+        compiled[name] = fn.lower(x0).compile()
         t_compile = time.perf_counter() - t
-        mem = compiled.memory_analysis()
+        mem = compiled[name].memory_analysis()
         mb = (mem.argument_size_in_bytes + mem.output_size_in_bytes
               + mem.temp_size_in_bytes) / 2**20
-        res = compiled(x0)
+        res = compiled[name](x0)
         jax.block_until_ready(res)
-        best = np.inf
-        for _ in range(repeat):
+        out[name] = [np.inf, mb, res, t_compile]
+    # the two alternate, so that both see the same machine load (best of ``repeat`` each)
+    for _ in range(repeat):
+        for name, c in compiled.items():
             t = time.perf_counter()
-            jax.block_until_ready(compiled(x0))
-            best = min(best, time.perf_counter() - t)
-        out[name] = (best, mb, res)
+            jax.block_until_ready(c(x0))
+            out[name][0] = min(out[name][0], time.perf_counter() - t)
+    for name, (best, mb, _, t_compile) in out.items():
         print(f"vmap over {n} starts, {name}: warm {best:.3f} s, compile {t_compile:.1f} s, "
               f"memory {mb:.1f} MB")
-    (t_a, m_a, r_a), (t_b, m_b, r_b) = out.values()
+    (t_a, m_a, r_a, _), (t_b, m_b, r_b, _) = out.values()
     ta = np.asarray(r_a.t)
     tb = np.asarray(r_b[0])
     print(f"ratio rollax/diffrax: time {t_a / t_b:.2f}x, memory {m_a / m_b:.2f}x; "
