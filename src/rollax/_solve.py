@@ -134,10 +134,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
             terms, t0, t1, yp, args, solver_state, made_jump)
         interp = self.solver.interpolation_cls(t0=t0, t1=t1, **dense)
         vals, times = _step_samples(system, mode, interp, y1, t0, t1 - t0, self.n_samples)
-        # the barrier makes XLA compute the samples once: without it their interpolation and
-        # event functions were fused into each consumer in the scan, and jax.vmap of solve
-        # took 1.68x plain diffrax's time instead of 1.04x (benchmarks/RESULTS.md)
-        vals = jax.lax.optimization_barrier(jax.lax.stop_gradient(vals))
+        vals = jax.lax.stop_gradient(vals)
         count = ev.count.astype(jnp.int32)
         sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero)
         stop = jnp.any(sc.fired) | sc.nonfinite

@@ -449,10 +449,6 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         y1, k7, err, g1, at = _redo(pb, fn, bl, t, y, h, k1)
         en = jnp.zeros((), y.dtype) if exact else dopri5.error_norm(err, y, y1, rtol, atol, ne)
         vals, times = _sample(fn, K, t, y, h, g1, at, bl)
-        # computed once, not fused into each consumer of the walk: with one trivial boundary
-        # event and 4 samples a lane-step cost 202 ns without the barrier, 121 ns with it
-        # (two events: 140 and 137 ns; benchmarks/RESULTS.md)
-        vals = jax.lax.optimization_barrier(vals)
         sc = scan(events, vals, times, sign, count, t_zero)
         h_next = fn.flow_step(t + h, y1, bl) if exact else jnp.zeros((), y.dtype)
         return y1, k7, en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite, h_next
