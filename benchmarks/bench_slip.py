@@ -2,9 +2,9 @@
 
 Both through ``rollax.basin.basin_map`` on all local devices, warm (best of ``--repeat``); the
 compile time of the first call is listed separately. ``--preset fig12`` / ``fig13`` for the
-other sections. ``--step-cost`` also times one DOPRI5 step (field + event samples, 512 lanes,
-one device) of the rolling field and of the hybrid field with mixed modes, which is where the
-slip panel's time goes.
+other sections. ``--step-cost`` also times one DOPRI5 step (field, and event samples on the
+continuous extension, 512 lanes, one device) of the rolling ball and of the slipping one with
+lanes in all three modes: the model's share of a kernel step.
 
     python benchmarks/bench_slip.py [--repeat 2] [--preset fig11] [--step-cost] [--json out.json]
 """
@@ -24,61 +24,59 @@ from rollax.slip import SlipSettings
 rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
 
-def step_cost(lanes: int = 512, n_steps: int = 50) -> dict[str, float]:
-    """ns per lane for one DOPRI5 step with the event functions at the stage states."""
+def step_cost(lanes: int = 512, n_steps: int = 50, n_samples: int = 4) -> dict[str, float]:
+    """ns per lane for one DOPRI5 step (the new state's event values from the fused last
+    stage) with and without the ``n_samples - 1`` dense event samples inside the step: the
+    model's share of a kernel step, without the queue's bookkeeping. The rolling ball, and
+    the slipping one with lanes in all three modes."""
     import jax
     import jax.numpy as jnp
 
-    from rollax import dopri5, slip
-    from rollax.basin import rolling_event_values, rolling_field
+    from rollax import dopri5
     from rollax.rim import Rim
+    from rollax.systems import RimRolling, RimSlipping
 
-    rim = jax.tree_util.tree_map(jnp.asarray, Rim(mu=1.0))
     rng = np.random.default_rng(1)
     x = rng.random((lanes, 4)) + np.array([1.0, 0.0, 35.0, 10.0])
-    modes = rng.integers(0, 3, (lanes, 1)).astype(float)
-    z = jnp.asarray(np.concatenate([x, np.full((lanes, 2), 1e-3), modes], axis=1))
-    settings = slip.SlipSettings()
-    tau, tol, u_layer = (jnp.asarray(float(getattr(settings, k)))
-                         for k in ("tau_stick", "dir_tol", "u_layer"))
-
-    # the batched sweep's state z = (6-D state, mode): the mode rides in the state
-    def hybrid_args(z):
-        return slip.HybridArgs(rim, z[6], tau, tol, u_layer)
-
-    def hybrid_field(t, z):
-        f = slip.hybrid_vector_field(t, z[:6], hybrid_args(z))
-        return jnp.concatenate([f, (0.0 * z[6])[None]])
-
-    def hybrid_events(t, z):
-        return slip.HYBRID_EVENTS.fn(t, z[:6], hybrid_args(z))
-
     cases = {
-        "rolling": (lambda t, y: rolling_field(t, y, rim),
-                    lambda t, y: rolling_event_values(t, y, rim), z[:, :4]),
-        "hybrid (mixed modes)": (hybrid_field, hybrid_events, z),
+        "rolling": (RimRolling(Rim()), jnp.asarray(x), jnp.zeros(lanes, jnp.int32)),
+        "slipping (mixed modes)": (
+            RimSlipping.from_settings(Rim(mu=1.0), SlipSettings()),
+            jnp.asarray(np.concatenate([x, np.full((lanes, 2), 1e-3)], axis=1)),
+            jnp.asarray(rng.integers(0, 3, lanes), jnp.int32)),
     }
     out = {}
-    stages = jnp.asarray(dopri5.SAMPLE_STAGES)
-    for name, (f, g, y0) in cases.items():
-        h = jnp.full(lanes, 1e-4)
+    for name, (system, y0, modes) in cases.items():
+        for K in (1, n_samples):
+            def one(y, mode, system=system, K=K):
+                f = lambda t, y_: system.vector_field(t, y_, mode)  # noqa: E731
+                fg = lambda t, y_: system.field_and_events(t, y_, mode)  # noqa: E731
+                h = 1e-4
+                y1, _, ks, _, g1 = dopri5.step(f, 0.0, y, h, f(0.0, y), fg=fg)
+                coef = dopri5.dense_coefficients(y, y1, ks, h)
+                thetas = np.linspace(0.0, 1.0, K + 1)[1:-1]
+                gs = [system.event_values(h * th, dopri5.dense_eval(y, coef, th), mode)
+                      for th in thetas]
+                return y1, jnp.stack(gs + [g1])
 
-        def body(i, c, f=f, g=g, h=h):
-            # the event values are kept per lane (a sum over all lanes inside the loop would
-            # serialise it and double the measured cost)
-            y, acc = c
-            y1, _, _, _, gs = jax.vmap(lambda y, h: dopri5.step(f, 0.0, y, h, f(0.0, y), g))(y, h)
-            return y1, acc + gs[:, stages]
+            def body(i, c, one=one):
+                # the event values are kept per lane (a sum over all lanes inside the loop would
+                # serialise it); the barrier keeps XLA from folding the samples into the sum
+                y, acc = c
+                y1, g = jax.vmap(one)(y, modes)
+                g = jax.lax.optimization_barrier(g)
+                return y1, acc + jnp.sum(g.reshape(lanes, -1), axis=1)
 
-        acc0 = jnp.zeros((lanes, len(dopri5.SAMPLE_STAGES), g(0.0, y0[0]).shape[0]))
-        run = jax.jit(lambda y, body=body, acc0=acc0: jax.lax.fori_loop(0, n_steps, body, (y, acc0)))
-        jax.block_until_ready(run(y0))
-        best = np.inf
-        for _ in range(5):
-            t0 = time.perf_counter()
+            run = jax.jit(lambda y, body=body: jax.lax.fori_loop(
+                0, n_steps, body, (y, jnp.zeros(lanes))))
             jax.block_until_ready(run(y0))
-            best = min(best, time.perf_counter() - t0)
-        out[name] = round(best / n_steps / lanes * 1e9, 1)
+            best = np.inf
+            for _ in range(7):
+                t0 = time.perf_counter()
+                jax.block_until_ready(run(y0))
+                best = min(best, time.perf_counter() - t0)
+            out[f"{name}, {K} sample{'s' if K > 1 else ''}"] = round(
+                best / n_steps / lanes * 1e9, 1)
     return out
 
 

@@ -36,11 +36,6 @@ D = (
     -1453857185 / 822651844,
     69997945 / 29380423,
 )
-# Stage states that approximate the solution (Y2..Y5 and the new state) and their step
-# fractions. The kernel no longer samples events there (it samples the continuous extension,
-# as rollax.solve does); benchmarks/bench_slip.py still measures stage sampling.
-SAMPLE_STAGES = (1, 2, 3, 4, 6)
-SAMPLE_THETAS = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0)
 
 
 def step(

@@ -14,9 +14,10 @@ Design (measured in ``benchmarks/RESULTS.md``):
   and the last sample (the new state) shares its evaluation with the step's last stage
   (``field_and_events``). A non-finite sampled event value ends the start as ``FAILED_NAN``.
 * **Root finding outside the hot loop.** A step that contains a terminating event is not
-  taken: the lane stops at the step's start. After the loop (or, with a reset map, in a
-  service pass over the parked lanes) the step is redone and the earliest root located on its
-  dense output with :func:`rollax.events.locate_in_step`, as :func:`rollax.solve` does.
+  taken: the lane stops at the step's start. After the loop the step is redone (with a reset
+  map, the lane keeps the step's dense coefficients and samples, and a service pass over the
+  parked lanes uses them) and the earliest root located on its dense output with
+  :func:`rollax.events.locate_in_step`, as :func:`rollax.solve` does.
 * **Slices.** The queue is three compiled programs: set-up, the loop, and the post-pass.
   The loop runs to the end in one call, or, with ``progress``, in slices of an iteration
   budget (the carry stays on the device between them) so that the caller sees the starts
@@ -107,6 +108,12 @@ class _Lanes(NamedTuple):
     fc_sign: Float[Array, "L c"]  # the event's scan state before it
     fc_tzero: Float[Array, "L c"]
     bargs: tuple  # the lane's own values of the per-start leaves of args (L, ...)
+    # with a reset map and DOPRI5: the step that fired, as the hot loop computed it (its end,
+    # continuous extension and event samples), so that the service locates the event on it
+    # instead of redoing the step (see serve_one)
+    hit_y1: Float[Array, "L d"]
+    hit_coef: Float[Array, "L 4 d"]
+    hit_vals: Float[Array, "L K n"]
 
 
 class _Out(NamedTuple):
@@ -187,16 +194,17 @@ def _fns(pb: _Problem, shared: tuple) -> _Fns:
 
 def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
     """One step from ``(t, y)`` of length ``h``: the new state, the FSAL derivative there, the
-    error norm's input, the event values at the new state, and ``at(theta, time)``, the step's
-    continuous extension (DOPRI5's, or the exact flow from the step's start)."""
+    error norm's input, the event values at the new state, ``at(theta, time)``, the step's
+    continuous extension (DOPRI5's, or the exact flow from the step's start), and DOPRI5's
+    dense coefficients (None along an exact flow)."""
     if pb.flow is not None:
         y1 = fn.flow(t, y, t + h, bl)
         return y1, k1, jnp.zeros_like(y), fn.g(t + h, y1, bl), \
-            lambda theta, tt: fn.flow(t, y, tt, bl)
+            lambda theta, tt: fn.flow(t, y, tt, bl), None
     y1, err, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
                                      fg=lambda t_, y_: fn.fg(t_, y_, bl))
     coef = dopri5.dense_coefficients(y, y1, ks, h)
-    return y1, ks[6], err, g1, lambda theta, tt: dopri5.dense_eval(y, coef, theta)
+    return y1, ks[6], err, g1, lambda theta, tt: dopri5.dense_eval(y, coef, theta), coef
 
 
 def _start_sign(fn: _Fns, t, y, k1, g, bl):
@@ -280,6 +288,13 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     nc = len(_crossings(events))
 
     exact = pb.flow is not None
+    # A hybrid lane keeps the step that fired for the service (a DOPRI5 step; along an exact
+    # flow the 'redo' is one flow evaluation and nothing is kept), so the service locates on
+    # the very samples that fired instead of redoing the step. Measured (benchmarks/RESULTS.md)
+    # on the Fig. 11 mu = 1 panel, one core, a block of 32 lanes (26 parked): one service pass
+    # 583 us -> 468 us (then 418 us with lanes parked at their start masked out, 310 us with
+    # the start-sign jvp only for blocks that need it); one step of 512 lanes costs 535 us
+    store = reset is not None and not exact
 
     def first_step(t, y, k, bl):
         if exact:
@@ -347,6 +362,9 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             seg=jnp.zeros((L,), jnp.int32),
             aux=jnp.zeros((L,) + aux0s.shape[1:], dtype),
             bargs=tuple(jnp.broadcast_to(b[:1], (L,) + b.shape[1:]) for b in bargs),
+            hit_y1=jnp.zeros((L, d if store else 0), dtype),
+            hit_coef=jnp.zeros((L, 4 if store else 0, d), dtype),
+            hit_vals=jnp.zeros((L, K if store else 0, n), dtype),
             **blank(L, d, dtype),
         )
         pre = _Pre(y0s, aux0s, valid, bargs, order, nq, at_start, h0, k10, sign0)
@@ -398,19 +416,25 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         )
         return _Carry(ln, qp + jnp.sum(take).astype(jnp.int32), out)
 
-    def serve_one(t, y, h, k1, sign, count, t_zero, steps, resets, aux, fc_t, *bl):
-        # Locate the event of a parked lane (h = 0: it fired at the state itself), apply the
-        # reset map and set up the next segment.
+    def serve_one(t, y, h, k1, sign, count, t_zero, steps, resets, aux, fc_t, hit_y1, hit_coef,
+                  hit_vals, *bl):
+        # Locate the event of a parked lane (h = 0: it fired at the state itself) on the step
+        # that fired (kept by the hot loop, or redone), apply the reset map and set up the next
+        # segment.
         g_here = fn.g(t, y, bl)
         at0 = h == 0.0
         e0 = jnp.argmax(events.fired_at_start(g_here)).astype(jnp.int32)
-        loc, y_at = _locate(pb, fn, bl, t, y, jnp.where(at0, 1.0, h), k1, sign, count, t_zero)
+        # a lane parked at its start has no step to search: all events masked, so that its
+        # (vmapped) root finder stops at once instead of running on a meaningless bracket
+        loc, y_at = _locate(pb, fn, bl, t, y, jnp.where(at0, 1.0, h), k1, sign, count, t_zero,
+                            event_mask=jnp.broadcast_to(~at0, (n,)),
+                            stored=(hit_y1, hit_coef, hit_vals) if store else None)
         e = jnp.where(at0, e0, loc.event)
         te = jnp.where(at0, t, loc.t)
         ye = jnp.where(at0, y, y_at)
         t_n, y_n, aux_n, term = reset(te, ye, aux, e, fn.args(bl))
         term = jnp.asarray(term, bool)
-        lost = ~at0 & ~loc.found  # cannot happen unless the redone step differs: report it
+        lost = ~at0 & ~loc.found  # cannot happen (the step that fired): reported if it does
         term = term & ~lost
         k1_n, g_n = fn.fg(t_n, y_n, bl)
         bad = ~jnp.all(jnp.isfinite(g_n)) | ~jnp.all(jnp.isfinite(y_n))
@@ -426,19 +450,34 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         # ending one); a new segment starts afresh
         count_n = jnp.where(term, jnp.where(at0, 0, loc.count), 0)
         return (live, status.astype(jnp.int32), jnp.where(term, e, -1), t_n, y_n, h_n, k1_n,
-                _start_sign(fn, t_n, y_n, k1_n, g_n, bl), count_n.astype(count.dtype),
+                g_n, count_n.astype(count.dtype),
                 jnp.full_like(t_zero, jnp.nan), steps, resets_n, aux_n,
                 jnp.where(term, fc_t, jnp.nan))
+
+    def serve_block(*xs):
+        # serve_one on a block of lanes; the new segments' scan signs (its 8th output is the
+        # event values there) need the event functions' derivative only where one is exactly
+        # zero, so the jvp runs only for a block that has one (it was 13 % of a service pass)
+        res = list(jax.vmap(serve_one)(*xs))
+        t_n, y_n, k1_n, g_n = res[3], res[4], res[6], res[7]
+        bl = xs[14:]
+        res[7] = jax.lax.cond(
+            jnp.any(g_n == 0),
+            lambda: jax.vmap(lambda t_, y_, k_, g_, *b: _start_sign(fn, t_, y_, k_, g_, b))(
+                t_n, y_n, k1_n, g_n, *bl),
+            lambda: jnp.sign(g_n).astype(g_n.dtype))
+        return tuple(res)
 
     def serve(carry: _Carry) -> _Carry:
         ln = carry.ln
         parked = (ln.idx >= 0) & ~ln.live & (ln.status == _PARKED)
         names = ("live", "status", "event", "t", "y", "h", "k1", "sign", "count", "t_zero",
                  "seg", "resets", "aux", "fc_t")
-        res = _blocked(serve_one, parked, max(16, L // 16),
+        res = _blocked(serve_block, parked, max(16, L // 16),
                        (ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.steps,
-                        ln.resets, ln.aux, ln.fc_t) + tuple(ln.bargs),
-                       tuple(getattr(ln, k) for k in names))
+                        ln.resets, ln.aux, ln.fc_t, ln.hit_y1, ln.hit_coef, ln.hit_vals)
+                       + tuple(ln.bargs),
+                       tuple(getattr(ln, k) for k in names), batched=True)
         return carry._replace(ln=ln._replace(**dict(zip(names, res))))
 
     stop_status = _PENDING if reset is None else _PARKED
@@ -446,18 +485,20 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     def lane_step(t, y, h, k1, sign, count, t_zero, bl):
         # one DOPRI5 step (or one along the exact flow), its error norm and the scan of its
         # samples
-        y1, k7, err, g1, at = _redo(pb, fn, bl, t, y, h, k1)
+        y1, k7, err, g1, at, coef = _redo(pb, fn, bl, t, y, h, k1)
         en = jnp.zeros((), y.dtype) if exact else dopri5.error_norm(err, y, y1, rtol, atol, ne)
         vals, times = _sample(fn, K, t, y, h, g1, at, bl)
         sc = scan(events, vals, times, sign, count, t_zero)
         h_next = fn.flow_step(t + h, y1, bl) if exact else jnp.zeros((), y.dtype)
-        return y1, k7, en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite, h_next
+        kept = (coef, vals) if store else (jnp.zeros((0, y.shape[0]), y.dtype),
+                                            jnp.zeros((0, vals.shape[1]), y.dtype))
+        return (y1, k7, en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite, h_next) + kept
 
     def step_lanes(ln: _Lanes) -> _Lanes:
         # one attempted step of every live lane (any number of lanes)
         live = ln.live
-        y1, k7, en, fired, sign2, count2, tzero2, bad_g, h_flow = jax.vmap(lane_step)(
-            ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.bargs)
+        y1, k7, en, fired, sign2, count2, tzero2, bad_g, h_flow, coef, vals = jax.vmap(
+            lane_step)(ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.bargs)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1), axis=1)
         accept = live & finite & (en <= 1.0)
         bad_ev = accept & bad_g  # a non-finite event value ends the start (after the step)
@@ -506,6 +547,9 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             fc_k1=jnp.where(fk, ln.k1[:, None, :], ln.fc_k1),
             fc_sign=jnp.where(first, ln.sign[:, cross], ln.fc_sign),
             fc_tzero=jnp.where(first, ln.t_zero[:, cross], ln.fc_tzero),
+            hit_y1=jnp.where(hit[:, None], y1[:, :ln.hit_y1.shape[1]], ln.hit_y1),
+            hit_coef=jnp.where(hit[:, None, None], coef, ln.hit_coef),
+            hit_vals=jnp.where(hit[:, None, None], vals, ln.hit_vals),
         )
 
     # The tail: once the queue is empty and few lanes are live (a few long runs), step only
@@ -576,37 +620,46 @@ def _locate(
     t_zero: Float[Array, " n"],
     targets: Int[Array, " n"] | None = None,
     event_mask: Bool[Array, " n"] | None = None,
+    stored: tuple | None = None,
 ) -> tuple[Located, Float[Array, " d"]]:
     """Redo the step ``(t, y, h)`` (from the ``k1`` the kernel used) and locate the earliest
     firing root of the events on its dense output with :func:`rollax.events.locate_in_step`,
-    from the scan state ``(sign, count, t_zero)`` before the step. Returns the location and
-    the interpolated state at the root."""
+    from the scan state ``(sign, count, t_zero)`` before the step. ``stored``: the step's
+    ``(y1, dense coefficients, sampled event values)`` as the hot loop computed them (DOPRI5
+    only); then the step is not redone. Returns the location and the interpolated state at
+    the root."""
     events, K = pb.events, pb.n_samples
-    y1, _, _, g1, at = _redo(pb, fn, bl, t, y, h, k1)
     t_end = t + h
+    if stored is not None:
+        y1, coef, vals = stored
+        g1 = vals[-1]
+        at = lambda theta, tt: dopri5.dense_eval(y, coef, theta)  # noqa: E731
+    else:
+        y1, _, _, g1, at, _ = _redo(pb, fn, bl, t, y, h, k1)
 
     def g_at(tt):
         # the new state's values are those of the step's last stage, as in the hot loop
         return jnp.where(tt == t_end, g1, fn.g(tt, _dense_at(t, h, y1, at, tt), bl))
 
-    vals, _ = _sample(fn, K, t, y, h, g1, at, bl)
+    if stored is None:
+        vals, _ = _sample(fn, K, t, y, h, g1, at, bl)
     loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask,
                          vals=vals)
     return loc, _dense_at(t, h, y1, at, loc.t)
 
 
-def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
+def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs, batched: bool = False):
     """Apply ``fn`` (vmapped) only to the entries selected by ``mask``, ``block`` at a time.
 
     ``outputs`` are the default per-entry values (leading axis M). The cost scales with the
     number of selected entries, not with M, which matters because most starts need no root
-    finding.
+    finding. ``batched``: ``fn`` already takes a block of entries (it is not vmapped).
     """
     M = mask.shape[0]
     order = jnp.argsort(~mask, stable=True)
     order = jnp.concatenate([order, jnp.full((block,), M - 1, order.dtype)])
     count = jnp.sum(mask)
-    vfn = jax.vmap(fn)
+    vfn = fn if batched else jax.vmap(fn)
 
     def body(b, outs):
         idx = jax.lax.dynamic_slice(order, (b * block,), (block,))
