@@ -17,7 +17,9 @@ Design (measured in ``benchmarks/RESULTS.md``):
   taken: the lane stops at the step's start. After the loop the step is redone (with a reset
   map, the lane keeps the step's dense coefficients and samples, and a service pass over the
   parked lanes uses them) and the earliest root located on its dense output with
-  :func:`rollax.events.locate_in_step`, as :func:`rollax.solve` does.
+  :func:`rollax.events.locate_in_step`, as :func:`rollax.solve` does. The steps holding first
+  crossings are kept the same way (redone after the loop without a reset map, kept with one:
+  then the post-pass holds no copy of the step, which shortens its compile).
 * **Slices.** The queue is three compiled programs: set-up, the loop, and the post-pass.
   The loop runs to the end in one call, or, with ``progress``, in slices of an iteration
   budget (the carry stays on the device between them) so that the caller sees the starts
@@ -107,6 +109,10 @@ class _Lanes(NamedTuple):
     fc_k1: Float[Array, "L c d"]
     fc_sign: Float[Array, "L c"]  # the event's scan state before it
     fc_tzero: Float[Array, "L c"]
+    # with a reset map and DOPRI5, that step as the hot loop computed it (as hit_*, below)
+    fc_y1: Float[Array, "L c d"]
+    fc_coef: Float[Array, "L c 4 d"]
+    fc_vals: Float[Array, "L c K n"]
     bargs: tuple  # the lane's own values of the per-start leaves of args (L, ...)
     # with a reset map and DOPRI5: the step that fired, as the hot loop computed it (its end,
     # continuous extension and event samples), so that the service locates the event on it
@@ -135,6 +141,9 @@ class _Out(NamedTuple):
     fc_k1: Float[Array, "M c d"]
     fc_sign: Float[Array, "M c"]
     fc_tzero: Float[Array, "M c"]
+    fc_y1: Float[Array, "M c d"]
+    fc_coef: Float[Array, "M c 4 d"]
+    fc_vals: Float[Array, "M c K n"]
 
 
 _RECORD = _Out._fields
@@ -325,6 +334,9 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             fc_k1=jnp.zeros((K_, nc, d), dtype),
             fc_sign=jnp.zeros((K_, nc), dtype),
             fc_tzero=jnp.full((K_, nc), jnp.nan, dtype),
+            fc_y1=jnp.zeros((K_, nc, d if store else 0), dtype),
+            fc_coef=jnp.zeros((K_, nc, 4 if store else 0, d), dtype),
+            fc_vals=jnp.zeros((K_, nc, K if store else 0, n), dtype),
         )
 
     def init(y0s, aux0s, valid, bargs):
@@ -547,14 +559,20 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             fc_k1=jnp.where(fk, ln.k1[:, None, :], ln.fc_k1),
             fc_sign=jnp.where(first, ln.sign[:, cross], ln.fc_sign),
             fc_tzero=jnp.where(first, ln.t_zero[:, cross], ln.fc_tzero),
+            fc_y1=jnp.where(fk, y1[:, None, :ln.fc_y1.shape[2]], ln.fc_y1),
+            fc_coef=jnp.where(fk[..., None], coef[:, None], ln.fc_coef),
+            fc_vals=jnp.where(fk[..., None], vals[:, None, :ln.fc_vals.shape[2]], ln.fc_vals),
             hit_y1=jnp.where(hit[:, None], y1[:, :ln.hit_y1.shape[1]], ln.hit_y1),
             hit_coef=jnp.where(hit[:, None, None], coef, ln.hit_coef),
             hit_vals=jnp.where(hit[:, None, None], vals, ln.hit_vals),
         )
 
     # The tail: once the queue is empty and few lanes are live (a few long runs), step only
-    # the first S lanes, the live ones moved there, instead of paying for all L.
-    S = max(16, L // 16)
+    # the first S lanes, the live ones moved there, instead of paying for all L. Measured
+    # (benchmarks/RESULTS.md): the Fig. 11 no-slip panel 0.237 -> 0.230 s with it; the mu = 1
+    # panel (a reset map) unchanged (4.12-4.28 s with, 4.18-4.24 s without), and there the
+    # second copy of the step costs 6 s of compile (17.2 -> 11.2 s), so a hybrid kernel has none.
+    S = max(16, L // 16) if reset is None else L
 
     def narrow_step(ln: _Lanes) -> _Lanes:
         order = jnp.argsort(~ln.live, stable=True)
@@ -688,39 +706,50 @@ def _finish(
     pending = out.status == _PENDING
     at_start = pending & (out.h == 0.0)  # ended at the very start: no step to search
 
-    # Starts that ended at t0: the first boundary already violated there.
-    g0 = jax.vmap(lambda t, y, *bl: fn.g(t, y, bl))(out.t, out.y, *bargs)
-    e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
+    if pb.reset is None:
+        # Starts that ended at t0: the first boundary already violated there.
+        g0 = jax.vmap(lambda t, y, *bl: fn.g(t, y, bl))(out.t, out.y, *bargs)
+        e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
 
-    def end_one(t, y, h, k1, sign, count, t_zero, *bl):
-        loc, y_at = _locate(pb, fn, bl, t, y, h, k1, sign, count, t_zero)
-        # a root that the redone step does not show (rounding): reported as a failure
-        return loc.event, loc.t, y_at, loc.count, jnp.where(loc.found, EVENT, FAILED_NAN)
+        def end_one(t, y, h, k1, sign, count, t_zero, *bl):
+            loc, y_at = _locate(pb, fn, bl, t, y, h, k1, sign, count, t_zero)
+            # a root that the redone step does not show (rounding): reported as a failure
+            return loc.event, loc.t, y_at, loc.count, jnp.where(loc.found, EVENT, FAILED_NAN)
 
-    event, t_end, y_end, counts, status = _blocked(
-        end_one, pending & ~at_start, block,
-        (out.t, out.y, out.h, out.k1, out.sign, out.count, out.t_zero) + tuple(bargs),
-        (jnp.where(at_start, e0, out.event), out.t, out.y, out.count,
-         jnp.where(pending, EVENT, out.status)),
-    )
+        event, t_end, y_end, counts, status = _blocked(
+            end_one, pending & ~at_start, block,
+            (out.t, out.y, out.h, out.k1, out.sign, out.count, out.t_zero) + tuple(bargs),
+            (jnp.where(at_start, e0, out.event), out.t, out.y, out.count,
+             jnp.where(pending, EVENT, out.status)),
+        )
+    else:
+        # with a reset map the service located every event in the loop: nothing is pending
+        # (not compiling this search: the mu = 1 kernel's finish program 8.6 -> 6.1 s compile)
+        event, t_end, y_end, counts, status = out.event, out.t, out.y, out.count, out.status
 
     # First crossings (only of crossing events, only where one was seen).
     ended = status == EVENT
     t_first = jnp.full((M, n), jnp.nan, out.t.dtype)
+    # a hybrid kernel kept the steps that hold them (as the steps that fire): no redo, so no
+    # copy of the step in this program (the mu = 1 kernel's finish program 6.1 -> 1.5 s
+    # compile; its warm time unchanged)
+    stored = out.fc_coef.shape[2] > 0
     for c, e in enumerate(_crossings(events)):
         only = jnp.arange(n) == e
 
-        def first_one(t, y, h, k1, sign_e, tzero_e, *bl, only=only):
+        def first_one(t, y, h, k1, sign_e, tzero_e, y1, coef, vals, *bl, only=only):
             # the other events are masked out; this one fires at its first crossing
             loc, _ = _locate(pb, fn, bl, t, y, h, k1, jnp.where(only, sign_e, 0.0),
                              jnp.zeros(n, jnp.int32), jnp.where(only, tzero_e, jnp.nan),
-                             targets=only.astype(jnp.int32), event_mask=only)
+                             targets=only.astype(jnp.int32), event_mask=only,
+                             stored=(y1, coef, vals) if stored else None)
             return (jnp.where(loc.found, loc.t, jnp.nan),)
 
         seen = jnp.isfinite(out.fc_t[:, c])
         (tf,) = _blocked(first_one, seen, block,
                          (out.fc_t[:, c], out.fc_y[:, c], out.fc_h[:, c], out.fc_k1[:, c],
-                          out.fc_sign[:, c], out.fc_tzero[:, c]) + tuple(bargs),
+                          out.fc_sign[:, c], out.fc_tzero[:, c], out.fc_y1[:, c],
+                          out.fc_coef[:, c], out.fc_vals[:, c]) + tuple(bargs),
                          (t_first[:, e],))
         # one seen in the ending step after the root does not count; the crossing that ends
         # the run is the first when none was seen before it
