@@ -189,7 +189,11 @@ def solve_ensemble(
         atol=float(atol), max_steps=int(max_steps),
         dt_max=np.inf if dt_max is None else float(dt_max), lanes=int(lanes),
         n_samples=int(n_samples), devices=devices, reset=ad.reset if hybrid else None,
-        aux=aux if hybrid else None, n_error=d, max_resets=int(max_resets),
+        aux=aux if hybrid else None, n_error=d,
+        # the mode carried, not integrated: measured (benchmarks/RESULTS.md) the Fig. 11 mu = 1
+        # panel 4.06-4.30 -> 3.84-4.07 s; but the no-slip panel 0.23 -> 0.26-0.30 s, so only
+        # with a reset map (the only case where a mode can change)
+        n_constant=1 if hybrid else 0, max_resets=int(max_resets),
         args_batched=marks, field_and_events=ad.field_and_events,
         valid=None if valid is None else np.asarray(valid, bool), progress=progress,
         flow=ad.flow if system.has_flow else None,

@@ -162,6 +162,7 @@ class _Problem(NamedTuple):
     batched: tuple[bool, ...]  # per leaf of args: a leading axis of N starts
     flow: Callable | None = None  # (t0, y0, t1, args) -> y1: an exact flow instead of DOPRI5
     flow_step: Callable | None = None  # (t, y, args) -> the step along the flow
+    n_active: int | None = None  # components after it are constant (zero rate): not integrated
 
 
 class _Fns(NamedTuple):
@@ -210,10 +211,32 @@ def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
         y1 = fn.flow(t, y, t + h, bl)
         return y1, k1, jnp.zeros_like(y), fn.g(t + h, y1, bl), \
             lambda theta, tt: fn.flow(t, y, tt, bl), None
-    y1, err, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
-                                     fg=lambda t_, y_: fn.fg(t_, y_, bl))
-    coef = dopri5.dense_coefficients(y, y1, ks, h)
-    return y1, ks[6], err, g1, lambda theta, tt: dopri5.dense_eval(y, coef, theta), coef
+    na = pb.n_active
+    if na is None:
+        y1, err, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
+                                         fg=lambda t_, y_: fn.fg(t_, y_, bl))
+        coef = dopri5.dense_coefficients(y, y1, ks, h)
+        return y1, ks[6], err, g1, lambda theta, tt: dopri5.dense_eval(y, coef, theta), coef
+    # Constant trailing components (a hybrid lane's mode) ride along instead of being
+    # integrated: the stages see them unchanged, so XLA drops the field's appended zero rate
+    # and the stage arithmetic of those components. Measured (benchmarks/RESULTS.md) on the
+    # slipping kernel's step, 512 lanes: the adapter's append and split cost 26 of 346 us.
+    ya, yc = y[:na], y[na:]
+    zc = jnp.zeros_like(yc)
+
+    def full(y_):
+        return jnp.concatenate([y_, yc])
+
+    def fg_a(t_, y_):
+        f_, g_ = fn.fg(t_, full(y_), bl)
+        return f_[:na], g_
+
+    y1a, erra, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, full(y_), bl)[:na], t, ya, h,
+                                       k1[:na], fg=fg_a)
+    coef = jnp.concatenate([dopri5.dense_coefficients(ya, y1a, ks, h),
+                            jnp.zeros((4,) + yc.shape, y.dtype)], axis=1)
+    return full(y1a), jnp.concatenate([ks[6], zc]), jnp.concatenate([erra, zc]), g1, \
+        lambda theta, tt: dopri5.dense_eval(y, coef, theta), coef
 
 
 def _start_sign(fn: _Fns, t, y, k1, g, bl):
@@ -883,6 +906,7 @@ def solve_ensemble(
     reset: Callable | None = None,
     aux: np.ndarray | None = None,
     n_error: int | None = None,
+    n_constant: int = 0,
     max_resets: int = 10_000,
     args_batched=False,
     field_and_events: Callable | None = None,
@@ -920,7 +944,9 @@ def solve_ensemble(
     record of a terminal event is the time, state and ``aux`` the reset map returned.
     ``max_steps`` bounds each segment, ``max_resets`` the number of segments (then
     ``FAILED_STEPS``). ``n_error``: only the first ``n_error`` components enter the error norm
-    (the rest are passive: a mode, say; default: all).
+    (the rest are passive: a mode, say; default: all). ``n_constant``: the last ``n_constant``
+    components have zero rate (``f`` returns 0 for them: a mode); they are carried through
+    each step unchanged instead of being integrated.
 
     **An exact flow.** With ``flow(t0, y0, t1, args) -> y1`` (the state at ``t1`` of the motion
     from ``(t0, y0)``) and ``flow_step(t, y, args)`` (the step to take from there, at most
@@ -971,8 +997,12 @@ def solve_ensemble(
 
     if (flow is None) != (flow_step is None):
         raise ValueError("flow and flow_step go together: pass both or neither")
+    if isinstance(n_constant, bool) or not (isinstance(n_constant, (int, np.integer))
+                                            and 0 <= n_constant < d):
+        raise ValueError(f"n_constant = {n_constant!r} is outside the allowed range [0, {d - 1}]")
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
-                  int(n_samples), field_and_events, args_def, batched, flow, flow_step)
+                  int(n_samples), field_and_events, args_def, batched, flow, flow_step,
+                  d - int(n_constant) if n_constant else None)
     kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)
