@@ -88,3 +88,38 @@ def test_hybrid_options_are_validated():
         ensemble.solve_ensemble(_fall, GROUND, y0, None, t_max=1.0, aux=np.zeros((1, 2)))
     with pytest.raises(ValueError, match="n_error"):
         ensemble.solve_ensemble(_fall, GROUND, y0, None, t_max=1.0, n_error=3)
+    for bad in (-1, 2, 1.0, True):
+        with pytest.raises(ValueError, match="n_constant"):
+            ensemble.solve_ensemble(_fall, GROUND, y0, None, t_max=1.0, n_constant=bad)
+
+
+def _fall_scaled(t, y, args):
+    # the third component is a constant (a 'mode': the gravity's scale), of zero rate
+    return jnp.stack([y[1], -G * y[2], 0.0 * y[2]])
+
+
+def _bounce_scaled(t, y, aux, event, args):
+    # each impact halves the gravity's scale: the constant changes only at a reset
+    n = aux[0] + 1
+    return t, jnp.stack([0.0 * y[0], -E * y[1], 0.5 * y[2]]), aux.at[0].set(n), n >= args
+
+
+@pytest.mark.parametrize("n_constant", [0, 1])
+def test_constant_components_are_carried(n_constant):
+    # n_constant = 1 carries the scale through each step instead of integrating it: the same
+    # impacts as integrating its zero rate, and as the closed form (flights 2 v / (g s))
+    y0 = np.array([[1.0, 0.0, 1.0], [2.0, 1.0, 2.0]])
+    res = ensemble.solve_ensemble(_fall_scaled, GROUND, y0, jnp.asarray(3), t_max=100.0,
+                                  rtol=1e-12, atol=1e-12, reset=_bounce_scaled,
+                                  aux=np.zeros((2, 1)), lanes=16, n_error=2,
+                                  n_constant=n_constant)
+    assert np.all(res.status == ensemble.EVENT) and np.all(res.aux[:, 0] == 3)
+    for i, (h, v, s) in enumerate(y0):
+        g = G * s
+        v_land = np.sqrt(v**2 + 2 * g * h)
+        t = (v + v_land) / g
+        for _ in range(2):  # each bounce: up at e v_land, with half the gravity
+            g, v_land = 0.5 * g, E * v_land
+            t += 2 * v_land / g
+        assert abs(res.t[i] - t) < 1e-10
+        assert res.y[i, 2] == s / 8  # the constant is exact: three halvings, never integrated
