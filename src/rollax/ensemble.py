@@ -326,7 +326,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     # on the Fig. 11 mu = 1 panel, one core, a block of 32 lanes (26 parked): one service pass
     # 583 us -> 468 us (then 418 us with lanes parked at their start masked out, 310 us with
     # the start-sign jvp only for blocks that need it); one step of 512 lanes costs 535 us
-    store = reset is not None and not exact
+    store = _keeps_steps(pb)
 
     def first_step(t, y, k, bl):
         if exact:
@@ -643,6 +643,13 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     return init, advance, records
 
 
+def _keeps_steps(pb: _Problem) -> bool:
+    """Whether lanes keep the steps that fire and those that hold first crossings (a reset map
+    and DOPRI5; along an exact flow a redo is one flow evaluation), so that the service and the
+    post-pass locate on them instead of redoing them."""
+    return pb.reset is not None and pb.flow is None
+
+
 def _crossings(events: EventSet) -> tuple[int, ...]:
     """Indices of the crossing events (each has a first-crossing slot)."""
     return tuple(i for i, k in enumerate(events.kinds) if k == CROSSING)
@@ -726,10 +733,9 @@ def _finish(
     M = out.t.shape[0]
     if n == 0:  # no events: nothing to locate
         return (out.status, out.event, out.t, out.y, out.count, jnp.zeros((M, 0), out.t.dtype))
-    pending = out.status == _PENDING
-    at_start = pending & (out.h == 0.0)  # ended at the very start: no step to search
-
     if pb.reset is None:
+        pending = out.status == _PENDING
+        at_start = pending & (out.h == 0.0)  # ended at the very start: no step to search
         # Starts that ended at t0: the first boundary already violated there.
         g0 = jax.vmap(lambda t, y, *bl: fn.g(t, y, bl))(out.t, out.y, *bargs)
         e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
@@ -756,7 +762,7 @@ def _finish(
     # a hybrid kernel kept the steps that hold them (as the steps that fire): no redo, so no
     # copy of the step in this program (the mu = 1 kernel's finish program 6.1 -> 1.5 s
     # compile; its warm time unchanged)
-    stored = out.fc_coef.shape[2] > 0
+    stored = _keeps_steps(pb)
     for c, e in enumerate(_crossings(events)):
         only = jnp.arange(n) == e
 
