@@ -87,7 +87,7 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--step-cost", action="store_true")
     ap.add_argument("--lanes", type=int, default=512, help="lanes per device (10^4-10^5 on a GPU)")
-    ap.add_argument("--chunk", type=int, default=1 << 16, help="starts per chunk")
+    ap.add_argument("--chunk", type=int, default=1 << 17, help="starts per chunk (the library default)")
     args = ap.parse_args()
     if args.step_cost:
         print("ns per lane and step:", json.dumps(step_cost()), flush=True)

@@ -320,3 +320,31 @@ def test_progress_moves_within_a_chunk_and_an_abandoned_chunk_stops(tmp_path, si
         assert 4 <= len(steps) < 20  # it raised at a report after the interrupt
     finally:
         chunks.tqdm = old
+
+
+@pytest.mark.parametrize("n, chunk_size, width", [
+    (1, 1 << 17, 4096), (4096, 1 << 17, 4096), (4097, 1 << 17, 5120), (6143, 1 << 17, 6144),
+    (86_400, 1 << 17, 98_304), (98_305, 1 << 17, 114_688), (131_072, 1 << 17, 131_072),
+    (200_000, 1 << 17, 1 << 17), (86_400, 1 << 16, 1 << 16), (53, 10, 10), (7, 10, 10)])
+def test_chunk_width(n, chunk_size, width):
+    assert chunks.chunk_width(n, chunk_size) == width
+
+
+def test_chunk_width_classes_bound_padding():
+    for n in range(4097, 1 << 17, 997):
+        w = chunks.chunk_width(n, 1 << 17)
+        assert n <= w <= 1.25 * n
+        k = w.bit_length() - 3  # w = m 2^k, m in 4..7 (or 8 = 4 2^(k+1))
+        assert w % (1 << k) == 0 and 4 <= w >> k <= 7
+
+
+def test_a_sweep_in_one_chunk_is_padded_to_its_class():
+    seen = []
+
+    def fn(chunk, valid, report=None):
+        seen.append((len(chunk), int(valid.sum())))
+        return {"idx": chunk[:, 1].astype(np.int64)}
+
+    out = run_chunked(fn, _starts, n=5000, chunk_size=1 << 17, progress=False)
+    assert seen == [(5120, 5000)]
+    np.testing.assert_array_equal(out["idx"], np.arange(5000))

@@ -1,7 +1,8 @@
 """Chunked, resumable, interruptible sweeps over many starts, with a progress bar.
 
 :func:`run_chunked` cuts the starts into fixed-size chunks (the last one padded, so one compiled
-kernel serves them all), builds each chunk's starts only when it runs it (memory stays bounded
+kernel serves them all; a sweep that fits in one chunk is padded only to a size class of its
+own, see :func:`chunk_width`), builds each chunk's starts only when it runs it (memory stays bounded
 by the results), runs it, and, when given a directory, saves every finished chunk there at once.
 A sweep that is killed or interrupted and restarted with the same arguments loads the finished
 chunks instead of recomputing them.
@@ -299,6 +300,21 @@ def check_fits(n: int, row_bytes: int, what: str = "sweep") -> None:
             f"only {_size(have)} is available: use a coarser grid or split the sweep")
 
 
+def chunk_width(n: int, chunk_size: int) -> int:
+    """Rows per chunk for ``n`` starts: ``chunk_size``, or for a sweep that fits in one chunk
+    the smallest size class ``2^k * (1, 1.25, 1.5, 1.75)`` (at least 4096) that holds it.
+
+    Padding rows are not free (each costs the kernel's per-start set-up and records: the
+    Fig. 11 no-slip panel, 86,400 starts, took 0.30 s in one chunk of 131,072 against 0.27 s
+    unpadded; benchmarks/RESULTS.md), while every new width compiles the kernel again; the
+    classes bound the padding to a quarter and the compiled widths to four per octave."""
+    if n >= chunk_size:
+        return chunk_size
+    k = max(n - 1, 1).bit_length() - 3  # 2^(k+2) >= n
+    width = next(m << k for m in (4, 5, 6, 7, 8) if m << k >= n) if k > 0 else 8
+    return min(chunk_size, max(4096, width))
+
+
 def run_chunked(
     fn: Callable[[np.ndarray, np.ndarray], Mapping[str, np.ndarray]],
     starts: np.ndarray | Callable[[int, int], np.ndarray],
@@ -317,9 +333,9 @@ def run_chunked(
 
     ``starts``: an ``(n, ...)`` array, or a function ``starts(lo, hi)`` returning rows
     ``lo:hi`` (then ``n`` is required; each chunk's starts are built only when it runs).
-    ``fn`` receives a ``(chunk_size, ...)`` array (the last chunk padded by repeating its first
-    row) and the boolean mask of real rows, and returns a dict of arrays with leading axis
-    ``chunk_size``; it may call ``report(k)`` with the number of the chunk's starts finished so
+    ``fn`` receives a ``(width, ...)`` array, ``width = chunk_width(n, chunk_size)`` (the last
+    chunk padded by repeating its first row), and the boolean mask of real rows, and returns a
+    dict of arrays with leading axis ``width``; it may call ``report(k)`` with the number of the chunk's starts finished so
     far, which moves the progress bar within the chunk (and, after an interrupt, raises to
     stop the abandoned computation). With ``cache_dir``, chunk ``i`` is stored as
     ``cache_dir/chunks-<key>/<i>.npz`` as soon as it is done and reused on a rerun after it has
@@ -347,6 +363,7 @@ def run_chunked(
     if row_bytes is not None:
         check_fits(n, row_bytes)
     n_chunks = -(-n // chunk_size)
+    width = chunk_width(n, chunk_size)
     folder = None
     if cache_dir is not None:
         root = Path(cache_dir)
@@ -365,9 +382,9 @@ def run_chunked(
 
     def compute(i, lo, hi, report):
         chunk = np.asarray(make(lo, hi))
-        valid = np.ones(chunk_size, bool)
-        if hi - lo < chunk_size:
-            fill = np.repeat(chunk[:1], chunk_size - (hi - lo), axis=0)
+        valid = np.ones(width, bool)
+        if hi - lo < width:
+            fill = np.repeat(chunk[:1], width - (hi - lo), axis=0)
             chunk = np.concatenate([chunk, fill])
             valid[hi - lo:] = False
         res = fn(chunk, valid, report)

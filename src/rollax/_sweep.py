@@ -5,7 +5,8 @@ a dotted path such as ``"rim.mu"`` for a nested module). The grid is the Cartesi
 the axes (row-major, the first axis slowest); a state component not on an axis comes from
 ``y0``, a parameter not on an axis from ``system``. The runs go through
 :func:`rollax.solve_ensemble` (parameters on an axis become per-start parameters) in chunks of
-``chunk_size`` starts; with ``cache_dir`` every finished chunk is saved and a rerun with the same
+``chunk_size`` starts (a grid that fits in one chunk is padded only to a size class,
+:func:`rollax._chunks.chunk_width`); with ``cache_dir`` every finished chunk is saved and a rerun with the same
 arguments resumes from it (:mod:`rollax._chunks`). Results do not depend on the chunking.
 """
 
@@ -114,7 +115,7 @@ def sweep(
     t0: float = 0.0,
     t1: float,
     mode: int | str = 0,
-    chunk_size: int = 1 << 16,
+    chunk_size: int = 1 << 17,
     cache_dir: str | os.PathLike | None = None,
     keep_chunks: bool = False,
     progress: bool = True,

@@ -228,7 +228,7 @@ def basin_map(
     rtol: float = 1e-9,
     atol: float = 1e-9,
     max_steps: int = 200_000,
-    chunk_size: int = 1 << 16,
+    chunk_size: int = 1 << 17,
     lanes: int = 512,
     devices: int | None = None,
     cache_dir: str | os.PathLike | None = None,

@@ -54,7 +54,7 @@ def register(subparsers) -> None:
                                 ("j", 2 / 3, "-"), ("g", 9.81, "m/s^2")):
         p.add_argument(f"--{name}", dest=f"param_{name}", type=POSITIVE, default=default,
                        help=f"ball/rim parameter {name} [{unit}]")
-    p.add_argument("--chunk-size", type=integer(1), default=1 << 16, help="starts per resumable chunk")
+    p.add_argument("--chunk-size", type=integer(1), default=1 << 17, help="starts per resumable chunk")
     p.add_argument("--lanes", type=integer(16), default=512, help="lanes of each device's work queue")
     p.add_argument("--devices", type=integer(1), default=None, help="JAX devices to use (default: all)")
     p.add_argument("--no-resume", action="store_true", help="do not keep or reuse finished chunks")
