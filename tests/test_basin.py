@@ -157,3 +157,28 @@ def test_cli_writes_npz_and_png(tmp_path, capsys):
     assert '"counts"' in capsys.readouterr().out
     assert main(["basin", "--grid", "12", "8", "--r", "-1", "--out", str(out)]) == 2
     assert "--r = -1 is not allowed" in capsys.readouterr().err
+
+
+def test_a_narrow_f2_dip_needs_more_samples():
+    # Fig. 13 drilling, start 61,567 of the panel (benchmarks/RESULTS.md, stop 28): F2 dips
+    # below zero at 0.285 s for less than a quarter of a step. The rim's default 4 samples a
+    # step step over it (the README says so); 8 and 16 find it, as does rollax.solve with 16.
+    rim, kw = preset("fig13", "drilling")
+    start = np.array([[kw["x"].values[256], kw["y"].values[127], kw["fixed"]["omega2"],
+                       kw["fixed"]["omega3"]]])
+    system = RimRolling(rim, w1_target=0)
+    t = {k: float(rollax.solve_ensemble(system, start, 0.0, 60.0, n_samples=k).t[0])
+         for k in (4, 8, 16)}
+    assert t[8] == pytest.approx(0.285302, abs=1e-6)
+    assert abs(t[16] - t[8]) < 1e-9
+    assert t[4] > t[8] + 0.5  # missed: the run goes on and separates later
+    sol = rollax.solve(system, start[0], 0.0, 60.0, n_samples=16)
+    assert abs(float(sol.t) - t[16]) < 1e-8
+
+
+def test_basin_map_records_its_event_samples(tmp_path):
+    kw = dict(x=Axis("beta", 0.8, 1.8, 12), y=Axis("omega1", -20.0, 20.0, 8), progress=False)
+    m4, m8 = basin_map(RIM, **kw), basin_map(RIM, n_samples=8, **kw)
+    assert (m4.n_samples, m8.n_samples) == (4, 8)
+    np.testing.assert_array_equal(m4.outcome, m8.outcome)
+    assert int(np.load(m8.save(tmp_path, figure=False))["n_samples"]) == 8

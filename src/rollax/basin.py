@@ -84,6 +84,7 @@ class BasinMap:
     slip: object = None  # rollax.slip.SlipSettings when slipping was simulated
     switches: np.ndarray | None = None  # roll/slip switches per start (slipping only)
     t_slip: np.ndarray | None = None  # total slipping time per start (slipping only)
+    n_samples: int | None = None  # event samples per step the map was computed with
 
     def counts(self) -> dict[str, int]:
         """Number of starts per outcome."""
@@ -122,6 +123,7 @@ class BasinMap:
             t_max=self.t_max,
             rtol=self.rtol,
             atol=self.atol,
+            **({} if self.n_samples is None else {"n_samples": self.n_samples}),
             **{f"param_{k}": v for k, v in params.items()},
             **extra,
         )
@@ -235,6 +237,7 @@ def basin_map(
     keep_chunks: bool = False,
     progress: bool = True,
     slip=None,
+    n_samples: int | None = None,
 ) -> BasinMap:
     """Outcome map of a 2-D section of rolling starts (Figs. 11-13, Sect. 5.1): a preset of
     :func:`rollax.sweep` over the rim's system (:class:`rollax.systems.RimRolling`, or
@@ -246,6 +249,8 @@ def basin_map(
     same arguments resumes (the chunks are verified, and removed after a successful run unless
     ``keep_chunks``; see :func:`rollax.sweep`). ``slip`` (a :class:`rollax.slip.SlipSettings`): let the ball slip
     with friction coefficient ``rim.mu`` (Sect. 5.2); ``None`` (default): no slipping.
+    ``n_samples``: event samples per step (default: the system's, 4; with 8 no F2 dip of the
+    Figs. 11-13 panels is missed, see the README's event semantics).
     """
     rim = Rim() if rim is None else rim
     fixed = dict(fixed) if fixed is not None else {"omega2": 35.0, "omega3": 10.0}
@@ -260,7 +265,8 @@ def basin_map(
     res = sweep(system, [SweepAxis(x.name, x.lo, x.hi, x.n), SweepAxis(y.name, y.lo, y.hi, y.n)],
                 y0=y0, t1=t_max, chunk_size=chunk_size, cache_dir=cache_dir,
                 keep_chunks=keep_chunks, progress=progress,
-                summary=_summary, **_options(system, max_steps, lanes, devices, rtol, atol))
+                summary=_summary, n_samples=n_samples,
+                **_options(system, max_steps, lanes, devices, rtol, atol))
     out = res.summary
     return BasinMap(
         x=x, y=y, fixed=fixed, rim=rim, t_max=t_max, rtol=rtol, atol=atol,
@@ -268,6 +274,7 @@ def basin_map(
         period=out["period"], steps=out["steps"], slip=slip,
         switches=out["switches"] if slip is not None else None,
         t_slip=out["t_slip"] if slip is not None else None,
+        n_samples=int(system.n_samples if n_samples is None else n_samples),
     )
 
 

@@ -67,7 +67,8 @@ class RimRolling(AbstractSystem):
     # F2 and w1 vary on the scale of the orbit (~0.1 s) and steps are ~0.02 s, so 4 samples a
     # step resolve them: the Fig. 11 panel's outcomes are the same with 1, 4 and 8, and each
     # sample costs a sin/cos and a divide (8 samples: 0.77 s CPU, 4: 0.49 s; before dense
-    # sampling, stage samples: 0.45 s)
+    # sampling, stage samples: 0.45 s). On all nine panels of Figs. 11-13, against 16 samples,
+    # 4 miss one F2 dip (Fig. 13 drilling; 3 miss two, 8 none): benchmarks/RESULTS.md
     n_samples = 4
 
     def __check_init__(self):
