@@ -176,9 +176,16 @@ def test_a_narrow_f2_dip_needs_more_samples():
     assert abs(float(sol.t) - t[16]) < 1e-8
 
 
-def test_basin_map_records_its_event_samples(tmp_path):
-    kw = dict(x=Axis("beta", 0.8, 1.8, 12), y=Axis("omega1", -20.0, 20.0, 8), progress=False)
-    m4, m8 = basin_map(RIM, **kw), basin_map(RIM, n_samples=8, **kw)
+def test_basin_map_passes_and_records_its_event_samples(tmp_path):
+    # a 2 x 2 grid whose first start is the one of the narrow dip above
+    rim, kw = preset("fig13", "drilling")
+    b, w = kw["x"].values[256], kw["y"].values[127]
+    kw.update(x=Axis("beta", b, b + 0.01, 2), y=Axis("omega1", w, w + 0.1, 2), progress=False)
+    m4, m8 = basin_map(rim, **kw), basin_map(rim, n_samples=8, **kw)
     assert (m4.n_samples, m8.n_samples) == (4, 8)
-    np.testing.assert_array_equal(m4.outcome, m8.outcome)
+    assert m8.t_end[0, 0] == pytest.approx(0.285302, abs=1e-6)
+    assert m4.t_end[0, 0] > m8.t_end[0, 0] + 0.5
     assert int(np.load(m8.save(tmp_path, figure=False))["n_samples"]) == 8
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="n_samples = "):
+            basin_map(rim, n_samples=bad, **kw)

@@ -301,17 +301,19 @@ def check_fits(n: int, row_bytes: int, what: str = "sweep") -> None:
 
 
 def chunk_width(n: int, chunk_size: int) -> int:
-    """Rows per chunk for ``n`` starts: ``chunk_size``, or for a sweep that fits in one chunk
-    the smallest size class ``2^k * (1, 1.25, 1.5, 1.75)`` (at least 4096) that holds it.
+    """Rows per chunk for ``n`` starts: ``chunk_size`` when the sweep needs several chunks;
+    otherwise the smallest size class ``2^k * (1, 1.25, 1.5, 1.75)`` that holds the ``n``
+    starts, at least 4096 and at most ``chunk_size``.
 
     Padding rows are not free (each costs the kernel's per-start set-up and records: the
     Fig. 11 no-slip panel, 86,400 starts, took 0.30 s in one chunk of 131,072 against 0.27 s
-    unpadded; benchmarks/RESULTS.md), while every new width compiles the kernel again; the
-    classes bound the padding to a quarter and the compiled widths to four per octave."""
+    unpadded; benchmarks/RESULTS.md), while every new width compiles the kernel again; above
+    4096 starts the classes bound the padding to a quarter of ``n`` and the compiled widths to
+    four per octave."""
     if n >= chunk_size:
         return chunk_size
-    k = max(n - 1, 1).bit_length() - 3  # 2^(k+2) >= n
-    width = next(m << k for m in (4, 5, 6, 7, 8) if m << k >= n) if k > 0 else 8
+    k = max(n - 1, 1).bit_length() - 3  # 2^(k+2) < n <= 2^(k+3): n needs 5, 6, 7 or 8 x 2^k
+    width = next(m << k for m in (5, 6, 7, 8) if m << k >= n) if k > 0 else 8
     return min(chunk_size, max(4096, width))
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from rollax._ensemble import solve_ensemble
 from rollax._sweep import Axis as SweepAxis
 from rollax._sweep import _per_run, sweep
+from rollax._validate import check_integer
 from rollax.outcomes import CHATTERING, FAILED, IN, OUT, OUTCOMES, PERIODIC, UNDECIDED  # noqa: F401
 from rollax.rim import Rim
 from rollax.systems.rim import (RimRolling, RimSlipping, rolling_result, slip_max_resets,
@@ -256,6 +257,8 @@ def basin_map(
     fixed = dict(fixed) if fixed is not None else {"omega2": 35.0, "omega3": 10.0}
     if not (t_max > 0):
         raise ValueError(f"t_max = {t_max!r} must be > 0")
+    if n_samples is not None:  # before any work (the sweep would refuse it in its worker)
+        n_samples = check_integer("n_samples", n_samples, 1)
     # checks the axes and fixed values (on a 2 x 2 grid: the sweep builds its starts by chunks)
     section_starts(Axis(x.name, x.lo, x.hi, 2), Axis(y.name, y.lo, y.hi, 2), fixed)
     system = _system(rim, slip)
