@@ -2,8 +2,9 @@
 
 :func:`run_chunked` cuts the starts into fixed-size chunks (the last one padded, so one compiled
 kernel serves them all; a sweep that fits in one chunk is padded only to a size class of its
-own, see :func:`chunk_width`), builds each chunk's starts only when it runs it (memory stays bounded
-by the results), runs it, and, when given a directory, saves every finished chunk there at once.
+own, see :func:`chunk_width`), builds each chunk's starts only when it runs it (memory stays
+bounded by the results), runs it, and, when given a directory, saves every finished chunk there
+at once.
 A sweep that is killed or interrupted and restarted with the same arguments loads the finished
 chunks instead of recomputing them.
 
@@ -337,9 +338,9 @@ def run_chunked(
     ``lo:hi`` (then ``n`` is required; each chunk's starts are built only when it runs).
     ``fn`` receives a ``(width, ...)`` array, ``width = chunk_width(n, chunk_size)`` (the last
     chunk padded by repeating its first row), and the boolean mask of real rows, and returns a
-    dict of arrays with leading axis ``width``; it may call ``report(k)`` with the number of the chunk's starts finished so
-    far, which moves the progress bar within the chunk (and, after an interrupt, raises to
-    stop the abandoned computation). With ``cache_dir``, chunk ``i`` is stored as
+    dict of arrays with leading axis ``width``; it may call ``report(k)`` with the number of
+    the chunk's starts finished so far, which moves the progress bar within the chunk (and,
+    after an interrupt, raises to stop the abandoned computation). With ``cache_dir``, chunk ``i`` is stored as
     ``cache_dir/chunks-<key>/<i>.npz`` as soon as it is done and reused on a rerun after it has
     been verified (module docstring); the folder is removed after a successful run unless
     ``keep_chunks``. ``row_bytes``: bytes of results per start, to refuse up front (one-line

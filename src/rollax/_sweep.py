@@ -6,8 +6,9 @@ the axes (row-major, the first axis slowest); a state component not on an axis c
 ``y0``, a parameter not on an axis from ``system``. The runs go through
 :func:`rollax.solve_ensemble` (parameters on an axis become per-start parameters) in chunks of
 ``chunk_size`` starts (a grid that fits in one chunk is padded only to a size class,
-:func:`rollax._chunks.chunk_width`); with ``cache_dir`` every finished chunk is saved and a rerun with the same
-arguments resumes from it (:mod:`rollax._chunks`). Results do not depend on the chunking.
+:func:`rollax._chunks.chunk_width`); with ``cache_dir`` every finished chunk is saved and a
+rerun with the same arguments resumes from it (:mod:`rollax._chunks`). Results do not depend on
+the chunking.
 """
 
 from __future__ import annotations
