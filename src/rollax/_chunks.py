@@ -28,7 +28,7 @@ SIGINT and SIGTERM during :func:`run_chunked` (in the main thread) stop it withi
 tenth of a second: each chunk runs in a worker thread while the main thread polls a flag, the
 finished chunks are kept, and :class:`SweepInterrupted` (a ``KeyboardInterrupt``) is raised
 with a one-line message saying how to resume. The interrupted chunk's computation is abandoned:
-it stops at its next progress report (a fraction of a second for the ensemble kernel, which
+it stops at its next progress report (within about a second for the ensemble kernel, which
 reports between slices of its loop), and its result is dropped.
 """
 
