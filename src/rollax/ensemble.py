@@ -893,7 +893,7 @@ def _program(fn: Callable, n_split: int, n_dev: int, donate: tuple = (),
 #: slice is one call of the loop's program, and a call costs a fixed time that grows with the
 #: number of starts: XLA copies the first-crossing records in and out (on the Fig. 11 mu = 1
 #: panel, 86,400 starts, a call with no iterations takes 11 ms). With 0.25 s that panel took
-#: 18-23 slices and 0.2-0.4 s longer than with 1 s (7 slices; benchmarks/RESULTS.md).
+#: 18-23 slices and 0.17-0.46 s longer than with 1 s (6-7 slices; benchmarks/RESULTS.md).
 _SLICE_S = 1.0
 
 
