@@ -140,6 +140,27 @@ def test_oscillator_sixth_zero():
     assert np.all(sol.counts[:, 0] == 6)
 
 
+def test_dopri8_on_both_paths(balls):
+    # the 8th-order pair (diffrax.Dopri8's coefficients and controller on both paths), on a
+    # plain system (oscillator) and a hybrid one (the ball's reset map)
+    rng = np.random.default_rng(3)
+    y0s = np.stack([rng.uniform(-2, 2, 30), rng.uniform(-2, 2, 30)], axis=1)
+    osc = Oscillator(omega=1.7)
+    sol = rollax.solve_ensemble(osc, y0s, 0.0, 100.0, solver="dopri8", **KW)
+    ref = _solve_all(osc, y0s, 100.0, solver="dopri8")
+    _agree(sol, ref)
+    five = rollax.solve_ensemble(osc, y0s, 0.0, 100.0, **KW)
+    assert sol.steps.sum() < 0.5 * five.steps.sum()  # the point of an 8th-order pair
+    phi = np.arctan2(-y0s[:, 1] / 1.7, y0s[:, 0])
+    t6 = ((np.floor((phi - np.pi / 2) / np.pi) + 6) * np.pi + np.pi / 2 - phi) / 1.7
+    np.testing.assert_allclose(sol.t, t6, rtol=0, atol=1e-8)
+    ball, z0, y0b, _ = balls
+    solb = rollax.solve_ensemble(ball, y0b, 0.0, 100.0, solver="dopri8", **KW)
+    _agree(solb, _solve_all(ball, y0b, 100.0, solver="dopri8"))
+    t4 = np.array([ball.impact_times(z, 4)[-1] for z in z0])
+    np.testing.assert_allclose(solb.t, t4, rtol=0, atol=1e-10)
+
+
 @pytest.fixture(scope="module")
 def lines():
     delta = 1e-3
@@ -199,6 +220,7 @@ def test_inputs_are_validated():
         (dict(t1=-1.0), "t1"),
         (dict(lanes=8), "lanes"),
         (dict(devices=99), "devices"),
+        (dict(solver="tsit5"), "solver"),  # rollax.solve has it, the kernel does not
     ]
     for kw, name in bad:
         args = dict(y0s=y0s, t1=10.0)

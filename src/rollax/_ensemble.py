@@ -111,6 +111,7 @@ def solve_ensemble(
     max_steps: int = 16_384,
     max_resets: int = 1_000,
     n_samples: int | None = None,
+    solver: str | None = None,
     lanes: int = 512,
     devices: int | None = None,
     valid: np.ndarray | None = None,
@@ -129,6 +130,9 @@ def solve_ensemble(
     A system with its own exact ``flow`` is moved along it in steps of ``system.flow_step``
     (``rtol`` and ``atol`` are then not used).
 
+    ``solver``: ``"dopri5"`` or ``"dopri8"``, the method of :func:`rollax.solve` of that name
+    (default: ``system.solver``).
+
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
     meaningless (the padding of a chunk). ``progress(finished)``: called about every quarter
     second with the number of starts finished so far (the results do not change); an
@@ -138,6 +142,10 @@ def solve_ensemble(
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     n_samples = system.n_samples if n_samples is None else n_samples
+    solver = system.solver if solver is None else solver
+    if not isinstance(solver, str) or solver not in ensemble.METHODS:
+        raise ValueError(f"solver = {solver!r} is not allowed: the kernel has "
+                         f"{', '.join(repr(m) for m in ensemble.METHODS)}")
     d = system.state_dim
     y0s = np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
@@ -197,7 +205,7 @@ def solve_ensemble(
         args_batched=marks, field_and_events=ad.field_and_events,
         valid=None if valid is None else np.asarray(valid, bool), progress=progress,
         flow=ad.flow if system.has_flow else None,
-        flow_step=ad.flow_step if system.has_flow else None,
+        flow_step=ad.flow_step if system.has_flow else None, solver=solver,
     )
     return Solution(
         t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),

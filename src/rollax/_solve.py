@@ -306,7 +306,7 @@ def solve(
     max_steps: int = 16_384,
     max_resets: int = 1_000,
     n_samples: int | None = None,
-    solver: str | diffrax.AbstractSolver = "dopri5",
+    solver: str | diffrax.AbstractSolver | None = None,
     adjoint: diffrax.AbstractAdjoint | None = None,
     jump_ts: Float[Array, " k"] | None = None,
     ts: Float[Array, " m"] | None = None,
@@ -322,8 +322,8 @@ def solve(
     ``rtol`` and ``atol`` are then not used). ``max_steps`` bounds the steps of each segment,
     ``max_resets`` the resets of a hybrid run; a run that hits either, or whose state or event
     values become non-finite, ends with a failure :class:`rollax.Status`. ``solver``:
-    ``dopri5`` (default), ``tsit5``, ``dopri8`` or a
-    diffrax solver instance. ``jump_ts``: times where the vector field or its derivatives
+    ``dopri5``, ``tsit5``, ``dopri8`` or a diffrax solver instance (default:
+    ``system.solver``, ``dopri5`` unless the system says otherwise). ``jump_ts``: times where the vector field or its derivatives
     jump (the kinks of a piecewise control; default: ``system.jump_times()``); no step
     straddles one (diffrax's ``PIDController(jump_ts=...)``). ``ts``: non-decreasing times in
     ``[t0, t1]`` at which to save the state (``Solution.ys``, from each step's dense output;
@@ -347,6 +347,7 @@ def solve(
         raise ValueError(f"aux has shape {tuple(aux.shape)}; {type(system).__name__} needs "
                          f"({system.n_aux},)")
     system.check_flow_step(dt_max)
+    solver = system.solver if solver is None else solver
     solver = _Flow(eqx.partition(system, eqx.is_array)[1]) if system.has_flow else _solver(solver)
     adjoint = adjoint or diffrax.RecursiveCheckpointAdjoint()
     if not isinstance(adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.ForwardMode)):

@@ -109,6 +109,10 @@ def _param_path(system: AbstractSystem, name: str):
     return get
 
 
+def _or(value, default):
+    return default if value is None else value
+
+
 def sweep(
     system: AbstractSystem,
     axes: Sequence[Axis],
@@ -190,7 +194,10 @@ def sweep(
         axes=[dataclasses.asdict(a) for a in axes], y0=base.tolist(), t0=t0, t1=t1,
         mode=str(mode), options={k: repr(v) for k, v in sorted(solver_options.items())},
         summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
-        chunk_size=chunk_size, version=2))
+        # the system's defaults, which a call may leave out (a new default must not reuse chunks)
+        solver=repr(_or(solver_options.get("solver"), system.solver)),
+        n_samples=repr(_or(solver_options.get("n_samples"), system.n_samples)),
+        chunk_size=chunk_size, version=3))
     out = run_chunked(run, points, n=n, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
                       keep_chunks=keep_chunks, row_bytes=_row_bytes(system, summary),
                       progress=progress, desc=type(system).__name__)

@@ -105,6 +105,9 @@ class AbstractSystem(eqx.Module):
     # event samples per step that both integrators use unless a call says otherwise: a system
     # whose event functions vary slowly on the scale of its steps may lower it (cost per step)
     n_samples: ClassVar[int] = 8
+    # the Runge-Kutta pair both integrators use unless a call says otherwise ("dopri5" or
+    # "dopri8"; rollax.solve also takes "tsit5" or a diffrax solver)
+    solver: ClassVar[str] = "dopri5"
 
     # ------------------------------------------------------------------ dynamics
     @abc.abstractmethod

@@ -14,6 +14,9 @@ from typing import Callable
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+ORDER = 5  # of the solution, and the step-size controller's exponent 1 / ORDER (as diffrax)
+N_COEF = 4  # vectors of the continuous extension (dense_coefficients)
+
 # Nodes c2..c7 and the Butcher tableau rows a_i (i = 2..7); row 7 is the 5th-order solution b.
 C = (1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
 A = (
@@ -59,15 +62,22 @@ def step(
     this is 1.4x faster than a ``fori_loop`` over the stages; with XLA's own sin/cos the two
     cost the same.)
     """
+    return erk_step(C, A, E, f, t, y, h, k1, g, fg)
+
+
+def erk_step(c_nodes, a_rows, e_weights, f, t, y, h, k1, g=None, fg=None):
+    """One step of the explicit first-same-as-last Runge-Kutta pair with nodes ``c_nodes``
+    (stages 2..s), rows ``a_rows`` (the last one is the solution's weights) and error weights
+    ``e_weights``: see :func:`step` for the arguments and results (``s`` stages)."""
     ks = [k1]
     states = [y]
     gs = [g(t, y)] if g is not None else None
     g_new = None
-    for i, (c, row) in enumerate(zip(C, A)):
+    for i, (c, row) in enumerate(zip(c_nodes, a_rows)):
         ti = t + c * h
         yi = y + h * sum(a * k for a, k in zip(row, ks) if a != 0.0)
         states.append(yi)
-        if fg is not None and i == len(C) - 1:
+        if fg is not None and i == len(c_nodes) - 1:
             k, g_new = fg(ti, yi)
             ks.append(k)
         else:
@@ -75,7 +85,7 @@ def step(
         if g is not None:
             gs.append(g(ti, yi))
     y_new = states[-1]
-    err = h * sum(e * k for e, k in zip(E, ks) if e != 0.0)
+    err = h * sum(e * k for e, k in zip(e_weights, ks) if e != 0.0)
     if fg is not None:
         return y_new, err, jnp.stack(ks), jnp.stack(states), g_new
     return y_new, err, jnp.stack(ks), jnp.stack(states), (jnp.stack(gs) if g is not None else None)
@@ -134,9 +144,10 @@ def initial_step(
     rtol: float,
     atol: float,
     n: int | None = None,
+    order: int = 5,
 ) -> Float[Array, ""]:
-    """Hairer's starting step-size heuristic for a method of order 5 (Solving ODEs I, II.4),
-    from the first ``n`` components (default: all)."""
+    """Hairer's starting step-size heuristic for a method of order ``order`` (Solving ODEs I,
+    II.4; diffrax's, with its error order), from the first ``n`` components (default: all)."""
     scale = atol + rtol * jnp.abs(y0[:n])
     d0 = jnp.sqrt(jnp.mean((y0[:n] / scale) ** 2))
     d1 = jnp.sqrt(jnp.mean((k1[:n] / scale) ** 2))
@@ -144,5 +155,5 @@ def initial_step(
     k2 = f(t0 + h0, y0 + h0 * k1)
     d2 = jnp.sqrt(jnp.mean(((k2 - k1)[:n] / scale) ** 2)) / h0
     dmax = jnp.maximum(d1, d2)
-    h1 = jnp.where(dmax <= 1e-15, jnp.maximum(1e-6, h0 * 1e-3), (0.01 / dmax) ** (1 / 5))
+    h1 = jnp.where(dmax <= 1e-15, jnp.maximum(1e-6, h0 * 1e-3), (0.01 / dmax) ** (1 / order))
     return jnp.minimum(100 * h0, h1)

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from rollax import dopri5
+from rollax import dopri5, dopri8
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 # Status codes of a finished start.
@@ -163,6 +163,11 @@ class _Problem(NamedTuple):
     flow: Callable | None = None  # (t0, y0, t1, args) -> y1: an exact flow instead of DOPRI5
     flow_step: Callable | None = None  # (t, y, args) -> the step along the flow
     n_active: int | None = None  # components after it are constant (zero rate): not integrated
+    method: str = "dopri5"  # the Runge-Kutta pair: a key of METHODS
+
+
+# The Runge-Kutta pairs of the kernel (the modules of rollax.dopri5's API), by solver name
+METHODS = {"dopri5": dopri5, "dopri8": dopri8}
 
 
 class _Fns(NamedTuple):
@@ -202,21 +207,32 @@ def _fns(pb: _Problem, shared: tuple) -> _Fns:
     return _Fns(f, g, fg, args_of, flow, flow_step)
 
 
+def _computed_once(coef):
+    # Without the barrier XLA fuses the dense coefficients into every sample that reads them
+    # and recomputes them there: Dopri8's six from 14 stages, per sample. Measured
+    # (benchmarks/RESULTS.md) on the Fig. 11 no-slip panel with Dopri8: 4 samples a step
+    # 0.207 -> 0.165 s, 12 samples 0.427 -> 0.258 s; DOPRI5's (4 from 3 stages) unchanged,
+    # 0.257-0.263 s either way, and bit-identical. Not on the hybrid path (below): the mu = 1
+    # panel went 3.88-3.90 -> 3.95-4.00 s with it.
+    return jax.lax.optimization_barrier(coef)
+
+
 def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
     """One step from ``(t, y)`` of length ``h``: the new state, the FSAL derivative there, the
     error norm's input, the event values at the new state, ``at(theta, time)``, the step's
     continuous extension (DOPRI5's, or the exact flow from the step's start), and DOPRI5's
     dense coefficients (None along an exact flow)."""
+    rk = METHODS[pb.method]
     if pb.flow is not None:
         y1 = fn.flow(t, y, t + h, bl)
         return y1, k1, jnp.zeros_like(y), fn.g(t + h, y1, bl), \
             lambda theta, tt: fn.flow(t, y, tt, bl), None
     na = pb.n_active
     if na is None:
-        y1, err, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
-                                         fg=lambda t_, y_: fn.fg(t_, y_, bl))
-        coef = dopri5.dense_coefficients(y, y1, ks, h)
-        return y1, ks[6], err, g1, lambda theta, tt: dopri5.dense_eval(y, coef, theta), coef
+        y1, err, ks, _, g1 = rk.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
+                                     fg=lambda t_, y_: fn.fg(t_, y_, bl))
+        coef = _computed_once(rk.dense_coefficients(y, y1, ks, h))
+        return y1, ks[-1], err, g1, lambda theta, tt: rk.dense_eval(y, coef, theta), coef
     # Constant trailing components (a hybrid lane's mode) ride along instead of being
     # integrated: the stages see them unchanged, so XLA drops the field's appended zero rate
     # and the stage arithmetic of those components. Measured (benchmarks/RESULTS.md) on the
@@ -231,12 +247,12 @@ def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
         f_, g_ = fn.fg(t_, full(y_), bl)
         return f_[:na], g_
 
-    y1a, erra, ks, _, g1 = dopri5.step(lambda t_, y_: fn.f(t_, full(y_), bl)[:na], t, ya, h,
-                                       k1[:na], fg=fg_a)
-    coef = jnp.concatenate([dopri5.dense_coefficients(ya, y1a, ks, h),
-                            jnp.zeros((4,) + yc.shape, y.dtype)], axis=1)
-    return full(y1a), jnp.concatenate([ks[6], zc]), jnp.concatenate([erra, zc]), g1, \
-        lambda theta, tt: dopri5.dense_eval(y, coef, theta), coef
+    y1a, erra, ks, _, g1 = rk.step(lambda t_, y_: fn.f(t_, full(y_), bl)[:na], t, ya, h,
+                                   k1[:na], fg=fg_a)
+    coef = jnp.concatenate([rk.dense_coefficients(ya, y1a, ks, h),
+                            jnp.zeros((rk.N_COEF,) + yc.shape, y.dtype)], axis=1)
+    return full(y1a), jnp.concatenate([ks[-1], zc]), jnp.concatenate([erra, zc]), g1, \
+        lambda theta, tt: rk.dense_eval(y, coef, theta), coef
 
 
 def _start_sign(fn: _Fns, t, y, k1, g, bl):
@@ -327,12 +343,16 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     # 583 us -> 468 us (then 418 us with lanes parked at their start masked out, 310 us with
     # the start-sign jvp only for blocks that need it); one step of 512 lanes costs 535 us
     store = _keeps_steps(pb)
+    rk = METHODS[pb.method]
+    n_coef = rk.N_COEF if store else 0
+    expo = -1.0 / rk.ORDER  # the elementary controller's (-0.2 for DOPRI5)
 
     def first_step(t, y, k, bl):
         if exact:
             h = fn.flow_step(t, y, bl)
         else:
-            h = dopri5.initial_step(lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne)
+            h = dopri5.initial_step(lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne,
+                                    rk.ORDER)
         return jnp.minimum(jnp.minimum(h, dt_max), t_max - t)
 
     # Per-start set-up, vectorised once: event values and their signs, k1, the first step.
@@ -358,7 +378,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             fc_sign=jnp.zeros((K_, nc), dtype),
             fc_tzero=jnp.full((K_, nc), jnp.nan, dtype),
             fc_y1=jnp.zeros((K_, nc, d if store else 0), dtype),
-            fc_coef=jnp.zeros((K_, nc, 4 if store else 0, d), dtype),
+            fc_coef=jnp.zeros((K_, nc, n_coef, d), dtype),
             fc_vals=jnp.zeros((K_, nc, K if store else 0, n), dtype),
         )
 
@@ -398,7 +418,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             aux=jnp.zeros((L,) + aux0s.shape[1:], dtype),
             bargs=tuple(jnp.broadcast_to(b[:1], (L,) + b.shape[1:]) for b in bargs),
             hit_y1=jnp.zeros((L, d if store else 0), dtype),
-            hit_coef=jnp.zeros((L, 4 if store else 0, d), dtype),
+            hit_coef=jnp.zeros((L, n_coef, d), dtype),
             hit_vals=jnp.zeros((L, K if store else 0, n), dtype),
             **blank(L, d, dtype),
         )
@@ -549,7 +569,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         fk = first[:, :, None]
 
         # Step-size control (elementary controller with safety 0.9, factor in [0.2, 10]).
-        fac = jnp.where(finite, jnp.clip(0.9 * en ** (-0.2), 0.2, 10.0), 0.2)
+        fac = jnp.where(finite, jnp.clip(0.9 * en ** expo, 0.2, 10.0), 0.2)
         fac = jnp.where(accept, fac, jnp.minimum(fac, 1.0))
         moved = go | bad_ev
         t_new = jnp.where(moved, t1, ln.t)
@@ -681,7 +701,7 @@ def _locate(
     if stored is not None:
         y1, coef, vals = stored
         g1 = vals[-1]
-        at = lambda theta, tt: dopri5.dense_eval(y, coef, theta)  # noqa: E731
+        at = lambda theta, tt: METHODS[pb.method].dense_eval(y, coef, theta)  # noqa: E731
     else:
         y1, _, _, g1, at, _ = _redo(pb, fn, bl, t, y, h, k1)
 
@@ -923,6 +943,7 @@ def solve_ensemble(
     progress: Callable[[int], Any] | None = None,
     flow: Callable | None = None,
     flow_step: Callable | None = None,
+    solver: str = "dopri5",
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax.events`) or ``t_max``.
@@ -963,6 +984,10 @@ def solve_ensemble(
     ``dt_max``), every step is taken along the flow, with no error control, and its samples
     and roots are on the flow itself.
 
+    ``solver``: the Runge-Kutta pair, ``"dopri5"`` or ``"dopri8"`` (:data:`METHODS`: the
+    coefficients, continuous extension and step-size controller of ``rollax.solve`` with
+    that solver).
+
     ``progress(finished)``: called on this thread with the number of starts finished so far,
     about every ``_SLICE_S`` seconds (the queue's loop then runs in slices, with bit-identical
     results); an exception it raises stops the solve there.
@@ -979,6 +1004,9 @@ def solve_ensemble(
         raise ValueError(f"lanes = {lanes!r} must be at least 16")
     if not (isinstance(n_samples, (int, np.integer)) and n_samples >= 1):
         raise ValueError(f"n_samples = {n_samples!r} must be an integer >= 1")
+    if solver not in METHODS:
+        raise ValueError(f"solver = {solver!r} is not allowed: the kernel has "
+                         f"{', '.join(repr(m) for m in METHODS)}")
     N, d = y0s.shape
     if n_error is not None and not 1 <= n_error <= d:
         raise ValueError(f"n_error = {n_error!r} is outside the allowed range [1, {d}]")
@@ -1012,7 +1040,7 @@ def solve_ensemble(
         raise ValueError(f"n_constant = {n_constant!r} is outside the allowed range [0, {d - 1}]")
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
                   int(n_samples), field_and_events, args_def, batched, flow, flow_step,
-                  d - int(n_constant) if n_constant else None)
+                  d - int(n_constant) if n_constant else None, solver)
     kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)

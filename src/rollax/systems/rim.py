@@ -70,6 +70,9 @@ class RimRolling(AbstractSystem):
     # sampling, stage samples: 0.45 s). On all nine panels of Figs. 11-13, against 16 samples,
     # 4 miss one F2 dip (Fig. 13 drilling; 3 miss two, 8 none): benchmarks/RESULTS.md
     n_samples = 4
+    # solver stays "dopri5": "dopri8" takes 3.7x fewer steps (Fig. 11 panel 0.21 against 0.28 s)
+    # but its samples lie 3.7x further apart, and with 4 (8) a step 5 (3) Fig. 13 starts miss a
+    # separation and end periodic; with 12 samples it is slower (0.44 s): benchmarks/RESULTS.md
 
     def __check_init__(self):
         if isinstance(self.w1_target, bool) or not (isinstance(self.w1_target, int)
