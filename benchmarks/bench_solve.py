@@ -6,7 +6,9 @@
    resident memory (at most 50 MB over the 1000 calls).
 2. **vmap over 10,000 starts.** ``jax.vmap(rollax.solve)`` against plain ``diffrax.diffeqsolve``
    with a ``diffrax.Event`` on the same problem (the rim, the separation event F2 = 0 only,
-   located by optimistix's Newton root finder, Dopri5, same tolerances and controller):
+   located by optimistix's Newton root finder, ``diffrax.Dopri5`` with its ``PIDController``
+   at the same tolerances; ``rollax.solve`` takes the kernel's DOPRI5 steps, whose error
+   estimate is 1.5x diffrax's, so it takes somewhat more of them):
    warm time (best of ``--repeat``, the two alternating) and the compiled program's memory (XLA's
    ``memory_analysis``: arguments + outputs + temporaries).
 

@@ -1,6 +1,7 @@
 """Both integrators, one semantics: every system through rollax.solve (vmapped) and
 rollax.solve_ensemble on the same starts gives identical statuses, events, modes, crossing
-counts and bookkeeping, and event times within 1e-8 (rtol = atol = 1e-10)."""
+counts and bookkeeping, and event times within 1e-8 (rtol = atol = 1e-10); where the kernel
+has everything solve has (no control kinks), the same steps and times within 1e-10."""
 
 import sys
 from pathlib import Path
@@ -87,7 +88,9 @@ CASES = dict(rim_rolling=_rim_rolling, rim_slipping=_rim_slipping, robot=_robot,
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_both_integrators_agree(name):
-    _agree(name, *CASES[name]())
+    system = CASES[name]()[0]
+    # the kernel does not stop at jump times (the robot's control kinks): there the steps differ
+    _agree(name, *CASES[name](), same_steps=system.jump_times() is None)
 
 
 @pytest.mark.slow
@@ -97,10 +100,17 @@ def test_both_integrators_agree_on_a_few_hundred_starts(name):
     _agree(name, *CASES[name](300))
 
 
-def _agree(name, system, y0s, t1, opts):
+def _agree(name, system, y0s, t1, opts, same_steps=False):
     opts = {**TOL, **opts}
     a = jax.vmap(lambda y: rollax.solve(system, y, 0.0, t1, **opts))(jnp.asarray(y0s))
     b = rollax.solve_ensemble(system, y0s, 0.0, t1, lanes=32, **opts)
+    if same_steps:
+        # the same method and controller on both paths: the same steps, and so the same
+        # samples and roots up to rounding (measured: within 1e-12 s on these cases)
+        np.testing.assert_array_equal(np.asarray(a.steps), np.asarray(b.steps),
+                                      err_msg=f"{name}: steps")
+        np.testing.assert_allclose(np.asarray(a.t), np.asarray(b.t), rtol=0, atol=1e-10,
+                                   err_msg=f"{name}: t")
     for f in ("status", "event", "mode", "counts"):
         np.testing.assert_array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)),
                                       err_msg=f"{name}: {f}")

@@ -20,6 +20,13 @@ How it works, and why:
 * **Hybrid systems** run segment by segment in one call: at each located event the system's
   ``reset`` gives the state, mode and bookkeeping to go on with, until it says the run ends,
   ``t1`` is reached or ``max_resets`` is exceeded. The loop is checkpointed for reverse mode.
+* **The kernel's steps.** ``solver="dopri5"`` is DOPRI5 as Hairer's code and the ensemble
+  kernel have it (:class:`_Dopri5`: Dormand and Prince's error estimate and the contd5
+  continuous extension; ``diffrax.Dopri5`` has another embedded solution and interpolant), and
+  the step size follows the kernel's controller (:class:`_Elementary`), so that both
+  integrators take the same steps and sample the same values: on the conformance cases the
+  step counts are equal and the event times agree to ~1e-13 (1e-8 before: benchmarks/RESULTS.md).
+  A diffrax solver instance is used as it is, with the same controller.
 * **Compiled once per system structure**: the whole solve is one ``equinox.filter_jit``;
   parameters, states, times and tolerances are traced, so repeated calls with new values
   reuse the compiled code.
@@ -49,11 +56,56 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int
 
+from rollax import dopri5
 from rollax._solution import Solution, Status
 from rollax._system import AbstractSystem
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
-_SOLVERS = {"dopri5": diffrax.Dopri5, "tsit5": diffrax.Tsit5, "dopri8": diffrax.Dopri8}
+
+class _Contd5(diffrax.AbstractLocalInterpolation):
+    """Hairer's continuous extension of a DOPRI5 step (:func:`rollax.dopri5.dense_eval`) from
+    diffrax's stage increments ``k = h f``: the kernel's, where diffrax's ``Dopri5`` has
+    Shampine's quartic through the midpoint."""
+
+    t0: Float[Array, ""]
+    t1: Float[Array, ""]
+    y0: Float[Array, " d"]
+    coef: Float[Array, "4 d"]
+
+    def __init__(self, *, t0, t1, y0, y1, k):
+        self.t0, self.t1, self.y0 = t0, t1, y0
+        dy = y1 - y0
+        bspl = k[0] - dy
+        self.coef = jnp.stack([dy, bspl, dy - k[6] - bspl,
+                               sum(d * k[i] for i, d in enumerate(dopri5.D) if d != 0.0)])
+
+    def at_theta(self, theta):
+        return dopri5.dense_eval(self.y0, self.coef, theta)
+
+    def evaluate(self, t0, t1=None, left=True):
+        del left
+        if t1 is not None:
+            return self.evaluate(t1) - self.evaluate(t0)
+        return self.at_theta((t0 - self.t0) / (self.t1 - self.t0))
+
+
+class _Dopri5(diffrax.Dopri5):
+    """DOPRI5 as Hairer's code and the ensemble kernel have it (:mod:`rollax.dopri5`): the
+    error estimate ``b - b_hat`` of Dormand and Prince's 4th-order solution and the contd5
+    continuous extension. (``diffrax.Dopri5`` estimates the error with another embedded
+    solution, 2/3 of this one, and interpolates through the midpoint, so it takes other
+    steps and samples other values.)"""
+
+    tableau = diffrax.ButcherTableau(
+        a_lower=tuple(np.array(row) for row in dopri5.A),
+        b_sol=np.array(dopri5.A[-1] + (0.0,)),
+        b_error=np.array(dopri5.E),
+        c=np.array(dopri5.C),
+    )
+    interpolation_cls = _Contd5
+
+
+_SOLVERS = {"dopri5": _Dopri5, "tsit5": diffrax.Tsit5, "dopri8": diffrax.Dopri8}
 
 
 class _Ev(NamedTuple):
@@ -245,6 +297,59 @@ class _FlowSteps(diffrax.AbstractStepSizeController):
                 None, diffrax.RESULTS.successful)
 
 
+def _norm(x):
+    # the error norm of the physical state only (the event bookkeeping has no error)
+    return optx.rms_norm(x[0])
+
+
+class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
+    """The step-size control of the ensemble kernel (:mod:`rollax.ensemble`), so that both
+    integrators take the same steps: Hairer's starting step (:func:`rollax.dopri5.initial_step`
+    with the solver's order p); a step is accepted when the RMS of its scaled error
+    ``err / (atol + rtol max(|y0|, |y1|))`` is <= 1 and the new state is finite, and the next
+    is ``h min(10, max(0.2, 0.9 err^(-1/p)))`` (at most ``h`` after a rejection, ``0.2 h``
+    after a non-finite one), at most ``dtmax``. (diffrax's ``PIDController`` differs: it never
+    shrinks the step after an accepted one, rejects at err = 1, and with its terms wrapped it
+    starts every solve at h = 0.01.) The step sizes are not differentiated: they choose where
+    the solution is computed, not what it is, as in diffrax."""
+
+    rtol: Float[Array, ""]
+    atol: Float[Array, ""]
+    dtmax: Float[Array, ""]
+    dtmin: Float[Array, ""]
+    norm: Any = eqx.field(static=True, default=_norm)  # diffrax's interface; the norm is RMS
+
+    def wrap(self, direction):
+        return self
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        if error_order is None:
+            raise ValueError("the solver gives no error estimate to control the step with "
+                             "(use an adaptive Runge-Kutta solver: dopri5, tsit5, dopri8)")
+        ev = y0[1]
+
+        def f(t_, y_):
+            return func(terms, t_, (y_, ev), args)[0]
+
+        yp = jax.lax.stop_gradient(y0[0])
+        h = dopri5.initial_step(f, t0, yp, f(t0, yp), self.rtol, self.atol, None, error_order)
+        return t0 + jax.lax.stop_gradient(jnp.minimum(h, self.dtmax)), None
+
+    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, state):
+        sg = jax.lax.stop_gradient
+        y0p, y1p = sg(y0[0]), sg(y1_candidate[0])
+        en = dopri5.error_norm(sg(y_error[0]), y0p, y1p, self.rtol, self.atol)
+        finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1p))
+        accept = finite & (en <= 1.0)
+        fac = jnp.where(finite, jnp.clip(0.9 * en ** (-1.0 / error_order), 0.2, 10.0), 0.2)
+        fac = jnp.where(accept, fac, jnp.minimum(fac, 1.0))
+        h = jnp.minimum((t1 - t0) * fac, self.dtmax)
+        t_next = jnp.where(accept, t1, t0)
+        result = diffrax.RESULTS.where(h < self.dtmin, diffrax.RESULTS.dt_min_reached,
+                                       diffrax.RESULTS.successful)
+        return accept, t_next, t_next + h, jnp.asarray(False), None, result
+
+
 def _step_samples(system, mode, interp, y1, t0, h, n: int):
     """The event values at a step's ``n`` samples ``t0 + (k/n) h``, k = 1..n, and
     their times: the last is the new state ``y1`` itself (as in the kernel, not its
@@ -258,6 +363,8 @@ def _step_samples(system, mode, interp, y1, t0, h, n: int):
     def state(k):
         if k == n - 1:
             return y1
+        if isinstance(interp, _Contd5):
+            return interp.at_theta(thetas[k])
         if poly:
             return jax.tree_util.tree_map(lambda c: jnp.polyval(c, thetas[k]), interp.coeffs)
         return interp.evaluate(times[k])
@@ -265,6 +372,12 @@ def _step_samples(system, mode, interp, y1, t0, h, n: int):
     # unrolled, not a vmap over the samples: under jax.vmap of solve on a CPU the nested
     # vmap made a step 3.9x plain diffrax's (1.3x unrolled; benchmarks/RESULTS.md)
     return jnp.stack([system.event_values(times[k], state(k), mode) for k in range(n)]), times
+
+
+def _controller(rtol, atol, dt_max, dt_min, jump_ts):
+    ctrl = _Elementary(rtol, atol, dt_max, dt_min)
+    # no step straddles a jump time (diffrax steps to just before it and on from just after)
+    return ctrl if jump_ts is None else diffrax.ClipStepSizeController(ctrl, jump_ts=jump_ts)
 
 
 def _state_leaves(solver_state, dtype) -> tuple:
@@ -277,11 +390,6 @@ def _state_leaves(solver_state, dtype) -> tuple:
 def _crossings(events: EventSet) -> tuple[int, ...]:
     """Indices of the crossing events (each has a first-crossing slot)."""
     return tuple(i for i, k in enumerate(events.kinds) if k == CROSSING)
-
-
-def _norm(x):
-    # the error norm of the physical state only (the event bookkeeping has no error)
-    return optx.rms_norm(x[0])
 
 
 class _Options(eqx.Module):
@@ -322,8 +430,9 @@ def solve(
     ``rtol`` and ``atol`` are then not used). ``max_steps`` bounds the steps of each segment,
     ``max_resets`` the resets of a hybrid run; a run that hits either, or whose state or event
     values become non-finite, ends with a failure :class:`rollax.Status`. ``solver``:
-    ``dopri5``, ``tsit5``, ``dopri8`` or a diffrax solver instance (default:
-    ``system.solver``, ``dopri5`` unless the system says otherwise). ``jump_ts``: times where the vector field or its derivatives
+    ``dopri5`` (the kernel's DOPRI5, see the module docstring), ``tsit5``, ``dopri8`` or a
+    diffrax solver instance (default: ``system.solver``, ``dopri5`` unless the system says
+    otherwise). ``jump_ts``: times where the vector field or its derivatives
     jump (the kinks of a piecewise control; default: ``system.jump_times()``); no step
     straddles one (diffrax's ``PIDController(jump_ts=...)``). ``ts``: non-decreasing times in
     ``[t0, t1]`` at which to save the state (``Solution.ys``, from each step's dense output;
@@ -570,10 +679,8 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
                       jnp.where(jnp.isfinite(t1), t1, jnp.finfo(dtype).max))
     sol = diffrax.diffeqsolve(
         term, solver, t0_in, t_end, None, (y0_in, ev0), args=(system, mode),
-        stepsize_controller=_FlowSteps(dt_max) if system.has_flow else diffrax.PIDController(
-            rtol=rtol, atol=atol, dtmax=dt_max, pcoeff=0.0, icoeff=1.0, norm=_norm,
-            dtmin=1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), force_dtmin=False,
-            jump_ts=jump_ts),
+        stepsize_controller=_FlowSteps(dt_max) if system.has_flow else _controller(
+            rtol, atol, dt_max, 1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), jump_ts),
         saveat=diffrax.SaveAt(t1=True) if ts is None else diffrax.SaveAt(subs=[
             diffrax.SubSaveAt(t1=True),
             # the dense output gives the physical state only; t0 may be saved from the full one

@@ -1,10 +1,11 @@
 """The Dormand-Prince 5(4) Runge-Kutta pair with its continuous extension (Hairer's DOPRI5).
 
-Written for the batched ensemble kernel: one step is a pure function of ``(t, y, h, k1)`` with
-first-same-as-last reuse of ``k1``; the event functions are sampled on the step's continuous
-extension (:func:`dense_coefficients` once per step, then :func:`dense_eval` per sample, four
-multiply-adds per component). Reference: Hairer, Norsett and
-Wanner, *Solving ODEs I*, Sect. II.5 and II.6 (dense output coefficients of DOPRI5).
+The method of both integrators (``rollax.solve`` wraps these coefficients as a diffrax
+solver, ``rollax._solve._Dopri5``). Written for the batched ensemble kernel: one step is a pure
+function of ``(t, y, h, k1)`` with first-same-as-last reuse of ``k1``; the event functions are
+sampled on the step's continuous extension (:func:`dense_coefficients` once per step, then
+:func:`dense_eval` per sample, four multiply-adds per component). Reference: Hairer, Norsett
+and Wanner, *Solving ODEs I*, Sect. II.5 and II.6 (dense output coefficients of DOPRI5).
 """
 
 from __future__ import annotations
