@@ -432,12 +432,12 @@ def solve(
     values become non-finite, ends with a failure :class:`rollax.Status`. ``solver``:
     ``dopri5`` (the kernel's DOPRI5, see the module docstring), ``tsit5``, ``dopri8`` or a
     diffrax solver instance (default: ``system.solver``, ``dopri5`` unless the system says
-    otherwise). ``jump_ts``: times where the vector field or its derivatives
-    jump (the kinks of a piecewise control; default: ``system.jump_times()``); no step
-    straddles one (diffrax's ``PIDController(jump_ts=...)``). ``ts``: non-decreasing times in
-    ``[t0, t1]`` at which to save the state (``Solution.ys``, from each step's dense output;
-    nan after the run ended; a time at a reset gets the state after it). Returns a
-    :class:`rollax.Solution`.
+    otherwise). ``jump_ts``: times where the vector field or its derivatives jump (the kinks
+    of a piecewise control; default: ``system.jump_times()``); no step straddles one
+    (diffrax's ``ClipStepSizeController(jump_ts=...)``; the ensemble kernel has no jump times).
+    ``ts``: non-decreasing times in ``[t0, t1]`` at which to save the state (``Solution.ys``,
+    from each step's dense output; nan after the run ended; a time at a reset gets the state
+    after it). Returns a :class:`rollax.Solution`.
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
