@@ -142,10 +142,7 @@ def solve_ensemble(
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     n_samples = system.n_samples if n_samples is None else n_samples
-    solver = system.solver if solver is None else solver
-    if not isinstance(solver, str) or solver not in ensemble.METHODS:
-        raise ValueError(f"solver = {solver!r} is not allowed: the kernel has "
-                         f"{', '.join(repr(m) for m in ensemble.METHODS)}")
+    solver = ensemble.check_solver(system.solver if solver is None else solver)
     d = system.state_dim
     y0s = np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:

@@ -25,7 +25,8 @@ How it works, and why:
   continuous extension; ``diffrax.Dopri5`` has another embedded solution and interpolant), and
   the step size follows the kernel's controller (:class:`_Elementary`), so that both
   integrators take the same steps and sample the same values: on the conformance cases the
-  step counts are equal and the event times agree to ~1e-13 (1e-8 before: benchmarks/RESULTS.md).
+  step counts are equal and the event times agree to 1e-12 s or better (up to 6e-10 s with
+  diffrax's Dopri5 and controller: benchmarks/RESULTS.md).
   A diffrax solver instance is used as it is, with the same controller.
 * **Compiled once per system structure**: the whole solve is one ``equinox.filter_jit``;
   parameters, states, times and tolerances are traced, so repeated calls with new values

@@ -170,6 +170,14 @@ class _Problem(NamedTuple):
 METHODS = {"dopri5": dopri5, "dopri8": dopri8}
 
 
+def check_solver(solver) -> str:
+    """``solver`` if the kernel has it (a key of :data:`METHODS`), else a ``ValueError``."""
+    if not isinstance(solver, str) or solver not in METHODS:
+        raise ValueError(f"solver = {solver!r} is not allowed: the kernel has "
+                         f"{', '.join(repr(m) for m in METHODS)}")
+    return solver
+
+
 class _Fns(NamedTuple):
     """The problem's functions of ``(t, y, bargs)``: ``bargs`` are one start's per-start leaves."""
 
@@ -220,8 +228,8 @@ def _computed_once(coef):
 def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
     """One step from ``(t, y)`` of length ``h``: the new state, the FSAL derivative there, the
     error norm's input, the event values at the new state, ``at(theta, time)``, the step's
-    continuous extension (DOPRI5's, or the exact flow from the step's start), and DOPRI5's
-    dense coefficients (None along an exact flow)."""
+    continuous extension (the Runge-Kutta pair's, or the exact flow from the step's start),
+    and the pair's dense coefficients (None along an exact flow)."""
     rk = METHODS[pb.method]
     if pb.flow is not None:
         y1 = fn.flow(t, y, t + h, bl)
@@ -1004,9 +1012,7 @@ def solve_ensemble(
         raise ValueError(f"lanes = {lanes!r} must be at least 16")
     if not (isinstance(n_samples, (int, np.integer)) and n_samples >= 1):
         raise ValueError(f"n_samples = {n_samples!r} must be an integer >= 1")
-    if solver not in METHODS:
-        raise ValueError(f"solver = {solver!r} is not allowed: the kernel has "
-                         f"{', '.join(repr(m) for m in METHODS)}")
+    check_solver(solver)
     N, d = y0s.shape
     if n_error is not None and not 1 <= n_error <= d:
         raise ValueError(f"n_error = {n_error!r} is outside the allowed range [1, {d}]")
