@@ -75,10 +75,8 @@ class _Contd5(diffrax.AbstractLocalInterpolation):
 
     def __init__(self, *, t0, t1, y0, y1, k):
         self.t0, self.t1, self.y0 = t0, t1, y0
-        dy = y1 - y0
-        bspl = k[0] - dy
-        self.coef = jnp.stack([dy, bspl, dy - k[6] - bspl,
-                               sum(d * k[i] for i, d in enumerate(dopri5.D) if d != 0.0)])
+        # the increments are h f: the kernel's coefficients with h = 1
+        self.coef = dopri5.dense_coefficients(y0, y1, k, 1.0)
 
     def at_theta(self, theta):
         return dopri5.dense_eval(self.y0, self.coef, theta)
@@ -342,9 +340,8 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
         en = dopri5.error_norm(sg(y_error[0]), y0p, y1p, self.rtol, self.atol)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1p))
         accept = finite & (en <= 1.0)
-        fac = jnp.where(finite, jnp.clip(0.9 * en ** (-1.0 / error_order), 0.2, 10.0), 0.2)
-        fac = jnp.where(accept, fac, jnp.minimum(fac, 1.0))
-        h = jnp.minimum((t1 - t0) * fac, self.dtmax)
+        h = jnp.minimum((t1 - t0) * dopri5.step_factor(en, finite, accept, error_order),
+                        self.dtmax)
         t_next = jnp.where(accept, t1, t0)
         result = diffrax.RESULTS.where(h < self.dtmin, diffrax.RESULTS.dt_min_reached,
                                        diffrax.RESULTS.successful)

@@ -137,6 +137,14 @@ def error_norm(
     return jnp.sqrt(jnp.mean((err / scale) ** 2))
 
 
+def step_factor(en, finite, accept, order: int = 5):
+    """The factor of the next step after one with error norm ``en`` (the elementary controller
+    of both integrators): ``0.9 en^(-1/order)`` within [0.2, 10], at most 1 after a rejected
+    step, 0.2 after a non-finite one."""
+    fac = jnp.where(finite, jnp.clip(0.9 * en ** (-1.0 / order), 0.2, 10.0), 0.2)
+    return jnp.where(accept, fac, jnp.minimum(fac, 1.0))
+
+
 def initial_step(
     f: Callable[[Float[Array, ""], Float[Array, " d"]], Float[Array, " d"]],
     t0: Float[Array, ""],

@@ -353,7 +353,6 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     store = _keeps_steps(pb)
     rk = METHODS[pb.method]
     n_coef = rk.N_COEF if store else 0
-    expo = -1.0 / rk.ORDER  # the elementary controller's (-0.2 for DOPRI5)
 
     def first_step(t, y, k, bl):
         if exact:
@@ -577,8 +576,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         fk = first[:, :, None]
 
         # Step-size control (elementary controller with safety 0.9, factor in [0.2, 10]).
-        fac = jnp.where(finite, jnp.clip(0.9 * en ** expo, 0.2, 10.0), 0.2)
-        fac = jnp.where(accept, fac, jnp.minimum(fac, 1.0))
+        fac = dopri5.step_factor(en, finite, accept, rk.ORDER)
         moved = go | bad_ev
         t_new = jnp.where(moved, t1, ln.t)
         h_new = jnp.minimum(jnp.minimum(h_flow if exact else ln.h * fac, dt_max), t_max - t_new)
