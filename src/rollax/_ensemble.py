@@ -116,6 +116,7 @@ def solve_ensemble(
     devices: int | None = None,
     valid: np.ndarray | None = None,
     progress=None,
+    jump_ts=None,
 ) -> Solution:
     """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
     the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
@@ -132,6 +133,9 @@ def solve_ensemble(
 
     ``solver``: ``"dopri5"`` or ``"dopri8"``, the method of :func:`rollax.solve` of that name
     (default: ``system.solver``).
+
+    ``jump_ts``: times where the vector field or its derivatives jump (default:
+    ``system.jump_times()``); as in :func:`rollax.solve`, no step straddles one.
 
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
     meaningless (the padding of a chunk). ``progress(finished)``: called about every quarter
@@ -203,6 +207,7 @@ def solve_ensemble(
         valid=None if valid is None else np.asarray(valid, bool), progress=progress,
         flow=ad.flow if system.has_flow else None,
         flow_step=ad.flow_step if system.has_flow else None, solver=solver,
+        jump_ts=system.jump_times() if jump_ts is None else jump_ts,
     )
     return Solution(
         t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),

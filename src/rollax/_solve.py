@@ -60,6 +60,7 @@ from jaxtyping import Array, Float, Int
 from rollax import dopri5
 from rollax._solution import Solution, Status
 from rollax._system import AbstractSystem
+from rollax._validate import check_jump_ts
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 
@@ -432,7 +433,8 @@ def solve(
     diffrax solver instance (default: ``system.solver``, ``dopri5`` unless the system says
     otherwise). ``jump_ts``: times where the vector field or its derivatives jump (the kinks
     of a piecewise control; default: ``system.jump_times()``); no step straddles one
-    (diffrax's ``ClipStepSizeController(jump_ts=...)``; the ensemble kernel has no jump times).
+    (diffrax's ``ClipStepSizeController(jump_ts=...)``: a step ends just before it and the next
+    starts just after it, with the field evaluated afresh; :func:`rollax.solve_ensemble` too).
     ``ts``: non-decreasing times in ``[t0, t1]`` at which to save the state (``Solution.ys``,
     from each step's dense output; nan after the run ended; a time at a reset gets the state
     after it). Returns a :class:`rollax.Solution`.
@@ -463,11 +465,11 @@ def solve(
     if isinstance(adjoint, diffrax.ForwardMode) and getattr(solver, "scan_kind", "") is None:
         # what diffrax.ForwardMode does for an unwrapped Runge-Kutta solver (JVP-able stages)
         solver = eqx.tree_at(lambda s: s.scan_kind, solver, "lax", is_leaf=lambda x: x is None)
-    if jump_ts is None:
-        jump_ts = system.jump_times()
-    if jump_ts is not None:
+    jump_ts = check_jump_ts(system.jump_times() if jump_ts is None else jump_ts)
+    if isinstance(jump_ts, tuple):
+        jump_ts = jnp.asarray(jump_ts, dtype=float) if jump_ts else None
+    else:  # traced
         jump_ts = jnp.asarray(jump_ts, dtype=float).reshape(-1)
-        jump_ts = jump_ts if jump_ts.shape[0] else None
     if ts is not None:
         ts = _check_ts(ts, t0, t1)
     opts = _Options(solver, adjoint, max_steps, max_resets, n_samples)

@@ -180,7 +180,8 @@ class AbstractSystem(eqx.Module):
 
     def jump_times(self) -> tuple[float, ...] | None:
         """Times where the vector field or its derivatives jump (a piecewise control's kinks):
-        no step of :func:`rollax.solve` straddles one. None by default."""
+        no step of :func:`rollax.solve` or :func:`rollax.solve_ensemble` straddles one. None by
+        default."""
         return None
 
     def outcome(self, solution) -> Int[Array, ""]:

@@ -185,3 +185,21 @@ def real_array(name: str):
 
     convert.__name__ = f"real_array_{name}"
     return convert
+
+
+def check_jump_ts(jump_ts: Any):
+    """``jump_ts`` (times where a vector field jumps) as a sorted tuple of distinct finite
+    floats (None: ``()``); a traced array is returned as it is."""
+    import numpy as np
+
+    if jump_ts is None:
+        return ()
+    if _is_tracer(jump_ts):
+        return jump_ts
+    try:
+        ts = np.asarray(jump_ts, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        ts = None
+    if ts is None or not np.all(np.isfinite(ts)):
+        raise ValueError(f"jump_ts = {_show(jump_ts)} must be finite times")
+    return tuple(float(x) for x in np.unique(ts))

@@ -56,6 +56,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from rollax import dopri5, dopri8
+from rollax._validate import check_jump_ts
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 # Status codes of a finished start.
@@ -164,6 +165,7 @@ class _Problem(NamedTuple):
     flow_step: Callable | None = None  # (t, y, args) -> the step along the flow
     n_active: int | None = None  # components after it are constant (zero rate): not integrated
     method: str = "dopri5"  # the Runge-Kutta pair: a key of METHODS
+    jump_ts: tuple[float, ...] = ()  # sorted times no step straddles (see _jump_clip)
 
 
 # The Runge-Kutta pairs of the kernel (the modules of rollax.dopri5's API), by solver name
@@ -213,6 +215,27 @@ def _fns(pb: _Problem, shared: tuple) -> _Fns:
         return pb.flow_step(t, y, args_of(bl))
 
     return _Fns(f, g, fg, args_of, flow, flow_step)
+
+
+def _jump_clip(jump_ts: tuple[float, ...]):
+    """``(jump_after, clip)`` for the sorted ``jump_ts``, as diffrax's ``ClipStepSizeController``
+    steps: ``jump_after(t)`` is the first jump time strictly after ``t`` (inf if none) and
+    ``clip(t, h)`` the step from ``t`` shortened to end just before it (prevbefore). After such
+    a step the lane goes on from just after the jump (nextafter) with a fresh ``k1``."""
+
+    def jump_after(t):
+        j = jnp.full_like(t, jnp.inf)
+        for tj in reversed(jump_ts):
+            j = jnp.where(t < tj, tj, j)
+        return j
+
+    def clip(t, h):
+        if not jump_ts:
+            return h
+        tb = jnp.nextafter(jump_after(t), -jnp.inf)
+        return jnp.where(t + h > tb, tb - t, h)
+
+    return jump_after, clip
 
 
 def _computed_once(coef):
@@ -353,6 +376,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     store = _keeps_steps(pb)
     rk = METHODS[pb.method]
     n_coef = rk.N_COEF if store else 0
+    jump_after, clip = _jump_clip(pb.jump_ts)
 
     def first_step(t, y, k, bl):
         if exact:
@@ -360,7 +384,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         else:
             h = dopri5.initial_step(lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne,
                                     rk.ORDER)
-        return jnp.minimum(jnp.minimum(h, dt_max), t_max - t)
+        return clip(t, jnp.minimum(jnp.minimum(h, dt_max), t_max - t))
 
     # Per-start set-up, vectorised once: event values and their signs, k1, the first step.
     def setup(y, bl):
@@ -566,8 +590,20 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         bad_ev = accept & bad_g  # a non-finite event value ends the start (after the step)
         hit = accept & ~bad_ev & jnp.any(fired, axis=1)
         go = accept & ~hit & ~bad_ev
+        moved = go | bad_ev
         t1 = ln.t + ln.h
-        at_end = go & (t1 >= t_max)
+        t_new = jnp.where(moved, t1, ln.t)
+        if pb.jump_ts:
+            # a step that ended just before a jump time (clipped there): on from just after it,
+            # where the field is evaluated afresh (diffrax's made_jump)
+            jt = jump_after(ln.t)
+            jumped = moved & (t1 >= jnp.nextafter(jnp.nextafter(jt, -jnp.inf), -jnp.inf))
+            t_new = jnp.where(jumped, jnp.nextafter(jt, jnp.inf), t_new)
+            k7 = jax.lax.cond(
+                jnp.any(jumped),
+                lambda: jnp.where(jumped[:, None], jax.vmap(fn.f)(t_new, y1, ln.bargs), k7),
+                lambda: k7)
+        at_end = go & (t_new >= t_max)
         steps = ln.steps + live.astype(jnp.int32)
 
         # First crossings: remember the step that holds them, to locate them afterwards (also
@@ -577,9 +613,8 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
 
         # Step-size control (elementary controller with safety 0.9, factor in [0.2, 10]).
         fac = dopri5.step_factor(en, finite, accept, rk.ORDER)
-        moved = go | bad_ev
-        t_new = jnp.where(moved, t1, ln.t)
-        h_new = jnp.minimum(jnp.minimum(h_flow if exact else ln.h * fac, dt_max), t_max - t_new)
+        h_new = clip(t_new, jnp.minimum(jnp.minimum(h_flow if exact else ln.h * fac, dt_max),
+                                        t_max - t_new))
         # a hit keeps its step (it is redone to locate the event); finished lanes keep theirs
         h_new = jnp.where(hit | ~live, ln.h, h_new)
         tiny = ln.h < 1e-14 * jnp.maximum(1.0, jnp.abs(ln.t))
@@ -950,6 +985,7 @@ def solve_ensemble(
     flow: Callable | None = None,
     flow_step: Callable | None = None,
     solver: str = "dopri5",
+    jump_ts=None,
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax.events`) or ``t_max``.
@@ -993,6 +1029,11 @@ def solve_ensemble(
     ``solver``: the Runge-Kutta pair, ``"dopri5"`` or ``"dopri8"`` (:data:`METHODS`: the
     coefficients, continuous extension and step-size controller of ``rollax.solve`` with
     that solver).
+
+    ``jump_ts``: times where ``f`` or its derivatives jump (a piecewise control's kinks); as
+    :func:`rollax.solve` (diffrax's ``ClipStepSizeController``), no step straddles one: a step
+    ends just before it and the next starts just after it with ``f`` evaluated afresh. The
+    kernel is compiled for the set of times.
 
     ``progress(finished)``: called on this thread with the number of starts finished so far,
     about every ``_SLICE_S`` seconds (the queue's loop then runs in slices, with bit-identical
@@ -1042,9 +1083,12 @@ def solve_ensemble(
     if isinstance(n_constant, bool) or not (isinstance(n_constant, (int, np.integer))
                                             and 0 <= n_constant < d):
         raise ValueError(f"n_constant = {n_constant!r} is outside the allowed range [0, {d - 1}]")
+    jumps = check_jump_ts(jump_ts)
+    if not isinstance(jumps, tuple):
+        raise ValueError("jump_ts must be concrete times (the kernel is compiled for them)")
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
                   int(n_samples), field_and_events, args_def, batched, flow, flow_step,
-                  d - int(n_constant) if n_constant else None, solver)
+                  d - int(n_constant) if n_constant else None, solver, jumps)
     kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)
