@@ -197,7 +197,8 @@ def sweep(
         # the system's defaults, which a call may leave out (a new default must not reuse chunks)
         solver=repr(_or(solver_options.get("solver"), system.solver)),
         n_samples=repr(_or(solver_options.get("n_samples"), system.n_samples)),
-        chunk_size=chunk_size, version=3))
+        # version 4: the kernel steps to the jump times (a robot's runs changed at rounding level)
+        chunk_size=chunk_size, version=4))
     out = run_chunked(run, points, n=n, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
                       keep_chunks=keep_chunks, row_bytes=_row_bytes(system, summary),
                       progress=progress, desc=type(system).__name__)
