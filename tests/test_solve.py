@@ -119,6 +119,25 @@ def test_hessian_in_forward_mode():
     assert abs(float(h) - 1 / 0.3**2) < 1e-6 / 0.3**2  # t = -ln c: t'' = 1/c^2
 
 
+def test_second_derivatives_through_the_vector_field():
+    # the parameter in the field (Decay's c is only in the event): the 3rd zero of
+    # x = cos(w t) at t = 5 pi / (2 w), t'' = 2 t / w^2. jax.hessian is forward over reverse:
+    # diffrax.DirectAdjoint (both modes); diffrax.ForwardMode gives jacfwd(jacfwd)
+    y0 = jnp.array([1.0, 0.0])
+    w = 2.0
+    t3 = 2.5 * math.pi / w
+
+    def t_zero(w, adjoint):
+        return rollax.solve(Oscillator(omega=w, n=3), y0, 0.0, 10.0, adjoint=adjoint, **TOL).t
+
+    h = jax.hessian(lambda w: t_zero(w, diffrax.DirectAdjoint()))(w)
+    f = jax.jacfwd(jax.jacfwd(lambda w: t_zero(w, diffrax.ForwardMode())))(w)
+    for d2 in (h, f):
+        assert abs(float(d2) - 2 * t3 / w**2) < 1e-7 * (2 * t3 / w**2)
+    with pytest.raises(ValueError, match="adjoint = .* must be"):
+        rollax.solve(Oscillator(), y0, 0.0, 1.0, adjoint=diffrax.BacksolveAdjoint())
+
+
 def test_bouncing_ball_impacts_match_the_closed_form():
     for k in (1, 4):
         ball = BouncingBall(n_bounces=k)

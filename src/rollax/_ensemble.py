@@ -148,7 +148,7 @@ def solve_ensemble(
     n_samples = system.n_samples if n_samples is None else n_samples
     solver = ensemble.check_solver(system.solver if solver is None else solver)
     d = system.state_dim
-    y0s = np.asarray(y0s, dtype=np.float64)
+    y0s = np.asarray(system.check_state(y0s, "y0s", _valid_rows(valid, y0s)), dtype=np.float64)
     if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
         raise ValueError(f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
                          f"with N >= 1 ({', '.join(system.state_names)})")
@@ -171,6 +171,7 @@ def solve_ensemble(
         if modes.shape != (N,):
             raise ValueError(f"mode has shape {modes.shape}; it must be one mode or ({N},)")
 
+    system.check_functions(y0s[0], int(modes[0]), t0)
     dyn, static = eqx.partition(system, eqx.is_array)
     try:
         hash(static)
@@ -215,6 +216,18 @@ def solve_ensemble(
         event=res.event, counts=res.counts.astype(np.int32), t_first=res.t_first,
         steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32),
     )
+
+
+def _valid_rows(valid, y0s):
+    """``valid`` as an ``(N,)`` bool array (None: all rows), or a ``ValueError``."""
+    if valid is None:
+        return None
+    n = np.shape(y0s)[0] if np.ndim(y0s) else 0
+    v = np.asarray(valid)
+    if v.dtype.kind not in "bi" or v.shape != (n,):
+        shown = repr(valid) if v.size <= 8 else f"an array of shape {v.shape}"
+        raise ValueError(f"valid = {shown} is not allowed: it must be {n} booleans, one per start")
+    return v.astype(bool)
 
 
 @eqx.filter_jit

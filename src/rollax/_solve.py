@@ -344,7 +344,7 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
         h = jnp.minimum((t1 - t0) * dopri5.step_factor(en, finite, accept, error_order),
                         self.dtmax)
         t_next = jnp.where(accept, t1, t0)
-        result = diffrax.RESULTS.where(h < self.dtmin, diffrax.RESULTS.dt_min_reached,
+        result = diffrax.RESULTS.where(~(h >= self.dtmin), diffrax.RESULTS.dt_min_reached,
                                        diffrax.RESULTS.successful)
         return accept, t_next, t_next + h, jnp.asarray(False), None, result
 
@@ -397,6 +397,8 @@ class _Options(eqx.Module):
     max_steps: int = eqx.field(static=True)
     max_resets: int = eqx.field(static=True)
     n_samples: int = eqx.field(static=True)
+    # some of t0, t1, rtol, atol, dt_max are traced: checked in the compiled run (error_if)
+    traced: bool = eqx.field(static=True, default=False)
 
 
 def solve(
@@ -421,7 +423,8 @@ def solve(
     """Integrate ``system`` from ``(t0, y0)`` in ``mode`` until a terminal event or ``t1``.
 
     Differentiable (reverse mode by default; ``adjoint=diffrax.ForwardMode()`` for
-    ``jax.jacfwd``/``jax.hessian``), ``vmap``-able, and compiled once per system structure.
+    ``jax.jacfwd``, nested too; ``adjoint=diffrax.DirectAdjoint()`` allows both modes, so
+    ``jax.hessian``, forward over reverse), ``vmap``-able, and compiled once per system structure.
     Events follow :mod:`rollax.events`; each step is sampled at ``n_samples`` (default:
     ``system.n_samples``, 8 unless the system says otherwise) points of its dense output (see
     the module docstring for what can be missed and how ``dt_max`` closes it); a system with
@@ -446,6 +449,9 @@ def solve(
         raise ValueError(f"y0 has shape {tuple(y0.shape)}; rollax.solve takes one state "
                          f"(use jax.vmap or rollax.solve_ensemble for many)")
     mode = system.check_mode(mode)
+    if mode.ndim != 0:
+        raise ValueError(f"mode has shape {tuple(mode.shape)}; rollax.solve takes one mode (an "
+                         f"index or a name of {list(system.modes)})")
     n_samples = system.n_samples if n_samples is None else n_samples
     check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
                   max_resets=(max_resets, 0), n_samples=(n_samples, 1))
@@ -456,15 +462,20 @@ def solve(
         raise ValueError(f"aux has shape {tuple(aux.shape)}; {type(system).__name__} needs "
                          f"({system.n_aux},)")
     system.check_flow_step(dt_max)
+    system.check_functions(y0, 0 if isinstance(mode, jax.core.Tracer) else mode, t0)
     solver = system.solver if solver is None else solver
     solver = _Flow(eqx.partition(system, eqx.is_array)[1]) if system.has_flow else _solver(solver)
     adjoint = adjoint or diffrax.RecursiveCheckpointAdjoint()
-    if not isinstance(adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.ForwardMode)):
+    if not isinstance(adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.ForwardMode,
+                                diffrax.DirectAdjoint)):
         raise ValueError(f"adjoint = {adjoint!r} must be diffrax.RecursiveCheckpointAdjoint() "
-                         f"(reverse mode) or diffrax.ForwardMode() (forward mode)")
-    if isinstance(adjoint, diffrax.ForwardMode) and getattr(solver, "scan_kind", "") is None:
-        # what diffrax.ForwardMode does for an unwrapped Runge-Kutta solver (JVP-able stages)
-        solver = eqx.tree_at(lambda s: s.scan_kind, solver, "lax", is_leaf=lambda x: x is None)
+                         f"(reverse mode), diffrax.ForwardMode() (forward mode) or "
+                         f"diffrax.DirectAdjoint() (both: jax.hessian)")
+    if isinstance(adjoint, (diffrax.ForwardMode, diffrax.DirectAdjoint)) \
+            and getattr(solver, "scan_kind", "") is None:
+        # what diffrax does for an unwrapped Runge-Kutta solver (JVP-able stages)
+        kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
+        solver = eqx.tree_at(lambda s: s.scan_kind, solver, kind, is_leaf=lambda x: x is None)
     jump_ts = check_jump_ts(system.jump_times() if jump_ts is None else jump_ts)
     if isinstance(jump_ts, tuple):
         jump_ts = jnp.asarray(jump_ts, dtype=float) if jump_ts else None
@@ -472,7 +483,8 @@ def solve(
         jump_ts = jnp.asarray(jump_ts, dtype=float).reshape(-1)
     if ts is not None:
         ts = _check_ts(ts, t0, t1)
-    opts = _Options(solver, adjoint, max_steps, max_resets, n_samples)
+    traced = any(isinstance(v, jax.core.Tracer) for v in (t0, t1, rtol, atol, dt_max))
+    opts = _Options(solver, adjoint, max_steps, max_resets, n_samples, traced)
     f = jnp.asarray
     return _solve(system, y0, mode, aux, f(t0, float), f(t1, float), f(rtol, float),
                   f(atol, float), f(jnp.inf if dt_max is None else dt_max, float), jump_ts,
@@ -510,10 +522,23 @@ def _concrete(v):
 
 
 def _check_concrete(name, v, ok, allowed):
-    if isinstance(v, (str, bytes, bool)):
+    # a real scalar (a traced one too); its range is checked where it is concrete
+    if isinstance(v, (str, bytes, bool)) or v is None:
         raise ValueError(f"{name} = {v!r} is not allowed: it must be a number")
-    x = _concrete(v)
-    if x is not None and not ok(x):
+    if isinstance(v, jax.core.Tracer):
+        if v.ndim != 0 or not jnp.issubdtype(v.dtype, jnp.floating) and \
+                not jnp.issubdtype(v.dtype, jnp.integer):
+            raise ValueError(f"{name} is a traced array of shape {tuple(v.shape)} and dtype "
+                             f"{v.dtype}: it must be a real number (one per run)")
+        return
+    try:
+        a = np.asarray(v)
+    except Exception:
+        a = np.asarray(None)
+    if a.dtype.kind not in "fiu" or a.ndim != 0:
+        shown = repr(v) if a.size <= 8 else f"an array of shape {a.shape}"
+        raise ValueError(f"{name} = {shown} is not allowed: it must be a real number")
+    if not ok(float(a)):
         raise ValueError(f"{name} = {v!r} is outside the allowed range {allowed}")
 
 
@@ -563,6 +588,11 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
     events = system.event_set
     n = events.n
     m = 0 if ts is None else ts.shape[0]
+    if opts.traced:  # the checks of check_options, on values known only now
+        ok = (t1 > t0) & jnp.isfinite(t0) & ~jnp.isnan(t1) & (rtol > 0) & (rtol < 1) \
+            & (atol > 0) & (atol < 1) & (dt_max > 0)
+        t0 = eqx.error_if(t0, ~ok, "rollax.solve: need a finite t0 < t1, rtol and atol in "
+                                   "(0, 1) and dt_max > 0")
     st = _State(t0, y0, mode, aux, jnp.int32(-1), jnp.int32(-1), jnp.zeros(n, jnp.int32),
                 jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0),
                 jnp.full((m,) + y0.shape, jnp.nan, y0.dtype))
@@ -570,7 +600,8 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
     if not system.hybrid:
         st = run(st)
     else:
-        kind = "lax" if isinstance(opts.adjoint, diffrax.ForwardMode) else "checkpointed"
+        kind = ("lax" if isinstance(opts.adjoint, diffrax.ForwardMode) else
+                "bounded" if isinstance(opts.adjoint, diffrax.DirectAdjoint) else "checkpointed")
         st = eqxi.while_loop(lambda s: s.status < 0, run, st,
                              max_steps=None if kind == "lax" else opts.max_resets + 2, kind=kind)
     return Solution(t=st.t, y=st.y, mode=st.mode, aux=st.aux, status=st.status, event=st.event,
@@ -635,11 +666,13 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     t0, y0, mode = s.t, s.y, s.mode
     g0 = system.event_values(t0, y0, mode)
     # a crossing function that starts exactly at zero takes the side it moves to
+    f0 = system.vector_field(t0, y0, mode)
     _, dg0 = jax.jvp(lambda t, y: system.event_values(t, y, mode), (t0, y0),
-                     (jnp.ones_like(t0), system.vector_field(t0, y0, mode)))
+                     (jnp.ones_like(t0), f0))
     sign0 = jnp.where(g0 != 0, jnp.sign(g0), jnp.sign(dg0))
     at_start = (kinds == 0) & (g0 <= 0)
-    bad_start = ~jnp.all(jnp.isfinite(g0)) | ~jnp.all(jnp.isfinite(y0))
+    bad_start = ~jnp.all(jnp.isfinite(g0)) | ~jnp.all(jnp.isfinite(y0)) \
+        | ~jnp.all(jnp.isfinite(f0))
     skip = jnp.any(at_start) | bad_start
     sg = jax.lax.stop_gradient
 
@@ -775,8 +808,10 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
         aux=keep(jnp.asarray(aux_r, s.aux.dtype), s.aux),
         status=status,
         event=jnp.where(ended_by_event, e, -1).astype(jnp.int32),
-        counts=jnp.where(go_on, 0, counts),
-        t_first=jnp.where(go_on, jnp.nan, t_first),
+        # after a reset (one that goes on, or ends the run at t1 or at the reset limit) the
+        # counts are the new segment's, as in the kernel
+        counts=jnp.where(event_now & ~term, 0, counts),
+        t_first=jnp.where(event_now & ~term, jnp.nan, t_first),
         steps=steps,
         resets=resets,
         ys=ys,

@@ -109,6 +109,21 @@ class AbstractSystem(eqx.Module):
     # "dopri8"; rollax.solve also takes "tsit5" or a diffrax solver)
     solver: ClassVar[str] = "dopri5"
 
+    def __check_init__(self):
+        # equinox runs this for every subclass too; traced values (under jax transformations)
+        # are checked where they are concrete
+        for f in dataclasses.fields(self):
+            if not f.metadata.get(_PARAMETER):
+                continue
+            v = getattr(self, f.name, None)
+            if v is None or isinstance(v, jax.core.Tracer):
+                continue
+            a = np.asarray(v)
+            if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+                shown = a.tolist() if a.size <= 8 else f"an array of shape {a.shape}"
+                raise ValueError(f"{type(self).__name__}.{f.name} = {shown} is not allowed: a "
+                                 f"parameter must be finite")
+
     # ------------------------------------------------------------------ dynamics
     @abc.abstractmethod
     def vector_field(self, t: Float[Array, ""], y: Float[Array, " d"],
@@ -148,6 +163,48 @@ class AbstractSystem(eqx.Module):
     def has_flow(self) -> bool:
         """Whether the system provides its own exact ``flow``."""
         return type(self).flow is not AbstractSystem.flow
+
+    def check_functions(self, y0, mode=0, t0=0.0) -> None:
+        """A ``ValueError`` unless ``vector_field`` (and ``field_and_events``) give ``(d,)`` and
+        ``event_values`` one value per entry of ``events`` at a state ``y0`` (``(d,)``) of the
+        system. Shapes only: the functions are traced abstractly, once per system structure."""
+        dyn, static = eqx.partition(self, eqx.is_array)
+        avals = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x),
+                                                                      jnp.result_type(x)), dyn)
+        y = jax.ShapeDtypeStruct(jnp.shape(y0), jnp.result_type(float))
+        try:
+            key = (static, jax.tree_util.tree_structure(avals),
+                   tuple((a.shape, a.dtype) for a in jax.tree_util.tree_leaves(avals)), y.shape)
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None and key in _CHECKED:
+            return
+        batched = bool(self.batch_shape())
+
+        def shapes(sys_, y_, m_):
+            t = jnp.asarray(t0, y_.dtype)
+            return (sys_.vector_field(t, y_, m_), sys_.event_values(t, y_, m_),
+                    *sys_.field_and_events(t, y_, m_))
+
+        fn = eqx.filter_vmap(shapes, in_axes=(self.batch_axes(), None, None)) if batched \
+            else shapes
+        out = eqx.filter_eval_shape(fn, eqx.combine(avals, static), y,
+                                    jax.ShapeDtypeStruct((), jnp.int32))
+        d, n, name = self.state_dim, len(self.events), type(self).__name__
+        want = ((d,), (n,), (d,), (n,))
+        what = ("vector_field", "event_values", "field_and_events (the field)",
+                "field_and_events (the event values)")
+        for w, o, sh in zip(what, out, want):
+            got = tuple(jnp.shape(o))[int(batched):]
+            if got != sh:
+                per = (f"one per state component ({d})" if sh == (d,) else
+                       f"one per event ({n}: {', '.join(e.name for e in self.events)})")
+                raise ValueError(f"{name}.{w} returns shape {got}; it must be {sh}, {per}")
+        if key is not None:
+            if len(_CHECKED) > 4096:
+                _CHECKED.clear()
+            _CHECKED.add(key)
 
     def check_flow_step(self, dt_max) -> None:
         """A ``ValueError`` when the system has a flow but neither a ``flow_step`` nor a
@@ -203,13 +260,33 @@ class AbstractSystem(eqx.Module):
         return EventSet(_no_fn, tuple(int(e.kind) for e in ev), tuple(int(e.target) for e in ev),
                         tuple(int(e.direction) for e in ev))
 
-    def check_state(self, y, name: str = "y0") -> Float[Array, "... d"]:
-        """``y`` as a float array whose last axis is the state, or a ``ValueError``."""
+    def check_state(self, y, name: str = "y0", valid=None) -> Float[Array, "... d"]:
+        """``y`` as a float array whose last axis is the state, or a ``ValueError``: a wrong
+        shape, a value that is not a real number (complex, bool, text) or, where ``y`` is
+        concrete, not finite (only the rows where ``valid``, if given)."""
+        kind = getattr(getattr(y, "dtype", None), "kind", None)
+        if kind is None and not isinstance(y, jax.core.Tracer):
+            try:
+                kind = np.asarray(y).dtype.kind
+            except Exception:
+                kind = "O"
+        if kind not in ("f", "i", "u"):
+            raise ValueError(f"{name} = {_short(y)} is not allowed: it must be real numbers")
         y = jnp.asarray(y, dtype=float)
         d = self.state_dim
         if y.ndim == 0 or (d and y.shape[-1] != d):
             raise ValueError(f"{name} has shape {tuple(y.shape)}; {type(self).__name__} needs "
                              f"a last axis of {d} ({', '.join(self.state_names)})")
+        if not isinstance(y, jax.core.Tracer):
+            bad = ~np.all(np.isfinite(np.asarray(y)), axis=-1)
+            if valid is not None:
+                bad = bad & np.asarray(valid, bool)
+            if np.any(bad):
+                row = int(np.argmax(bad.reshape(-1)))
+                a = np.asarray(y).reshape(-1, max(d, 1))[row]
+                shown = a.tolist() if a.size <= 8 else f"an array with {a.size} values"
+                where = f"row {row} of {name}" if y.ndim > 1 else name
+                raise ValueError(f"{where} = {shown} is not allowed: a start must be finite")
         return y
 
     def check_mode(self, mode, name: str = "mode") -> Int[Array, ""]:
@@ -218,8 +295,11 @@ class AbstractSystem(eqx.Module):
             if mode not in self.modes:
                 raise ValueError(f"{name} = {mode!r} must be one of {list(self.modes)}")
             mode = self.modes.index(mode)
-        m = jnp.asarray(mode)
-        if not jnp.issubdtype(m.dtype, jnp.integer):
+        try:
+            m = None if mode is None or isinstance(mode, bool) else jnp.asarray(mode)
+        except (TypeError, ValueError):
+            m = None
+        if m is None or not jnp.issubdtype(m.dtype, jnp.integer):
             raise ValueError(f"{name} = {mode!r} must be an integer index of {list(self.modes)}")
         if not isinstance(m, jax.core.Tracer) and np.any((np.asarray(m) < 0)
                                                         | (np.asarray(m) >= len(self.modes))):
@@ -248,6 +328,15 @@ class AbstractSystem(eqx.Module):
         leaves, cores = _leaves_and_core(self)
         marks = iter([0 if jnp.ndim(x) > c else None for x, c in zip(leaves, cores)])
         return jax.tree_util.tree_map(lambda x: next(marks) if eqx.is_array(x) else None, self)
+
+
+def _short(x) -> str:
+    r = repr(x)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+# system structures whose function shapes were checked (check_functions)
+_CHECKED: set = set()
 
 
 @functools.lru_cache(maxsize=None)
@@ -307,11 +396,17 @@ def _no_fn(t, y, args):  # pragma: no cover - the integrators call the system in
 
 
 def parameter(default=None, **kwargs):
-    """A parameter field: stored as a float64 array (so that it is traced, not static)."""
+    """A parameter field: stored as a float64 array (so that it is traced, not static). A
+    value that is not finite (NaN, inf) is refused when the system is built (a ``ValueError``
+    naming the field)."""
     conv = lambda x: x if isinstance(x, jax.core.Tracer) else jnp.asarray(x, dtype=float)  # noqa: E731
+    meta = {**kwargs.pop("metadata", {}), _PARAMETER: True}
     if default is None:
-        return eqx.field(converter=conv, **kwargs)
-    return eqx.field(default=default, converter=conv, **kwargs)
+        return eqx.field(converter=conv, metadata=meta, **kwargs)
+    return eqx.field(default=default, converter=conv, metadata=meta, **kwargs)
+
+
+_PARAMETER = "rollax.parameter"
 
 
 def classify(system: AbstractSystem, solution) -> Int[Array, "*b"]:

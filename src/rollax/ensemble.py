@@ -389,7 +389,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
     # Per-start set-up, vectorised once: event values and their signs, k1, the first step.
     def setup(y, bl):
         k, g = fn.fg(t0, y, bl)
-        bad = ~jnp.all(jnp.isfinite(g)) | ~jnp.all(jnp.isfinite(y))
+        bad = ~jnp.all(jnp.isfinite(g)) | ~jnp.all(jnp.isfinite(y)) | ~jnp.all(jnp.isfinite(k))
         return g, k, first_step(t0, y, k, bl), _start_sign(fn, t0, y, k, g, bl), bad
 
     def blank(K_, d, dtype):
@@ -523,7 +523,8 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         lost = ~at0 & ~loc.found  # cannot happen (the step that fired): reported if it does
         term = term & ~lost
         k1_n, g_n = fn.fg(t_n, y_n, bl)
-        bad = ~jnp.all(jnp.isfinite(g_n)) | ~jnp.all(jnp.isfinite(y_n))
+        bad = ~jnp.all(jnp.isfinite(g_n)) | ~jnp.all(jnp.isfinite(y_n)) \
+            | ~jnp.all(jnp.isfinite(k1_n))
         again = ~term & jnp.any(events.fired_at_start(g_n))
         resets_n = resets + jnp.where(term, 0, 1)
         over = ~term & ~again & (t_n >= t_max)
@@ -617,7 +618,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
                                         t_max - t_new))
         # a hit keeps its step (it is redone to locate the event); finished lanes keep theirs
         h_new = jnp.where(hit | ~live, ln.h, h_new)
-        tiny = ln.h < 1e-14 * jnp.maximum(1.0, jnp.abs(ln.t))
+        tiny = ~(ln.h >= 1e-14 * jnp.maximum(1.0, jnp.abs(ln.t)))  # a NaN step too
         nan_fail = bad_ev | (live & (~jnp.all(jnp.isfinite(ln.y), axis=1) | tiny))
         step_fail = live & ~nan_fail & ~hit & ~at_end & (steps - ln.seg >= max_steps)
         done = hit | at_end | nan_fail | step_fail
