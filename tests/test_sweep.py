@@ -12,6 +12,22 @@ import rollax
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from bouncing_ball import BouncingBall  # noqa: E402
 
+import jax  # noqa: E402
+
+
+class Decay(rollax.AbstractSystem):
+    """y' = -y until y = c (a state named like the Solution field ``y``)."""
+
+    c: jax.Array = rollax.parameter(0.3)
+    state_names = ("y",)
+    events = (rollax.boundary("c"),)
+
+    def vector_field(self, t, y, mode):
+        return -y
+
+    def event_values(self, t, y, mode):
+        return y - self.c
+
 TOL = dict(rtol=1e-10, atol=1e-10, lanes=16)
 
 
@@ -34,6 +50,12 @@ def test_grid_over_a_state_component_and_a_parameter(tmp_path):
     np.testing.assert_array_equal(first.solution["t"], again.solution["t"])
     saved = np.load(res.save(tmp_path / "ball.npz"))
     assert list(saved["axes"]) == ["z", "e"] and saved["outcome"].shape == (7, 5)
+    np.testing.assert_array_equal(saved["axis.e"], axes[1].values)
+    # an axis named like a Solution field (the state "y" of a system) is saved apart from it
+    decay = rollax.sweep(Decay(), [rollax.Axis("y", 1.0, 2.0, 3)], t1=10.0, progress=False)
+    saved = np.load(decay.save(tmp_path / "decay.npz"))
+    np.testing.assert_array_equal(saved["axis.y"], [1.0, 1.5, 2.0])
+    assert saved["y"].shape == (3, 1)
 
 
 def test_per_start_parameters_equal_one_by_one_runs():

@@ -794,7 +794,6 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
                        status).astype(jnp.int32)
     # a reset that moves the time to or past t1 ends the run there
     status = jnp.where((status == -1) & (t_r >= t1), Status.T_MAX, status).astype(jnp.int32)
-    go_on = status == -1
     ended_by_event = status == Status.EVENT
     ys = s.ys
     if ts is not None:

@@ -75,14 +75,17 @@ class SweepResult:
         return {m.name.lower(): int(np.sum(self.outcome == m.value)) for m in names}
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the arrays, the axes and the parameters to one ``.npz`` file."""
+        """Write the arrays, the axes and the parameters to one ``.npz`` file: ``outcome``, the
+        :class:`rollax.Solution` fields by name, ``axes`` (the axis names), each axis's values
+        as ``axis.<name>`` (an axis may be named like a field: ``t``, ``y``) and each
+        parameter as ``param.<path>``."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         params = {jax.tree_util.keystr(k): np.asarray(v) for k, v in
                   jax.tree_util.tree_leaves_with_path(eqx.filter(self.system, eqx.is_array))}
         np.savez_compressed(
             path, outcome=self.outcome, **self.solution,
-            **{a.name: a.values for a in self.axes},
+            **{f"axis.{a.name}": a.values for a in self.axes},
             axes=np.array([a.name for a in self.axes]),
             **{f"param{k}": v for k, v in params.items()},
         )

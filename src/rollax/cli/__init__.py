@@ -99,6 +99,11 @@ def _main(argv: list[str]) -> int:
     except BrokenPipeError:
         _quiet_stdout()
         return 141
+    except OSError as err:  # an output that cannot be written (a path that cannot be made)
+        where = f": {err.filename}" if getattr(err, "filename", None) else ""
+        print(f"{prog}: error: cannot write the output{where} ({err.strerror or err})",
+              file=sys.stderr)
+        return 2
 
 
 def _set_signal(sig, handler):

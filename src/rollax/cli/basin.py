@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import os
@@ -10,8 +9,8 @@ import time
 
 import numpy as np
 
-from rollax.cli._args import (FINITE, NONNEGATIVE, POSITIVE, TOLERANCE, dumps, integer,
-                              real)
+from rollax.cli._args import (FINITE, NONNEGATIVE, POSITIVE, TOLERANCE, DefaultsHelpFormatter,
+                              dumps, integer, real)
 
 
 def register(subparsers) -> None:
@@ -25,7 +24,7 @@ def register(subparsers) -> None:
             "slipping time). Writes OUT/basin.npz and OUT/basin.png. With no arguments: the "
             "Fig. 11 no-slip map into ./rollax-out/."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--preset", choices=["fig11", "fig12", "fig13"], default=None,
                    help="a section of Figs. 11-13 (omega2 = 35, 65, 105; omega3 = 10)")
@@ -56,7 +55,7 @@ def register(subparsers) -> None:
     for name, default, unit in (("r", 0.12, "m"), ("a", 0.01, "m"), ("R", 0.225, "m"),
                                 ("j", 2 / 3, "-"), ("g", 9.81, "m/s^2")):
         p.add_argument(f"--{name}", dest=f"param_{name}", type=POSITIVE, default=default,
-                       help=f"ball/rim parameter {name} [{unit}]")
+                       metavar=name, help=f"ball/rim parameter {name} [{unit}]")
     p.add_argument("--chunk-size", type=integer(1), default=1 << 17, help="starts per resumable chunk")
     p.add_argument("--lanes", type=integer(16), default=512, help="lanes of each device's work queue")
     p.add_argument("--devices", type=integer(1), default=None, help="JAX devices to use (default: all)")
@@ -73,6 +72,8 @@ def run(args) -> int:
     from rollax.basin import Axis, basin_map, preset
     from rollax.rim import Rim
 
+    if not args.out:
+        raise ValueError("--out = '' is not allowed: give a directory")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"--out = {args.out!r} is not allowed: it is a file; give a directory "
                          f"(or a path that does not exist yet)")
