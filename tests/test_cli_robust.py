@@ -144,6 +144,23 @@ def test_out_naming_a_file_is_refused_before_any_work(tmp_path, capsys):
     assert f.read_text() == "x"
 
 
+def test_out_that_cannot_be_written_or_is_empty(tmp_path, capsys):
+    f = tmp_path / "f"
+    f.write_text("x")
+    # a directory below a file cannot be made: one line, exit 2 (it was a traceback, exit 1)
+    assert main(["basin", "--grid", "2", "2", "--no-progress", "--out", str(f / "sub")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write the output" in err
+    assert main(["basin", "--grid", "2", "2", "--out", ""]) == 2
+    assert "--out = '' is not allowed" in capsys.readouterr().err
+
+
+def test_basin_help_shows_each_default_once(capsys):
+    assert main(["basin", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "(default: None)" not in out and "--r r" in out and "--R R" in out
+
+
 def test_strict_json():
     text = dumps({"a": math.nan, "b": [math.inf, -math.inf, 1.5], "c": np.float32("nan"),
                   "d": np.array([1.0, np.nan]), "e": np.int64(3)})

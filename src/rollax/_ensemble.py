@@ -171,6 +171,9 @@ def solve_ensemble(
         if modes.shape != (N,):
             raise ValueError(f"mode has shape {modes.shape}; it must be one mode or ({N},)")
 
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress = {progress!r} is not allowed: it must be a function of the "
+                         f"number of starts finished, or None")
     system.check_functions(y0s[0], int(modes[0]), t0)
     dyn, static = eqx.partition(system, eqx.is_array)
     try:

@@ -492,7 +492,11 @@ def solve(
 
 
 def _check_ts(ts, t0, t1):
-    arr = jnp.asarray(ts, dtype=float)
+    try:
+        arr = jnp.asarray(ts, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"ts = {ts!r} is not allowed: it must be a non-empty 1-d array of save "
+                         f"times") from None
     if arr.ndim != 1 or arr.shape[0] == 0:
         raise ValueError(f"ts has shape {tuple(arr.shape)}; it must be a non-empty 1-d array "
                          f"of save times")
@@ -562,8 +566,12 @@ def check_options(t0, t1, rtol, atol, dt_max, **counts):
 
 def _solver(solver) -> diffrax.AbstractSolver:
     if isinstance(solver, diffrax.AbstractSolver):
+        if not isinstance(solver, diffrax.AbstractAdaptiveSolver):
+            raise ValueError(f"solver = {type(solver).__name__}() is not allowed: it gives no "
+                             f"error estimate to control the step with (use an adaptive solver: "
+                             f"dopri5, tsit5, dopri8)")
         return solver
-    if solver not in _SOLVERS:
+    if not isinstance(solver, str) or solver not in _SOLVERS:
         raise ValueError(f"solver = {solver!r} must be a diffrax solver or one of {sorted(_SOLVERS)}")
     return _SOLVERS[solver]()
 

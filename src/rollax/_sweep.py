@@ -147,13 +147,27 @@ def sweep(
     """
     from rollax._ensemble import solve_ensemble
 
+    if not isinstance(system, AbstractSystem):
+        raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
+    if isinstance(axes, (str, bytes, Axis)) or not isinstance(axes, Sequence):
+        raise ValueError(f"axes = {axes!r} is not allowed: it must be a list of rollax.Axis")
     axes = tuple(axes)
     if not axes:
         raise ValueError("axes must name at least one state component or parameter")
+    for a in axes:
+        if not isinstance(a, Axis):
+            raise ValueError(f"axis = {a!r} is not allowed: each axis must be a "
+                             f"rollax.Axis(name, lo, hi, n)")
+    if system.batch_shape():
+        raise ValueError(f"the parameters of {type(system).__name__} have batch shape "
+                         f"{system.batch_shape()}; rollax.sweep takes one value per parameter "
+                         f"(a parameter that varies goes on an axis)")
+    if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+        raise ValueError(f"cache_dir = {cache_dir!r} is not allowed: it must be a directory "
+                         f"path or None")
     names = [a.name for a in axes]
     if len(set(names)) != len(names):
         raise ValueError(f"axes = {names} name a variable twice")
-    d = system.state_dim
     state_ix = {a.name: system.state_names.index(a.name) for a in axes
                 if a.name in system.state_names}
     getters = {a.name: _param_path(system, a.name) for a in axes if a.name not in state_ix}
@@ -238,6 +252,15 @@ def _per_run(fn, system, sol):
     return eqx.filter_vmap(fn, in_axes=(system.batch_axes(), 0))(system, sol)
 
 
+def _number(name, v) -> float:
+    try:
+        if isinstance(v, (bool, str, bytes)):
+            raise TypeError
+        return float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} = {v!r} is not allowed: it must be a number") from None
+
+
 def _base_state(system, y0, on_axes) -> np.ndarray:
     d = system.state_dim
     names = system.state_names
@@ -251,9 +274,13 @@ def _base_state(system, y0, on_axes) -> np.ndarray:
         missing = [n for n in names if n not in y0 and n not in on_axes]
         if missing:
             raise ValueError(f"y0 needs values for {missing} (the state components not on an axis)")
-        base = np.array([float(y0.get(n, 0.0)) for n in names])
+        base = np.array([_number(f"y0[{n!r}]", y0.get(n, 0.0)) for n in names])
     else:
-        base = np.asarray(y0, dtype=float)
+        try:
+            base = np.asarray(y0, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"y0 = {y0!r} is not allowed: it must be {d} numbers or a mapping "
+                             f"from state names to numbers") from None
         if base.shape != (d,):
             raise ValueError(f"y0 has shape {base.shape}; {type(system).__name__} needs ({d},)")
     if not np.all(np.isfinite(base)):

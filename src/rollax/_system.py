@@ -64,14 +64,16 @@ class Event:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"event name = {self.name!r} must be a non-empty string")
         try:
-            kind = EventKind(self.kind)
-        except ValueError:
+            kind = (EventKind[self.kind.upper()] if isinstance(self.kind, str)
+                    else EventKind(self.kind))
+        except (KeyError, ValueError):
             raise ValueError(f"event kind = {self.kind!r} must be one of "
-                             f"{[k.name for k in EventKind]}") from None
+                             f"{[k.name.lower() for k in EventKind]} or an EventKind") from None
         object.__setattr__(self, "kind", kind)
-        if not (isinstance(self.target, (int, np.integer)) and self.target >= 0):
+        if isinstance(self.target, bool) or not (isinstance(self.target, (int, np.integer))
+                                                 and self.target >= 0):
             raise ValueError(f"event target = {self.target!r} must be an integer >= 0")
-        if self.direction not in (-1, 0, 1):
+        if isinstance(self.direction, bool) or self.direction not in (-1, 0, 1):
             raise ValueError(f"event direction = {self.direction!r} must be -1, 0 or 1")
         if kind == EventKind.BOUNDARY and (self.target != 1 or self.direction != 0):
             raise ValueError(f"boundary event {self.name!r} takes no target or direction "
