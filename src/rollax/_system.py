@@ -170,18 +170,20 @@ class AbstractSystem(eqx.Module):
         """A ``ValueError`` unless ``vector_field`` (and ``field_and_events``) give ``(d,)`` and
         ``event_values`` one value per entry of ``events`` at a state ``y0`` (``(d,)``) of the
         system. Shapes only: the functions are traced abstractly, once per system structure."""
-        dyn, static = eqx.partition(self, eqx.is_array)
-        avals = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x),
-                                                                      jnp.result_type(x)), dyn)
-        y = jax.ShapeDtypeStruct(jnp.shape(y0), jnp.result_type(float))
+        # the cache key (a flatten, no array work: an eager rollax.solve call pays it)
+        leaves, treedef = jax.tree_util.tree_flatten(self)
         try:
-            key = (static, jax.tree_util.tree_structure(avals),
-                   tuple((a.shape, a.dtype) for a in jax.tree_util.tree_leaves(avals)), y.shape)
+            key = (treedef, tuple((getattr(x, "shape", None), getattr(x, "dtype", type(x)))
+                                  for x in leaves), tuple(jnp.shape(y0)))
             hash(key)
         except TypeError:
             key = None
         if key is not None and key in _CHECKED:
             return
+        dyn, static = eqx.partition(self, eqx.is_array)
+        avals = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x),
+                                                                      jnp.result_type(x)), dyn)
+        y = jax.ShapeDtypeStruct(jnp.shape(y0), jnp.result_type(float))
         batched = bool(self.batch_shape())
 
         def shapes(sys_, y_, m_):
