@@ -92,7 +92,7 @@ def test_traced_options_are_checked_in_the_run():
     # at t = -1)
     run = jax.vmap(lambda t1: rollax.solve(Oscillator(), Y, 0.0, t1).t)
     np.testing.assert_allclose(run(jnp.array([5.0, 6.0])), [5.0, 6.0])
-    with pytest.raises(Exception, match="need a finite t0 < t1"):
+    with pytest.raises(Exception, match="need a finite t0 <= t1"):
         jax.block_until_ready(run(jnp.array([5.0, -1.0])))
 
 

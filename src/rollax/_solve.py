@@ -596,10 +596,11 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
     events = system.event_set
     n = events.n
     m = 0 if ts is None else ts.shape[0]
-    if opts.traced:  # the checks of check_options, on values known only now
-        ok = (t1 > t0) & jnp.isfinite(t0) & ~jnp.isnan(t1) & (rtol > 0) & (rtol < 1) \
+    if opts.traced:  # the checks of check_options, on values known only now; a traced
+        # t1 = t0 is allowed (a phase of length 0 ends at once: rollax.robot.fly uses it)
+        ok = (t1 >= t0) & jnp.isfinite(t0) & ~jnp.isnan(t1) & (rtol > 0) & (rtol < 1) \
             & (atol > 0) & (atol < 1) & (dt_max > 0)
-        t0 = eqx.error_if(t0, ~ok, "rollax.solve: need a finite t0 < t1, rtol and atol in "
+        t0 = eqx.error_if(t0, ~ok, "rollax.solve: need a finite t0 <= t1, rtol and atol in "
                                    "(0, 1) and dt_max > 0")
     st = _State(t0, y0, mode, aux, jnp.int32(-1), jnp.int32(-1), jnp.zeros(n, jnp.int32),
                 jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0),
