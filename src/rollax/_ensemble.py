@@ -34,6 +34,7 @@ from rollax import ensemble
 from rollax._solution import Solution
 from rollax._solve import check_options
 from rollax._system import AbstractSystem
+from rollax._validate import _show
 from rollax.events import EventSet
 
 
@@ -228,8 +229,8 @@ def _valid_rows(valid, y0s):
     n = np.shape(y0s)[0] if np.ndim(y0s) else 0
     v = np.asarray(valid)
     if v.dtype.kind not in "bi" or v.shape != (n,):
-        shown = repr(valid) if v.size <= 8 else f"an array of shape {v.shape}"
-        raise ValueError(f"valid = {shown} is not allowed: it must be {n} booleans, one per start")
+        raise ValueError(f"valid = {_show(valid)} is not allowed: it must be {n} booleans, "
+                         f"one per start")
     return v.astype(bool)
 
 

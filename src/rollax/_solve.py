@@ -60,7 +60,7 @@ from jaxtyping import Array, Float, Int
 from rollax import dopri5
 from rollax._solution import Solution, Status
 from rollax._system import AbstractSystem
-from rollax._validate import check_jump_ts
+from rollax._validate import _show, check_jump_ts
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 
@@ -540,8 +540,7 @@ def _check_concrete(name, v, ok, allowed):
     except Exception:
         a = np.asarray(None)
     if a.dtype.kind not in "fiu" or a.ndim != 0:
-        shown = repr(v) if a.size <= 8 else f"an array of shape {a.shape}"
-        raise ValueError(f"{name} = {shown} is not allowed: it must be a real number")
+        raise ValueError(f"{name} = {_show(v)} is not allowed: it must be a real number")
     if not ok(float(a)):
         raise ValueError(f"{name} = {v!r} is outside the allowed range {allowed}")
 

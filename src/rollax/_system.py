@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from rollax._validate import _show
 from rollax.events import BOUNDARY, CROSSING, EventSet
 
 
@@ -275,7 +276,7 @@ class AbstractSystem(eqx.Module):
             except Exception:
                 kind = "O"
         if kind not in ("f", "i", "u"):
-            raise ValueError(f"{name} = {_short(y)} is not allowed: it must be real numbers")
+            raise ValueError(f"{name} = {_show(y)} is not allowed: it must be real numbers")
         y = jnp.asarray(y, dtype=float)
         d = self.state_dim
         if y.ndim == 0 or (d and y.shape[-1] != d):
@@ -332,11 +333,6 @@ class AbstractSystem(eqx.Module):
         leaves, cores = _leaves_and_core(self)
         marks = iter([0 if jnp.ndim(x) > c else None for x, c in zip(leaves, cores)])
         return jax.tree_util.tree_map(lambda x: next(marks) if eqx.is_array(x) else None, self)
-
-
-def _short(x) -> str:
-    r = repr(x)
-    return r if len(r) <= 60 else r[:57] + "..."
 
 
 # system structures whose function shapes were checked (check_functions)
