@@ -617,6 +617,12 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
                     ys=None if ts is None else st.ys)
 
 
+# the length of the stand-in step redone where no event fired (relative to max(1, |t0|)):
+# short enough that one step from a valid state stays finite, long enough that 1/h does not
+# overflow
+_SAFE_H = 1e-6
+
+
 def _g(system, interp, mode, e, t):
     return system.event_values(t, interp.evaluate(t), mode)[e]
 
@@ -648,7 +654,8 @@ def _root_time_jvp(primals, tangents):
     if g_dot is None:  # a symbolic zero: nothing the tangent moves reaches g
         g_dot = jnp.zeros_like(t)
     slope = _slope(system, interp, mode, e, t)
-    safe = jnp.abs(slope) > 0
+    # a subnormal slope would make 1/slope inf, and a masked branch's zero cotangent NaN
+    safe = jnp.abs(slope) >= jnp.finfo(jnp.result_type(slope)).tiny
     return t, jnp.where(safe, -g_dot / jnp.where(safe, slope, 1.0), 0.0)
 
 
@@ -736,16 +743,21 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     t_last = (sol.ts if ts is None else sol.ts[0])[-1]
     steps = s.steps + jnp.where(skip, 0, sol.stats["num_steps"]).astype(jnp.int32)
 
-    # the terminal event's root
-    interp, y1_f = redone(ev.f_t0, ev.f_t1, ev.f_y0, ev.f_state, ev.f_jump)
+    # the terminal event's root. Where no event fired, the slot still holds its start values
+    # (a step of length 0): the branch is computed and masked, and its derivative must stay
+    # finite, or reverse mode's zero cotangent times an infinite 1/h is NaN (issue 41). So
+    # that step gets a short nonzero length from the same valid start.
+    has_step = ev.stop > 0
+    f_t1 = jnp.where(has_step, ev.f_t1, ev.f_t0 + _SAFE_H * jnp.maximum(1.0, jnp.abs(ev.f_t0)))
+    interp, y1_f = redone(ev.f_t0, f_t1, ev.f_y0, ev.f_state, ev.f_jump)
     g_at = lambda t: system.event_values(t, interp.evaluate(t), mode)  # noqa: E731
     fired = (ev.stop > 0) & (ev.bad == 0) & ~skip
     if n:
-        loc = locate_in_step(events, lambda t: sg(g_at(t)), sg(ev.f_t0), sg(ev.f_t1 - ev.f_t0),
+        loc = locate_in_step(events, lambda t: sg(g_at(t)), sg(ev.f_t0), sg(f_t1 - ev.f_t0),
                              opts.n_samples, sg(ev.f_sign), sg(ev.f_count).astype(jnp.int32),
-                             sg(ev.f_tzero), vals=samples(interp, y1_f, ev.f_t0, ev.f_t1 - ev.f_t0))
+                             sg(ev.f_tzero), vals=samples(interp, y1_f, ev.f_t0, f_t1 - ev.f_t0))
         found = fired & loc.found
-        t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(ev.f_t1)),
+        t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(f_t1)),
                                loc.event)
     else:  # no events: nothing to locate
         loc = Located(jnp.asarray(False), jnp.int32(0), t0, jnp.zeros(0, jnp.int32))
@@ -761,18 +773,19 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
         # crossing event i, in slot c
         seen = jnp.isfinite(ev.c_t0[c])
         ct0 = jnp.where(seen, ev.c_t0[c], t0)
-        ct1 = jnp.where(seen, ev.c_t1[c], t0)
+        # not seen: a short stand-in step, as for the terminal slot (finite derivatives)
+        ct1 = jnp.where(seen, ev.c_t1[c], t0 + _SAFE_H * jnp.maximum(1.0, jnp.abs(t0)))
         ip, y1_c = redone(ct0, ct1, ev.c_y0[c], tuple(x[c] for x in ev.c_state), ev.c_jump[c])
         only = jnp.arange(n) == i
-        h = jnp.where(seen, ev.c_t1[c] - ev.c_t0[c], 1.0)
-        c0 = jnp.where(seen, ev.c_t0[c], 0.0)
+        h = ct1 - ct0
+        c0 = ct0
         lc = locate_in_step(
             events, lambda t: sg(system.event_values(t, ip.evaluate(t), mode)),
             sg(c0), sg(h), opts.n_samples,
             jnp.where(only, sg(ev.c_sign[c]), 0.0), jnp.zeros(n, jnp.int32),
             jnp.where(only, sg(ev.c_tzero[c]), jnp.nan), jnp.where(only, 1, 0), only,
             vals=samples(ip, y1_c, c0, h))
-        tf, _ = _implicit(system, mode, ip, jnp.where(seen & lc.found, lc.t, 0.0), i)
+        tf, _ = _implicit(system, mode, ip, jnp.where(seen & lc.found, lc.t, ct0), i)
         # the crossing that ends the segment is the first when none was seen before it
         end_first = found & (e == i) & (counts[i] == 1)
         return jnp.where(seen & lc.found & ~(found & (lc.t > t_ev)), tf,
