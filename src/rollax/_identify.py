@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rollax import _diagnostics, _lm
 from rollax._solution import Status
 from rollax._solve import solve
 from rollax._system import AbstractSystem
@@ -146,6 +147,15 @@ class Fit:
     n_observations: int
     warnings: list[str]
     history: list[dict]
+    status: str = "converged"  # "converged", "poor_fit" or "not_converged"
+    chi2: float = math.nan  # sum of the squared weighted residuals
+    dof: int = 0  # residuals - fitted quantities
+    chi2_per_dof: float = math.nan
+    p_value: float = math.nan  # P(chi^2 >= the observed) for a good fit with these noise levels
+    whiteness: dict = dataclasses.field(default_factory=dict)  # {observable: {lag1, runs_z}}
+    noise_estimated: bool = False  # sigma from the residuals (chi2_per_dof is then ~1)
+    profile: dict = dataclasses.field(default_factory=dict)  # {parameter: profile likelihood}
+    windows: list = dataclasses.field(default_factory=list)  # window lengths fitted [s]
 
     def __getitem__(self, name: str) -> tuple[float, float]:
         """``(value, standard error)`` of a fitted quantity."""
@@ -168,6 +178,16 @@ class Fit:
             "sigma": {k: f(v) for k, v in self.sigma.items()},
             "residual_rms": {k: f(v) for k, v in self.residual_rms.items()},
             "cost": f(self.cost), "iterations": self.iterations, "converged": self.converged,
+            "status": self.status, "chi2": f(self.chi2), "dof": int(self.dof),
+            "chi2_per_dof": f(self.chi2_per_dof), "p_value": f(self.p_value),
+            "whiteness": {k: {n: f(v) for n, v in d.items()} for k, d in self.whiteness.items()},
+            "noise_estimated": bool(self.noise_estimated),
+            "profile": {k: {"interval95": [None if v is None else f(v) for v in p["interval"]],
+                            "closed": [bool(c) for c in p["closed"]],
+                            "values": [f(v) for v in p["values"]],
+                            "delta_chi2": [f(v) for v in p["delta_chi2"]]}
+                        for k, p in self.profile.items()},
+            "windows_s": [f(w) for w in self.windows],
             "wall_time_s": f(self.wall_time), "n_observations": self.n_observations,
             "warnings": list(self.warnings),
         }
@@ -292,18 +312,26 @@ class _Problem(eqx.Module):
             y0 = y0.at[jnp.asarray(self.y0_index)].set(x[len(self.paths):])
         return system, y0
 
-    def predict(self, x):
+    def predict(self, x, t_end=None):
+        """The observables at the observation times up to ``t_end`` (default: all; nan
+        after it: the model is integrated to ``t_end`` only)."""
         system, y0 = self.build(x)
         flow = system if system.hybrid else _Flow(system)
-        sol = solve(flow, y0, self.t[0], self.t[-1], ts=self.t, rtol=self.rtol, atol=self.atol,
+        t1 = self.t[-1] if t_end is None else t_end
+        sol = solve(flow, y0, self.t[0], t1, ts=self.t, rtol=self.rtol, atol=self.atol,
                     max_steps=self.max_steps, adjoint=diffrax.ForwardMode())
         obs = self.observe
         h = (lambda t, y: obs(system, t, y)) if callable(obs) else getattr(system, obs)
         return jax.vmap(h)(self.t, sol.ys), system, y0
 
-    def residuals(self, x):
-        pred, system, y0 = self.predict(x)
-        r = ((pred - self.values) * self.inv_sigma).reshape(-1)
+    def residuals(self, x, t_end=None):
+        """Weighted residuals; with ``t_end`` (a window of the record, traced: one compile for
+        every window) those after it are 0."""
+        pred, system, y0 = self.predict(x, t_end)
+        r = (pred - self.values) * self.inv_sigma
+        if t_end is not None:
+            r = jnp.where((self.t <= t_end)[:, None], r, 0.0)
+        r = r.reshape(-1)
         if self.with_event:
             sol = solve(system, y0, self.t[0], jnp.inf, rtol=self.rtol, atol=self.atol,
                         max_steps=self.max_steps, adjoint=diffrax.ForwardMode())
@@ -331,6 +359,22 @@ def _costs(xs, problem: _Problem):
 
 
 @eqx.filter_jit
+def _batch_costs(xs, t_end, problem: _Problem):
+    """Costs of the lanes ``xs`` (L, n) on the window ``t <= t_end`` (one vmapped solve)."""
+    return jax.vmap(lambda x: 0.5 * jnp.sum(problem.residuals(x, t_end) ** 2))(xs)
+
+
+@eqx.filter_jit
+def _batch_residuals_and_jacobians(xs, t_end, problem: _Problem):
+    """Residuals and forward-mode Jacobians of the lanes ``xs`` on the window ``t <= t_end``."""
+    def one(x):
+        r_fn = lambda z: (problem.residuals(z, t_end),) * 2  # noqa: E731
+        J, r = jax.jacfwd(r_fn, has_aux=True)(x)
+        return r, J
+    return jax.vmap(one)(xs)
+
+
+@eqx.filter_jit
 def _predict(x, problem: _Problem):
     return problem.predict(x)[0]
 
@@ -350,20 +394,48 @@ def identify(
     max_iter: int = 100,
     tol: float = 1e-10,
     max_steps: int = 16_384,
+    robust: bool = True,
+    windows: Sequence[float] | None = None,
+    n_starts: int = 8,
+    profile: bool = True,
     progress: bool | Callable[[dict], None] = False,
 ) -> Fit:
     """Fit the parameter fields ``params`` of ``system`` and its initial state to ``observations``.
 
     ``y0``: the initial state (a guess for the fitted components; default
-    ``system.guess_state(observations)`` where the system has one); ``fit_y0``: fit all state
-    components (``True``), none, or the named ones; ``y0_candidates``: further guesses
-    ``(m, d)``, the one with the least cost starts the fit. ``bounds``: ``{name: (lo, hi)}``
-    added to the bounds the models declare (rates >= 0, 0 < j <= 1). The model is integrated by
-    :func:`rollax.solve` at ``rtol``/``atol`` from the first observation time. The fit stops
-    when a step changes the cost by less than ``tol`` relative, or after ``max_iter``
-    iterations. ``progress``: print a line per iteration, or call a function with its record.
-    Returns a :class:`Fit`; warns (:class:`IdentifiabilityWarning`) where the data do not
-    determine a fitted quantity.
+    ``system.guess_state(observations)`` where the system has one, which also gives further
+    starts); ``fit_y0``: fit all state components (``True``), none, or the named ones;
+    ``y0_candidates``: further guesses ``(m, d)``. ``bounds``: ``{name: (lo, hi)}`` added to
+    the bounds the models declare (rates >= 0, 0 < j <= 1). The model is integrated by
+    :func:`rollax.solve` at ``rtol``/``atol`` from the first observation time.
+
+    **How the fit works** (``robust=True``, the default). A long record of a nearly periodic
+    motion, fitted at once from a poor start, has many local minima (phase slips). So the fit
+    is continued over growing windows of the record (``windows``: their lengths [s] from the
+    first observation; default: from a window of about 1/32 of the record, growing 1.5x, to
+    the whole record), each window's fit starting from the last one's. The first window is
+    fitted from the ``n_starts`` best of all starts (``y0``, the candidates) by cost, as one
+    batched (vmapped) solve per iteration; the best three lanes go on through the first half
+    of the windows, the best one to the end. ``robust=False``: one fit of the whole record from
+    the best start (the method before; kept to compare).
+    Each window's fit is projected Levenberg-Marquardt (:mod:`rollax._lm`); it stops when a
+    step changes the cost by less than ``tol`` relative, or after ``max_iter`` trial steps.
+
+    **What the result says** (:class:`Fit`). ``chi2``, ``dof``, ``chi2_per_dof`` and
+    ``p_value`` of the weighted residuals; ``whiteness``: per observable the lag-1
+    autocorrelation of the residuals and the runs test's z (both near 0 for white noise). A
+    fit whose chi^2 per degree of freedom is above 2 with the noise given, or whose residuals
+    are strongly correlated (|lag-1| > 0.5), has ``status = "poor_fit"`` and a warning: the
+    model does not follow the data (a local minimum, a wrong model or noise levels too small)
+    and its standard errors, which assume a good fit, are not to be trusted. Noise levels not
+    given are estimated from the residuals (``noise_estimated``; the covariance is then scaled
+    by them). ``std_errors``: Gauss-Newton. ``profile`` (``profile=True``): for each named
+    parameter the profile likelihood (the other quantities refitted at fixed values of it) and
+    its 95 % interval, where chi^2 rises by 3.84; it holds where the Gauss-Newton bars do not
+    (curved, strongly correlated valleys; a bound). ``status``: ``"converged"``,
+    ``"poor_fit"`` or ``"not_converged"``; ``converged`` is true only for the first.
+    Warns (:class:`IdentifiabilityWarning`) where the data do not determine a fitted quantity.
+    ``progress``: print a line per iteration, or call a function with its record.
     """
     t_start = time.perf_counter()
     if not isinstance(system, AbstractSystem):
@@ -378,11 +450,17 @@ def identify(
     if len(set(params)) != len(params):
         raise ValueError(f"params = {list(params)!r} names a parameter twice")
     paths = tuple(parameter_path(system, p) for p in params)
-    for name, v, lo in (("max_iter", max_iter, 1), ("max_steps", max_steps, 1)):
-        if not (isinstance(v, int) and v >= lo):
-            raise ValueError(f"{name} = {v!r} must be an integer >= {lo}")
-    if not (0 < tol < 1):
+    for name, v, lo_ in (("max_iter", max_iter, 1), ("max_steps", max_steps, 1),
+                         ("n_starts", n_starts, 1)):
+        if not (isinstance(v, int) and not isinstance(v, bool) and v >= lo_):
+            raise ValueError(f"{name} = {v!r} must be an integer >= {lo_}")
+    if not (isinstance(tol, (int, float)) and 0 < tol < 1):
         raise ValueError(f"tol = {tol!r} is outside the allowed range (0, 1)")
+    for name, v in (("robust", robust), ("profile", profile)):
+        if not isinstance(v, bool):
+            raise ValueError(f"{name} = {v!r} must be True or False")
+    span = float(obs.t[-1] - obs.t[0])
+    win = _windows(obs.t, windows, span) if robust else [span]
     if y0 is None:
         if not hasattr(system, "guess_state"):
             raise ValueError(f"y0 is needed: {type(system).__name__} has no guess_state")
@@ -429,53 +507,90 @@ def identify(
         i = int(np.argmax((x0 < lo) | (x0 > hi)))
         raise ValueError(f"the starting value {fitted[i]} = {float(x0[i])!r} is outside its bounds "
                          f"[{lo[i]}, {hi[i]}]")
-
-    sigma = obs.sigma if obs.sigma is not None else _noise_guess(obs.values)
-
-    def problem_for(sig):
-        return _problem(system, y0, obs, sig, rtol, atol, paths, y0_index, max_steps)
-
-    report = _reporter(progress)
-    problem = problem_for(sigma)
+    starts = x0[None]
     if y0_candidates is not None:
         cands = np.asarray(y0_candidates, dtype=float)
+        if cands.ndim != 2 or cands.shape[1] != y0.shape[0]:
+            raise ValueError(f"y0_candidates has shape {cands.shape}; it must be (m, "
+                             f"{y0.shape[0]})")
         xs = np.repeat(x0[None], cands.shape[0], axis=0)
         xs[:, len(params):] = cands[:, list(y0_index)]
-        track = dataclasses.replace(problem, with_event=False)  # (see below)
-        costs = np.asarray(_costs(jnp.asarray(xs), track))
-        costs = np.where(np.isfinite(costs), costs, np.inf)
-        if np.isfinite(costs).any() and costs.min() < _cost(x0, track):
-            x0 = xs[int(np.argmin(costs))]
-        report({"stage": "start", "candidates": int(cands.shape[0]),
-                "cost": float(np.min(costs))})
+        starts = np.concatenate([starts, xs])
 
+    noise_estimated = obs.sigma is None
+    sigma = obs.sigma if not noise_estimated else _noise_guess(obs.values)
+
+    def problem_for(sig, with_event):
+        p = _problem(system, y0, obs, sig, rtol, atol, paths, y0_index, max_steps)
+        return p if with_event else dataclasses.replace(p, with_event=False)
+
+    report = _reporter(progress)
     history: list[dict] = []
-    x, it, converged = x0, 0, False
-    if obs.t_event is not None:
-        # the event time is far from the guess's and strongly nonlinear in it: fit the track
-        # first, then add the event time (a direct fit stalled at 4e8 in 100 iterations)
-        x, it, _ = _levenberg_marquardt(x, dataclasses.replace(problem, with_event=False),
-                                        lo, hi, max_iter, tol, history, report)
-    # with estimated noise levels: fit, re-estimate them from the residuals, fit again
-    rounds = 1 if obs.sigma is not None else 3
-    for rnd in range(rounds):
-        x, k, converged = _levenberg_marquardt(x, problem, lo, hi, max_iter, tol, history,
-                                               report)
-        it += k
-        if obs.sigma is not None:
-            break
-        r = np.asarray(_residuals(jnp.asarray(x), problem))
-        per = r[: obs.values.size].reshape(obs.values.shape) * np.asarray(sigma)
-        dof = max(1.0, 1.0 - n_fit / n_res)
-        new = np.sqrt(np.mean(per**2, axis=0) / dof)
-        new = np.where(new > 0, new, np.asarray(sigma))
-        done = np.allclose(new, sigma, rtol=1e-3)
-        sigma = new
-        problem = problem_for(sigma)
-        if done:
-            break
 
-    r, J = (np.asarray(a) for a in _residuals_and_jacobian(jnp.asarray(x), problem))
+    def rec(r):
+        history.append(r)
+        report(r)
+
+    # the windows: the track alone (the event time, far from the guess's and strongly
+    # nonlinear in it, joins on the whole record: a direct fit stalled at 4e8 in 100
+    # iterations). Every batched call has n_starts lanes (padded) or one, so that each
+    # function compiles at most twice: compiling, not running, is most of a first fit's time
+    track = problem_for(sigma, False)
+    t0 = float(obs.t[0])
+    L = n_starts if robust else 1
+    costs = _lanes(lambda z, te, p: _batch_costs(z, te, p), starts, t0 + win[0], track, L)
+    costs = np.where(np.isfinite(costs), costs, np.inf)
+    if not np.isfinite(costs).any():
+        raise ValueError("the model cannot be evaluated at any starting guess (non-finite "
+                         "residuals: the run failed or ended before the last observation)")
+    order = np.argsort(costs, kind="stable")[:L]
+    order = order[np.isfinite(costs[order])]
+    rec({"stage": "start", "candidates": int(starts.shape[0]), "cost": float(costs[order[0]])})
+    xs = starts[order]
+    it = 0
+    converged = False
+    half = (len(win) + 1) // 2
+    for k, w in enumerate(win):
+        width = L if k < half else 1
+        xs = xs[:width]
+        lanes = _lm.solve(
+            xs, lambda z: _lanes(_batch_residuals_and_jacobians, z, t0 + w, track, width),
+            lambda z: _lanes(_batch_costs, z, t0 + w, track, width), lo, hi,
+            max_iter=max_iter, tol=tol, cost_atol=_WINDOW_ATOL if k + 1 < len(win) else
+            _FINAL_ATOL, report=rec, stage=f"window {w:.4g} s")
+        it += int(lanes.iterations.max(initial=0))
+        best = np.argsort(lanes.cost, kind="stable")
+        xs = lanes.x[best]
+        converged = bool(lanes.converged[best[0]])
+    x = xs[0]
+
+    # on the whole record (the event time too): fit; with noise levels not given, re-estimate
+    # them from the residuals and fit again
+    problem = problem_for(sigma, True)
+
+    def refit(x):
+        lanes = _single(x, problem, lo, hi, max_iter, tol, rec, "whole record")
+        return lanes.x[0], bool(lanes.converged[0]), int(lanes.iterations[0])
+
+    if obs.t_event is not None:
+        x, converged, k = refit(x)
+        it += k
+    if noise_estimated:
+        for _ in range(3):
+            r = _single_rj(x, problem)[0]
+            per = r[: obs.values.size].reshape(obs.values.shape) * np.asarray(sigma)
+            dof = max(1.0, 1.0 - n_fit / n_res)
+            new = np.sqrt(np.mean(per**2, axis=0) / dof)
+            new = np.where(new > 0, new, np.asarray(sigma))
+            done = np.allclose(new, sigma, rtol=1e-3)
+            sigma = new
+            problem = problem_for(sigma, True)
+            x, converged, k = refit(x)
+            it += k
+            if done:
+                break
+
+    r, J = _single_rj(x, problem)
     cost = 0.5 * float(r @ r)
     at_bound = (x <= lo) | (x >= hi)
     cov, corr, se, cond = _covariance(J)
@@ -485,14 +600,117 @@ def identify(
     if obs.t_event is not None:
         rms["t_event"] = float(abs(r[-1]) * float(obs.sigma_event))
     sig = {n: float(s) for n, s in zip(obs.names, np.asarray(sigma))}
+    diag = _diagnostics.goodness(r, obs.values.shape, obs.names, n_fit)
     msgs = _identifiability(fitted, x, se, cond, at_bound, len(params))
+    status = "converged" if converged else "not_converged"
+    poor = _diagnostics.poor_fit(diag, sigma_given=not noise_estimated)
+    if poor:
+        status = "poor_fit"
+        msgs.insert(0, f"poor fit: {poor}; the model does not follow the data (a local "
+                       f"minimum, a wrong model or noise levels set too small), so the "
+                       f"standard errors are not to be trusted: try robust=True, a better y0 "
+                       f"or its candidates, other fitted parameters, or check the noise levels")
+    elif not converged:
+        msgs.insert(0, f"the fit did not converge in max_iter = {max_iter} trial steps; "
+                       f"the estimates and their errors are not final")
+    prof = {}
+    if profile and params and status != "poor_fit" and np.all(np.isfinite(se[:len(params)])):
+        rj, cf = _full_record(problem, L)
+        prof = _diagnostics.profile(x, cost, cov, lo, hi, list(range(len(params))), fitted,
+                                    rj, cf, max_iter=max_iter, tol=tol, cost_atol=_FINAL_ATOL,
+                                    report=rec)
+        for name, p in prof.items():
+            if not (p["closed"][0] and p["closed"][1]):
+                side = "above" if p["closed"][0] else "below" if p["closed"][1] else "either side"
+                msgs.append(f"{name}: its profile likelihood stays within the 95 % level "
+                            f"{side} over the range tried: the data cannot bound it there "
+                            f"(interval {_interval_text(p['interval'])})")
     for m in msgs:
         warnings.warn(m, IdentifiabilityWarning, stacklevel=2)
     return Fit(names=fitted, values=x, std_errors=se, correlation=corr, covariance=cov,
                at_bound=at_bound, system=fit_system, y0=np.asarray(fit_y0_arr), sigma=sig,
-               residual_rms=rms, cost=cost, iterations=it, converged=converged,
+               residual_rms=rms, cost=cost, iterations=it, converged=status == "converged",
                wall_time=time.perf_counter() - t_start, n_observations=int(obs.t.shape[0]),
-               warnings=msgs, history=history)
+               warnings=msgs, history=history, status=status, chi2=diag["chi2"],
+               dof=diag["dof"], chi2_per_dof=diag["chi2_per_dof"], p_value=diag["p_value"],
+               whiteness=diag["whiteness"], noise_estimated=noise_estimated, profile=prof,
+               windows=[float(w) for w in win])
+
+
+# a window's fit stops when a step lowers chi^2 / 2 by less than this (the next window
+# refines it); the whole record's by less than _FINAL_ATOL (~1e-3 standard errors)
+_WINDOW_ATOL = 1e-2
+_FINAL_ATOL = 1e-6
+
+
+def _lanes(fn, xs, t_end, problem, width):
+    """``fn(lanes, t_end, problem)`` on the rows of ``xs`` in batches of exactly ``width``
+    (the last padded with copies of its first row), concatenated: one compiled shape."""
+    xs = np.asarray(xs, float)
+    outs = []
+    for a in range(0, xs.shape[0], width):
+        chunk = xs[a:a + width]
+        n = chunk.shape[0]
+        if n < width:
+            chunk = np.concatenate([chunk, np.repeat(chunk[:1], width - n, axis=0)])
+        out = fn(jnp.asarray(chunk), jnp.asarray(float(t_end)), problem)
+        outs.append(jax.tree_util.tree_map(lambda v: np.asarray(v)[:n], out))
+    return jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outs)
+
+
+def _full_record(problem, width):
+    """Batched ``(rj, cost)`` on the whole record (the event time included where observed)."""
+    if problem.with_event:
+        return (lambda z: _lanes(lambda a, _, p: _batch_rj_full(a, p), z, 0.0, problem, width),
+                lambda z: _lanes(lambda a, _, p: _costs(a, p), z, 0.0, problem, width))
+    t_end = float(problem.t[-1])
+    return (lambda z: _lanes(_batch_residuals_and_jacobians, z, t_end, problem, width),
+            lambda z: _lanes(_batch_costs, z, t_end, problem, width))
+
+
+def _single(x, problem, lo, hi, max_iter, tol, report, stage):
+    rj, cf = _full_record(problem, 1)
+    return _lm.solve(np.asarray(x)[None], rj, cf, lo, hi, max_iter=max_iter, tol=tol,
+                     cost_atol=_FINAL_ATOL, report=report, stage=stage)
+
+
+def _single_rj(x, problem):
+    r, J = _full_record(problem, 1)[0](np.asarray(x)[None])
+    return r[0], J[0]
+
+
+@eqx.filter_jit
+def _batch_rj_full(xs, problem: _Problem):
+    def one(x):
+        r_fn = lambda z: (problem.residuals(z),) * 2  # noqa: E731
+        J, r = jax.jacfwd(r_fn, has_aux=True)(x)
+        return r, J
+    return jax.vmap(one)(xs)
+
+
+def _windows(t, windows, span) -> list[float]:
+    """Window lengths [s] from the first observation, the last the whole record."""
+    if windows is None:
+        # the first holds ~1/32 of the record but at least 24 samples; then 1.5x each
+        n = t.shape[0]
+        w = max(span / 32.0, float(t[min(n - 1, 24)] - t[0]))
+        out = []
+        while w < span:
+            out.append(w)
+            w *= 1.5
+        return out + [span]
+    try:
+        ws = [float(w) for w in windows]
+    except (TypeError, ValueError):
+        raise ValueError(f"windows = {windows!r} must be a sequence of window lengths [s]") \
+            from None
+    if not ws or not all(math.isfinite(w) and w > 0 for w in ws) or np.any(np.diff(ws) <= 0):
+        raise ValueError(f"windows = {windows!r} must be increasing lengths > 0 [s]")
+    return [w for w in ws if w < span] + [span]
+
+
+def _interval_text(iv) -> str:
+    return "[" + ", ".join("open" if v is None else f"{v:.4g}" for v in iv) + "]"
 
 
 def predict(fit: Fit, observations: Observations, t=None) -> np.ndarray:
@@ -534,82 +752,6 @@ def _noise_guess(values: np.ndarray) -> np.ndarray:
     return np.where(s > 0, s, 1e-6 * scale)
 
 
-def _levenberg_marquardt(x, problem, lo, hi, max_iter, tol, history, report):
-    """Projected LM; the damping follows the gain ratio (Nielsen 1999: lambda *= max(1/3,
-    1 - (2 rho - 1)^3) after a step, doubling factors after a failure), which crosses the
-    narrow curved valleys of correlated rates far faster than a fixed /3, x4 rule (measured:
-    100+ iterations -> ~10 on 2 s of rim data)."""
-    lam, nu = None, 2.0
-    r, J = (np.asarray(a) for a in _residuals_and_jacobian(jnp.asarray(x), problem))
-    cost = 0.5 * float(r @ r)
-    if not math.isfinite(cost):
-        raise ValueError("the model cannot be evaluated at the starting guess (non-finite "
-                         "residuals: the run failed or ended before the last observation)")
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):
-        g = J.T @ r
-        A = J.T @ J
-        free = ~(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)))
-        d = np.maximum(np.diag(A), 1e-30 * max(1.0, np.diag(A).max()))
-        if lam is None:
-            lam = 1e-3
-        improved = False
-        while lam < 1e16:
-            try:
-                step = _bounded_step(A + lam * np.diag(d), g, x, lo, hi, free)
-            except np.linalg.LinAlgError:
-                lam *= nu
-                nu *= 2.0
-                continue
-            x_new = np.clip(x + step, lo, hi)
-            step = x_new - x
-            pred = -(g @ step) - 0.5 * step @ A @ step
-            c_new = _cost(x_new, problem)
-            if c_new < cost and pred > 0:
-                gain = (cost - c_new) / pred
-                lam *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
-                nu = 2.0
-                improved = True
-                break
-            lam *= nu
-            nu *= 2.0
-        rec = {"iteration": it, "cost": cost, "lambda": lam,
-               "gradient": float(np.max(np.abs(g[free]) / np.sqrt(d[free]))) if free.any() else 0.0}
-        history.append(rec)
-        report(rec)
-        if not improved:
-            converged = True  # no descent left at machine precision
-            break
-        rel = (cost - c_new) / max(cost, 1e-300)
-        x = x_new
-        r, J = (np.asarray(a) for a in _residuals_and_jacobian(jnp.asarray(x), problem))
-        cost = 0.5 * float(r @ r)
-        if rel < tol:
-            converged = True
-            break
-    return x, it, converged
-
-
-def _bounded_step(M, g, x, lo, hi, free):
-    """The damped Gauss-Newton step ``M step = -g`` with the box kept: a component that would
-    leave it is put on its bound and the others are solved again (clipping the full step
-    instead stalls in the valley of two correlated rates, one of them at its bound)."""
-    free = free.copy()
-    step = np.zeros_like(x)
-    for _ in range(x.shape[0]):
-        fixed = ~free
-        rhs = -g[free] - M[np.ix_(free, fixed)] @ step[fixed]
-        step[free] = np.linalg.solve(M[np.ix_(free, free)], rhs) if free.any() else step[free]
-        x_try = x + step
-        out = free & ((x_try < lo) | (x_try > hi))
-        if not out.any():
-            break
-        step[out] = np.clip(x_try[out], lo[out], hi[out]) - x[out]
-        free &= ~out
-    return step
-
-
 def _covariance(J):
     A = J.T @ J
     dA = np.sqrt(np.maximum(np.diag(A), 0.0))
@@ -643,6 +785,10 @@ def _identifiability(names, x, se, cond, at_bound, n_params) -> list[str]:
         elif 1.96 * s > abs(v) and i < n_params:  # (zero means nothing special for a state)
             out.append(f"{n} = {v:.6g} +- {s:.3g}: the data cannot tell it from 0 (its 95 % "
                        f"interval includes 0)")
+        elif 1.96 * s > 0.5 * abs(v) and i < n_params:
+            out.append(f"{n} = {v:.6g} +- {s:.3g}: poorly determined by these data (its 95 % "
+                       f"interval is +-{100 * 1.96 * s / abs(v):.0f} % of it; a longer or "
+                       f"less noisy record would tell more)")
     return out
 
 
@@ -650,12 +796,19 @@ def _reporter(progress):
     if callable(progress):
         return progress
     if progress:
+        last = {"stage": None}
+
         def show(rec):
             if rec.get("stage") == "start":
                 print(f"identify: best of {rec['candidates']} starting guesses, cost "
                       f"{rec['cost']:.6g}", flush=True)
-            else:
-                print(f"identify: iteration {rec['iteration']:3d}  cost {rec['cost']:.10g}  "
+                return
+            # the first iteration of each stage (a window, the whole record, the profiles),
+            # then every 5th
+            if rec["stage"] != last["stage"] or rec["iteration"] % 5 == 0:
+                last["stage"] = rec["stage"]
+                print(f"identify: {rec['stage']:>16s}  iteration {rec['iteration']:3d}  "
+                      f"lanes {rec.get('lanes', 1):2d}  cost {rec['cost']:.10g}  "
                       f"lambda {rec['lambda']:.2g}  scaled gradient {rec['gradient']:.3g}",
                       flush=True)
         return show

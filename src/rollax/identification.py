@@ -142,8 +142,14 @@ def fit_summary(fit: Fit) -> str:
         lines.append(f"{n:>14s} = {v:.8g} +- {s:.3g}" + ("  (at bound)" if b else ""))
     lines.append("residual RMS: " + ", ".join(f"{k} {v:.3g}" for k, v in
                                               fit.residual_rms.items()))
-    lines.append(f"iterations {fit.iterations}, converged {fit.converged}, "
-                 f"{fit.wall_time:.1f} s")
+    for name, p in fit.profile.items():
+        iv = ", ".join("open" if e is None else f"{e:.8g}" for e in p["interval"])
+        lines.append(f"{name:>14s}: 95 % profile-likelihood interval [{iv}]")
+    lines.append(f"chi^2/dof {fit.chi2_per_dof:.4g} (dof {fit.dof}, p = {fit.p_value:.3g}"
+                 + (", noise estimated from the residuals" if fit.noise_estimated else "")
+                 + "); residual lag-1 autocorrelation: "
+                 + ", ".join(f"{k} {w['lag1']:.2f}" for k, w in fit.whiteness.items()))
+    lines.append(f"status {fit.status}, iterations {fit.iterations}, {fit.wall_time:.1f} s")
     return "\n".join(lines)
 
 

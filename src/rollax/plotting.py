@@ -346,3 +346,37 @@ def plot_identification(t, data, fitted, names: Sequence[str], units: Sequence[s
         fig.tight_layout()
         fig.savefig(path)
         plt.close(fig)
+
+
+def plot_profiles(profile: dict, path: str | os.PathLike, caption: str = "",
+                  units: dict | None = None) -> None:
+    """Profile likelihoods of :attr:`rollax.Fit.profile`: delta chi^2 against each parameter,
+    the 95 % level (3.84) and the interval it gives; the Gauss-Newton parabola for comparison
+    is left out on purpose: the profile is what the interval is read from."""
+    names = list(profile)
+    k = max(1, len(names))
+    fig, axes = plt.subplots(1, k, figsize=(3.6 * k, 3.2), dpi=110, squeeze=False)
+    units = units or {}
+    for ax, name in zip(axes[0], names):
+        p = profile[name]
+        v = np.asarray(p["values"], float)
+        d = np.asarray(p["delta_chi2"], float)
+        ax.plot(v, d, "o-", ms=3, lw=1.0, color="#1f77b4", label="profile")
+        ax.axhline(3.841, color="#d62728", lw=0.8, ls="--", label="95 % (3.84)")
+        lo, hi = p["interval"]
+        for end in (lo, hi):
+            if end is not None:
+                ax.axvline(end, color="#d62728", lw=0.6)
+        ax.axvline(p.get("estimate", np.nan), color="k", lw=0.6, ls=":")
+        iv = ", ".join("open" if e is None else f"{e:.4g}" for e in (lo, hi))
+        ax.set_title(f"{name}: 95 % [{iv}]", fontsize=8)
+        unit = units.get(name)
+        ax.set_xlabel(f"{name}" + (f" [{unit}]" if unit else ""))
+        ax.set_ylabel("delta chi^2")
+        ax.set_ylim(0, max(10.0, min(float(np.nanmax(d)) if d.size else 10.0, 30.0)))
+        ax.legend(fontsize=6, loc="upper center")
+    if caption:
+        fig.suptitle(caption, fontsize=7, x=0.01, ha="left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

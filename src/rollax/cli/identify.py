@@ -4,7 +4,12 @@
 distance from the rim axis, its height above the rim plane and its unwrapped angle around the
 rim. ``--fit`` names the parameters (``k_d``, ``k_r`` of eq. (83), ``j``, ...); the initial
 state ``(beta, w1, w2, w3, alpha)`` is always fitted. Noise levels not given are estimated
-from the residuals. ``--out DIR`` writes ``identify.json``, ``fit.png`` and ``residuals.png``.
+from the residuals. ``--out DIR`` writes ``identify.json``, ``fit.png``, ``residuals.png`` and
+``profile.png`` (the profile likelihood of each fitted parameter and its 95 % interval).
+The fit continues over growing windows of the record from several starts read off the data;
+``status`` is ``converged``, ``poor_fit`` (the model does not follow the data: its error bars
+are not to be trusted) or ``not_converged``. ``--no-robust`` fits the whole record at once
+from the best start (to compare).
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ def register(subparsers) -> None:
                    help="observed time the ball left the rim [s] (fitted too)")
     p.add_argument("--sigma-event", type=real(0.0, lo_open=True), default=1e-3,
                    help="noise level of --t-event [s] (default 1e-3)")
+    p.add_argument("--no-robust", dest="robust", action="store_false",
+                   help="fit the whole record at once from the best start (default: growing "
+                        "windows from several starts)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--out", default=None, help="write identify.json and PNGs here")
     p.set_defaults(func=run)
@@ -55,7 +63,7 @@ def run(args) -> int:
         obs = rim_observations(t, d, z, alpha, sigma=sig if all(given) else None,
                                t_event=args.t_event,
                                sigma_event=args.sigma_event if args.t_event is not None else None)
-        fit = fit_rim(obs, fit=args.fit, progress=not args.json)
+        fit = fit_rim(obs, fit=args.fit, progress=not args.json, robust=args.robust)
     notes = [str(w.message) for w in caught]
     res = fit.to_dict()
     res["names"] = list(fit.names)
@@ -72,6 +80,14 @@ def run(args) -> int:
         paths = [os.path.join(args.out, "fit.png"), os.path.join(args.out, "residuals.png")]
         plot_identification(obs.t, obs.values, fitted, obs.names, ("m", "m", "rad"), caption,
                             *paths)
+        if fit.profile:
+            from rollax.plotting import plot_profiles
+
+            paths.append(os.path.join(args.out, "profile.png"))
+            plot_profiles(fit.profile, paths[-1], caption=caption.split("\n")[0] +
+                          f"\nstatus {fit.status}, chi^2/dof {fit.chi2_per_dof:.3g}",
+                          units={"k_d": "1/s", "k_r": "1/s", "r": "m", "a": "m", "R": "m",
+                                 "g": "m/s^2"})
         res["figures"] = paths
         with open(os.path.join(args.out, "identify.json"), "w") as fh:
             fh.write(dumps(res, indent=2))

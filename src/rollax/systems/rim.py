@@ -16,6 +16,8 @@ maps and events of :mod:`rollax.slip`), with the extra outcome **chattering**.
 
 from __future__ import annotations
 
+import math
+
 import enum
 
 import equinox as eqx
@@ -137,34 +139,47 @@ class RimTracked(AbstractSystem):
         rim = self.rim
         return jnp.stack([rim.R - rim.rho * jnp.cos(y[0]), rim.rho * jnp.sin(y[0]), y[4]])
 
-    def state_from_camera(self, t, values, window: float = 0.1):
-        """Initial state and candidates from camera data: beta from (d, z); w1 and w3 from the
-        rates of beta and alpha at the first time (quadratic fits over ``window`` seconds),
-        by (19)-(20) with no slip; w2 (the spin about the normal, which the centre's motion does
-        not show) from the steady-motion relation (48), with candidates around it.
+    def state_from_camera(self, t, values, window: float = 0.2):
+        """Initial state and candidates from camera data, without integrating: beta from
+        ``atan2(z, R - d)``; beta, beta', beta'' and alpha, alpha' at the first time from cubic
+        fits over ``window`` seconds; ``w1 = rho beta' / r`` (20) and ``w3 = -alpha' (R - rho
+        cos beta) / r`` (19) with no slip; w2 (the spin about the normal, which the centre's
+        motion shows only through beta'') from eq. (33) solved for w2 with ``w1' = rho
+        beta'' / r`` and the rates of the system. beta'' is the noisiest of these, so the
+        candidates spread w2 over +-50 % (and take the steady-motion value (48) too).
         Returns ``(y0, candidates)``."""
         rim = self.rim
         R, rho, r = float(rim.R), float(rim.rho), float(rim.r)
+        j, g, k_r = float(rim.j), float(rim.g), float(rim.k_r)
         t = np.asarray(t, float)
         v = np.asarray(values, float)
         beta = np.arctan2(v[:, 1], R - v[:, 0])
-        n = max(5, int(np.searchsorted(t, t[0] + window)))
+        n = max(6, int(np.searchsorted(t, t[0] + window, side="right")))
         n = min(n, t.shape[0])
         tt = t[:n] - t[0]
-        deg = 2 if n >= 5 else 1
-        pb = np.polyfit(tt, beta[:n], deg)
-        pa = np.polyfit(tt, v[:n, 2], deg)
-        b0, db = pb[-1], pb[-2]
-        a0, da = pa[-1], pa[-2]
+        deg = min(3, n - 2) if n >= 3 else 1
+        pb = np.polynomial.polynomial.polyfit(tt, beta[:n], deg)
+        pa = np.polynomial.polynomial.polyfit(tt, v[:n, 2], deg)
+        b0, db = pb[0], pb[1]
+        ddb = 2.0 * pb[2] if deg >= 2 else 0.0
+        a0, da = pa[0], pa[1]
+        s, c = math.sin(b0), math.cos(b0)
+        D = R - rho * c
         w1 = rho / r * db
-        w3 = -da * (R - rho * np.cos(b0)) / r
+        w3 = -da * D / r
+        # (33): w1' = ((1+j) r w3^2 s - j r w2 w3 c) / ((1+j) D) - g c / (r (1+j)) - k_r w1
+        den = j * r * w3 * c / ((1 + j) * D)
+        w2 = ((r * w3**2 * s / D - g * c / (r * (1 + j)) - k_r * w1 - rho / r * ddb) / den
+              if abs(den) > 1e-12 else 0.0)
         w2s = float(rim.steady_omega2(b0, w3)) if abs(w3) > 1e-9 else 0.0
-        if not np.isfinite(w2s):
-            w2s = 0.0
-        y0 = np.array([b0, w1, w2s, w3, a0])
-        span = max(20.0, 0.5 * abs(w2s))
-        cands = np.repeat(y0[None], 41, axis=0)
-        cands[:, 2] = w2s + np.linspace(-span, span, 41)
+        if not np.isfinite(w2):
+            w2 = w2s if np.isfinite(w2s) else 0.0
+        y0 = np.array([b0, w1, w2, w3, a0])
+        spread = max(5.0, 0.5 * abs(w2))
+        grid = np.concatenate([w2 + np.linspace(-spread, spread, 21),
+                               [w2s] if np.isfinite(w2s) else []])
+        cands = np.repeat(y0[None], grid.shape[0], axis=0)
+        cands[:, 2] = grid
         return y0, cands
 
     def guess_state(self, observations):
