@@ -177,6 +177,13 @@ def test_sliding_disc_mu_and_pressure_model_are_recovered(pressure, mu):
     assert out["chi2"][other] > 2.0 * out["chi2"][pressure]  # not a close call
     value, se = out["fits"][pressure]["mu"]
     assert abs(value - mu) < 3 * se and se < 0.01 * mu
+    # the diagnostics of issue 32 on this observation model too: the right pressure model
+    # fits, the wrong one is flagged; mu's profile interval holds the truth
+    right, wrong = out["fits"][pressure], out["fits"][other]
+    assert right.status == "converged", (right.chi2_per_dof, right.whiteness)
+    assert wrong.status == "poor_fit" and not wrong.converged
+    lo, hi = right.profile["mu"]["interval"]
+    assert lo < mu < hi
 
 
 # ------------------------------------------------------------------ bad data
@@ -253,6 +260,13 @@ def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
     assert res["converged"] and len(res["correlation"]) == 6
     assert set(res["residual_rms"]) == {"d", "z", "alpha"}
     assert (out / "fit.png").stat().st_size > 10_000 and (out / "residuals.png").exists()
+    # the diagnostics (issue 32): status, chi^2, whiteness, the profile and its figure
+    assert res["status"] == "converged" and res["noise_estimated"] is True
+    assert set(res["whiteness"]) == {"d", "z", "alpha"} and res["dof"] > 0
+    lo, hi = res["profile"]["k_d"]["interval95"]
+    assert lo is not None and hi is not None and lo < res["parameters"]["k_d"]["value"] < hi
+    assert (out / "profile.png").stat().st_size > 10_000
+    assert str(out / "profile.png") in res["figures"]
     # bad requests: exit 2, one line
     for argv, match in ((["--fit", "k_x"], "invalid choice"),
                         (["--fit", "k_d", "--sigma-d", "-1"], "--sigma-d = -1"),

@@ -6,10 +6,13 @@ camera data (issue 15), and the sliding disc's mu and pressure model.
    rollax.solve at 1e-11 and sampled at 240 Hz until it leaves the rim; noise 1 mm on d, z
    and 2 mrad on alpha. Written to rim_obs.csv (t,d,z,alpha), fitted as
    ``rollax identify rim --data rim_obs.csv --fit k_d k_r --out .`` would: identify.json,
-   fit.png, residuals.png.
+   fit.png, residuals.png, profile.png.
 2. The short record: the first 0.25 s of the same data, where k_d cannot be told
    (short.json: its error bar and the warning).
-3. The sliding disc (Hertz pressure, mu = 0.3): slide.json with both pressure models' fits
+3. A record unlike the test case (tests/rim_records.py, record 0) from a start with w2 30 %
+   off: fitted at once (a local minimum, flagged poor_fit) and over growing windows (the
+   truth): robust.json, robust.png.
+4. The sliding disc (Hertz pressure, mu = 0.3): slide.json with both pressure models' fits
    and slide.png.
 
 Run: python experiments/identify/run.py
@@ -28,7 +31,7 @@ from rollax.friction import exact_law
 from rollax.friction.sliding import SlidingBody
 from rollax.identification import (fit_rim, fit_slide, fit_summary, rim_observations,
                                    simulate_camera, write_rim_csv)
-from rollax.plotting import plot_identification
+from rollax.plotting import plot_identification, plot_profiles
 from rollax.rim import Rim
 from rollax.systems import Sliding
 
@@ -58,6 +61,10 @@ def rim():
     plot_identification(obs.t, obs.values, fit.predict(obs), obs.names, ("m", "m", "rad"),
                         caption, os.path.join(HERE, "fit.png"),
                         os.path.join(HERE, "residuals.png"))
+    plot_profiles(fit.profile, os.path.join(HERE, "profile.png"),
+                  caption=caption.split("\n")[0] + f"\nstatus {fit.status}, chi^2/dof "
+                  f"{fit.chi2_per_dof:.3f}; noise estimated from the residuals",
+                  units={"k_d": "1/s", "k_r": "1/s"})
     with open(os.path.join(HERE, "identify.json"), "w") as fh:
         json.dump(res, fh, indent=2)
 
@@ -70,6 +77,56 @@ def rim():
     with open(os.path.join(HERE, "short.json"), "w") as fh:
         json.dump(out, fh, indent=2)
     print("short record:", out["parameters"]["k_d"], out["notes"])
+
+
+def robust():
+    """Record 0 of the independent generator (tests/rim_records.py: 13.4 s, k_d 0.0272,
+    k_r 0.0408, w1 != 0), fitted from a start whose w2 is 30 % off: at once (robust=False)
+    and continued over growing windows (the default). robust.json and robust.png."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "rim_records", os.path.join(HERE, "..", "..", "tests", "rim_records.py"))
+    records = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(records)
+    rec = records.make_record(0)
+    t, v = rec["t"], rec["values"]
+    obs = rim_observations(t, v[:, 0], v[:, 1], v[:, 2], sigma=tuple(rec["sigma"]))
+    y0 = np.asarray(rec["y0"], float).copy()
+    y0[2] *= 0.7
+    truth = np.concatenate([[rec["k_d"], rec["k_r"]], rec["y0"]])
+    out = {"truth": dict(zip(("k_d", "k_r", "beta", "w1", "w2", "w3", "alpha"),
+                             truth.tolist()))}
+    fits = {}
+    for label, kw in (("at once", dict(robust=False, profile=False)), ("robust", {})):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f = fit_rim(obs, y0=y0, y0_candidates=None, **kw)
+        fits[label] = f
+        out[label] = f.to_dict()
+        out[label]["pulls"] = ((f.values - truth) / f.std_errors).tolist()
+        out[label]["notes"] = [str(w.message) for w in caught]
+        print(f"{label}: status {f.status}, chi^2/dof {f.chi2_per_dof:.3g}, k_d "
+              f"{f['k_d'][0]:.5f}, k_r {f['k_r'][0]:.5f}")
+    with open(os.path.join(HERE, "robust.json"), "w") as fh:
+        json.dump(out, fh, indent=2)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 1, figsize=(7, 4.6), dpi=110, sharex=True)
+    for ax, (label, f) in zip(axes, fits.items()):
+        ax.plot(t, v[:, 2], ".", ms=1.2, color="#999999", label="observed alpha")
+        ax.plot(t, f.predict(obs)[:, 2], "-", lw=0.9, color="#d62728", label="fit")
+        ax.set_ylabel("alpha [rad]")
+        ax.set_title(f"{label}: status {f.status}, chi^2/dof {f.chi2_per_dof:.3g}, k_d "
+                     f"{f['k_d'][0]:.4f} (truth {rec['k_d']:.4f}), k_r {f['k_r'][0]:.4f} "
+                     f"(truth {rec['k_r']:.4f}) 1/s", fontsize=7, loc="left")
+        ax.legend(fontsize=6)
+    axes[-1].set_xlabel("t [s]")
+    fig.suptitle("generated record 0 (240 Hz, noise 1 mm, 2 mrad), start with w2 30 % off",
+                 fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(HERE, "robust.png"))
+    plt.close(fig)
 
 
 def slide():
@@ -107,4 +164,5 @@ def slide():
 if __name__ == "__main__":
     rollax.configure()
     rim()
+    robust()
     slide()

@@ -81,7 +81,7 @@ def poor_fit(diag: dict, *, sigma_given: bool) -> str:
 
 # the offsets of the profile points, in Gauss-Newton standard errors (a second, wider set on a
 # side where the first did not reach the 95 % level)
-_GRID = (1.0, 2.0, 3.0, 4.0)
+_GRID = (1.0, 2.5)
 _WIDE = (6.0, 9.0, 14.0, 20.0)
 
 
@@ -114,20 +114,23 @@ def profile(x, cost_min, cov, lo, hi, which: Sequence[int], names: Sequence[str]
                     lanes.append(start)
                     meta.append(i)
         if not lanes:
-            return
+            return False
         xs = np.stack(lanes)
         fixed = np.zeros_like(xs, bool)
         fixed[np.arange(len(meta)), meta] = True
+        # each lane starts near its conditional optimum: a small damping
         out = _lm.solve(xs, rj, cost, lo, hi, fixed=fixed, max_iter=max_iter, tol=tol,
-                        cost_atol=cost_atol, report=report, stage="profile")
+                        cost_atol=cost_atol, lam0=1e-6, report=report, stage="profile")
         for lane, i in enumerate(meta):
             pts[i].append((float(out.x[lane, i]), 2.0 * (float(out.cost[lane]) - cost_min)))
+        return True
 
     run(lambda i: ((-1, _GRID), (1, _GRID)))
     # then, per side: a wider set where the grid stayed below the 95 % level short of a
     # bound; a point at the interpolated crossing where it was crossed (a coarse bracket:
     # a parameter held near a bound by a correlated one has a far narrower profile than its
     # Gauss-Newton error says)
+    refined: set = set()
     for _ in range(2):
         res = {i: _interval(x[i], pts[i], lo[i], hi[i]) for i in which}
 
@@ -137,11 +140,14 @@ def profile(x, cost_min, cov, lo, hi, which: Sequence[int], names: Sequence[str]
             for side, end, ok in ((-1, a, closed[0]), (1, b, closed[1])):
                 if not ok:
                     out.append((side, _WIDE))
-                elif end is not None and end not in (lo[i], hi[i]) and se[i] > 0:
+                elif end is not None and end not in (lo[i], hi[i]) and se[i] > 0 \
+                        and (i, side) not in refined:
+                    refined.add((i, side))
                     out.append((side, (abs(end - x[i]) / se[i],)))
             return tuple(out)
 
-        run(more)
+        if not run(more):
+            break
     out = {}
     for i in which:
         (a, b), closed = _interval(x[i], pts[i], lo[i], hi[i])

@@ -302,6 +302,9 @@ class _Problem(eqx.Module):
     with_event: bool = eqx.field(static=True)
     event: int = eqx.field(static=True)
     max_steps: int = eqx.field(static=True)
+    # 1 for an observation, 0 for a padding row (records are padded to a size class, so that
+    # records of other lengths reuse the compiled fit: _problem)
+    weight: jax.Array | None = None
 
     def build(self, x):
         system = self.system
@@ -329,8 +332,10 @@ class _Problem(eqx.Module):
         every window) those after it are 0."""
         pred, system, y0 = self.predict(x, t_end)
         r = (pred - self.values) * self.inv_sigma
+        keep = jnp.ones(self.t.shape, bool) if self.weight is None else self.weight > 0
         if t_end is not None:
-            r = jnp.where((self.t <= t_end)[:, None], r, 0.0)
+            keep = keep & (self.t <= t_end)
+        r = jnp.where(keep[:, None], r, 0.0)
         r = r.reshape(-1)
         if self.with_event:
             sol = solve(system, y0, self.t[0], jnp.inf, rtol=self.rtol, atol=self.atol,
@@ -351,17 +356,6 @@ def _residuals_and_jacobian(x, problem: _Problem):
     r_fn = lambda z: (problem.residuals(z),) * 2  # noqa: E731
     J, r = jax.jacfwd(r_fn, has_aux=True)(x)
     return r, J
-
-
-@eqx.filter_jit
-def _costs(xs, problem: _Problem):
-    return jax.vmap(lambda x: 0.5 * jnp.sum(problem.residuals(x) ** 2))(xs)
-
-
-@eqx.filter_jit
-def _batch_costs(xs, t_end, problem: _Problem):
-    """Costs of the lanes ``xs`` (L, n) on the window ``t <= t_end`` (one vmapped solve)."""
-    return jax.vmap(lambda x: 0.5 * jnp.sum(problem.residuals(x, t_end) ** 2))(xs)
 
 
 @eqx.filter_jit
@@ -537,9 +531,9 @@ def identify(
     # function compiles at most twice: compiling, not running, is most of a first fit's time
     track = problem_for(sigma, False)
     t0 = float(obs.t[0])
-    L = n_starts if robust else 1
-    costs = _lanes(lambda z, te, p: _batch_costs(z, te, p), starts, t0 + win[0], track, L)
-    costs = np.where(np.isfinite(costs), costs, np.inf)
+    L = min(n_starts, starts.shape[0]) if robust else 1
+    r_st = _lanes(_batch_residuals_and_jacobians, starts, t0 + win[0], track, L)[0]
+    costs = _lm._finite_cost(r_st)
     if not np.isfinite(costs).any():
         raise ValueError("the model cannot be evaluated at any starting guess (non-finite "
                          "residuals: the run failed or ended before the last observation)")
@@ -550,17 +544,20 @@ def identify(
     it = 0
     converged = False
     half = (len(win) + 1) // 2
+    lam = np.full(xs.shape[0], 1e-3)
     for k, w in enumerate(win):
         width = L if k < half else 1
-        xs = xs[:width]
+        xs, lam = xs[:width], lam[:width]
         lanes = _lm.solve(
             xs, lambda z: _lanes(_batch_residuals_and_jacobians, z, t0 + w, track, width),
-            lambda z: _lanes(_batch_costs, z, t0 + w, track, width), lo, hi,
+            None, lo, hi,
             max_iter=max_iter, tol=tol, cost_atol=_WINDOW_ATOL if k + 1 < len(win) else
-            _FINAL_ATOL, report=rec, stage=f"window {w:.4g} s")
+            _FINAL_ATOL, lam0=lam, report=rec, stage=f"window {w:.4g} s")
         it += int(lanes.iterations.max(initial=0))
         best = np.argsort(lanes.cost, kind="stable")
         xs = lanes.x[best]
+        # the next window starts near this one's optimum: a small damping, not below 1e-9
+        lam = np.maximum(lanes.lam[best], 1e-9)
         converged = bool(lanes.converged[best[0]])
     x = xs[0]
 
@@ -600,7 +597,9 @@ def identify(
     if obs.t_event is not None:
         rms["t_event"] = float(abs(r[-1]) * float(obs.sigma_event))
     sig = {n: float(s) for n, s in zip(obs.names, np.asarray(sigma))}
-    diag = _diagnostics.goodness(r, obs.values.shape, obs.names, n_fit)
+    # the residuals of the observations (and the event time), without the padding rows
+    r_obs = np.concatenate([r[: obs.values.size], r[-1:] if obs.t_event is not None else []])
+    diag = _diagnostics.goodness(r_obs, obs.values.shape, obs.names, n_fit)
     msgs = _identifiability(fitted, x, se, cond, at_bound, len(params))
     status = "converged" if converged else "not_converged"
     poor = _diagnostics.poor_fit(diag, sigma_given=not noise_estimated)
@@ -659,13 +658,13 @@ def _lanes(fn, xs, t_end, problem, width):
 
 
 def _full_record(problem, width):
-    """Batched ``(rj, cost)`` on the whole record (the event time included where observed)."""
+    """Batched ``(rj, None)`` on the whole record (the event time included where observed):
+    trials are evaluated with their Jacobians (:func:`rollax._lm.solve`)."""
     if problem.with_event:
         return (lambda z: _lanes(lambda a, _, p: _batch_rj_full(a, p), z, 0.0, problem, width),
-                lambda z: _lanes(lambda a, _, p: _costs(a, p), z, 0.0, problem, width))
+                None)
     t_end = float(problem.t[-1])
-    return (lambda z: _lanes(_batch_residuals_and_jacobians, z, t_end, problem, width),
-            lambda z: _lanes(_batch_costs, z, t_end, problem, width))
+    return (lambda z: _lanes(_batch_residuals_and_jacobians, z, t_end, problem, width), None)
 
 
 def _single(x, problem, lo, hi, max_iter, tol, report, stage):
@@ -720,25 +719,34 @@ def predict(fit: Fit, observations: Observations, t=None) -> np.ndarray:
                                                                    len(observations.names))),
                               t_event=None, sigma=None)
     problem = _problem(fit.system, fit.y0, obs, np.ones(len(obs.names)), 1e-10, 1e-10)
-    return np.asarray(_predict(jnp.zeros(0), problem))
+    return np.asarray(_predict(jnp.zeros(0), problem))[: t.shape[0]]
+
+
+def _size_class(n: int) -> int:
+    """The padded length of a record of n observations: the least of 2^k x (1, 1.25, 1.5,
+    1.75) >= n, at least 64 (a new length would compile the whole fit again: ~20 s)."""
+    if n <= 64:
+        return 64
+    k = 2 ** (int(math.log2(n)) - 2)
+    return next(m * k for m in range(4, 9) if m * k >= n)
 
 
 def _problem(system, y0, obs: Observations, sigma, rtol, atol, paths=(), y0_index=(),
              max_steps=16_384) -> _Problem:
+    n = obs.t.shape[0]
+    pad = _size_class(n) - n
+    # padding rows repeat the last time (save times must not decrease) with weight 0
+    t = np.concatenate([obs.t, np.full(pad, obs.t[-1])])
+    values = np.concatenate([obs.values, np.zeros((pad, obs.values.shape[1]))])
     return _Problem(
-        system=system, y0=jnp.asarray(y0), t=jnp.asarray(obs.t),
-        values=jnp.asarray(obs.values), inv_sigma=jnp.asarray(1.0 / np.asarray(sigma)),
+        system=system, y0=jnp.asarray(y0), t=jnp.asarray(t), weight=jnp.asarray(
+            np.concatenate([np.ones(n), np.zeros(pad)])),
+        values=jnp.asarray(values), inv_sigma=jnp.asarray(1.0 / np.asarray(sigma)),
         t_event=jnp.asarray(np.nan if obs.t_event is None else float(obs.t_event)),
         inv_sigma_event=jnp.asarray(1.0 / float(obs.sigma_event or 1.0)),
         rtol=jnp.asarray(float(rtol)), atol=jnp.asarray(float(atol)), paths=paths,
         y0_index=y0_index, observe=obs.observe, with_event=obs.t_event is not None,
         event=obs.event, max_steps=max_steps)
-
-
-def _cost(x, problem) -> float:
-    r = np.asarray(_residuals(jnp.asarray(x), problem))
-    c = 0.5 * float(r @ r)
-    return c if math.isfinite(c) else math.inf
 
 
 def _noise_guess(values: np.ndarray) -> np.ndarray:
