@@ -7,7 +7,12 @@ Weighted nonlinear least squares through :func:`rollax.solve`:
 
 over the named parameter fields ``theta`` and the initial state ``y0``, by Levenberg-Marquardt
 with Marquardt's diagonal scaling and simple bounds (a parameter at a bound whose gradient
-points out of the box is held there for that step; steps are projected onto the box).
+points out of the box is held there for that step; steps are projected onto the box:
+:mod:`rollax._lm`, on a batch of lanes). A long record is fitted by continuation over growing
+windows of it, the first from the best of several starts (:func:`identify`: a nearly periodic
+record fitted at once from a poor start has many local minima); the diagnostics of
+:mod:`rollax._diagnostics` (chi^2, whiteness, profile likelihoods) say what the result can be
+trusted for.
 
 Why our own small LM and not ``optimistix.LevenbergMarquardt``: the residual Jacobian is
 computed in forward mode (``jax.jacfwd`` through ``rollax.solve`` with
@@ -127,7 +132,16 @@ class Fit:
     ``std_errors`` and their ``correlation``; ``system`` and ``y0``: the fitted system and
     initial state; ``sigma``: the noise levels used (given or estimated); ``residual_rms``: per
     observable (and ``t_event``); ``at_bound``: which estimates sit on a bound (their error
-    bar is one-sided); ``warnings``: the identifiability warnings raised.
+    bar is one-sided); ``warnings``: the identifiability warnings raised. ``status``:
+    ``"converged"``, ``"poor_fit"`` (the model does not follow the data: chi^2 per dof > 2
+    with the noise given, or residuals with |lag-1 autocorrelation| > 0.5; the standard errors
+    are not to be trusted) or ``"not_converged"``; ``converged`` is true only for the first.
+    ``chi2``, ``dof``, ``chi2_per_dof``, ``p_value``, ``whiteness`` (per observable ``lag1``
+    and ``runs_z``): :mod:`rollax._diagnostics`. ``noise_estimated``: the noise levels were
+    estimated from the residuals (the covariance is scaled by them). ``profile``: per fitted
+    parameter ``{"values", "delta_chi2", "interval": (lo, hi), "closed", "estimate"}``, its
+    profile likelihood and 95 % interval (an end ``None`` where the data do not bound it).
+    ``windows``: the window lengths [s] the fit was continued over.
     """
 
     names: tuple[str, ...]
