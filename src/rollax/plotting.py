@@ -12,7 +12,8 @@ from typing import Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -368,12 +369,18 @@ def plot_profiles(profile: dict, path: str | os.PathLike, caption: str = "",
             if end is not None:
                 ax.axvline(end, color="#d62728", lw=0.6)
         ax.axvline(p.get("estimate", np.nan), color="k", lw=0.6, ls=":")
-        iv = ", ".join("open" if e is None else f"{e:.4g}" for e in (lo, hi))
+        iv = ", ".join("open" if e is None else f"{e:.6g}" for e in (lo, hi))
         ax.set_title(f"{name}: 95 % [{iv}]", fontsize=8)
         unit = units.get(name)
         ax.set_xlabel(f"{name}" + (f" [{unit}]" if unit else ""))
         ax.set_ylabel("delta chi^2")
-        ax.set_ylim(0, max(10.0, min(float(np.nanmax(d)) if d.size else 10.0, 30.0)))
+        # the interval with a margin: points far outside it would squash the picture
+        ends = [e for e in (lo, hi) if e is not None] + [float(p.get("estimate", v.mean()))]
+        width = max(ends) - min(ends)
+        if width > 0:
+            ax.set_xlim(min(ends) - 0.6 * width, max(ends) + 0.6 * width)
+        ax.set_ylim(0, 12.0)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.legend(fontsize=6, loc="upper center")
     if caption:
         fig.suptitle(caption, fontsize=7, x=0.01, ha="left")
