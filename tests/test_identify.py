@@ -263,14 +263,16 @@ def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
     # the diagnostics (issue 32): status, chi^2, whiteness, the profile and its figure
     assert res["status"] == "converged" and res["noise_estimated"] is True
     assert set(res["whiteness"]) == {"d", "z", "alpha"} and res["dof"] > 0
-    lo, hi = res["profile"]["k_d"]["interval95"]
+    lo, hi = res["profile"]["k_d"]["interval"]
     assert lo is not None and hi is not None and lo < res["parameters"]["k_d"]["value"] < hi
     assert (out / "profile.png").stat().st_size > 10_000
     assert str(out / "profile.png") in res["figures"]
     # bad requests: exit 2, one line
     for argv, match in ((["--fit", "k_x"], "invalid choice"),
                         (["--fit", "k_d", "--sigma-d", "-1"], "--sigma-d = -1"),
-                        (["--fit", "k_d", "--sigma-d", "1e-3"], "give all three or none")):
+                        (["--fit", "k_d", "--sigma-d", "1e-3"], "give all three or none"),
+                        # checked before the fit (issue 32's review: a fit, then no place)
+                        (["--fit", "k_d", "--out", "/proc/nope"], "cannot be created")):
         assert main(["identify", "rim", "--data", str(data)] + argv) == 2
         err = capsys.readouterr().err
         assert match in err and "Traceback" not in err

@@ -227,3 +227,36 @@ def test_the_camera_guess_reads_the_state_off_the_data():
         assert abs(y0[4] - truth[4]) < 3e-3
         y0, cands = system.state_from_camera(rec["t"], rec["values"])
         assert cands.shape[1] == 5 and cands[:, 2].min() < truth[2] < cands[:, 2].max()
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(windows=[1e3]), "the record is"),
+    (dict(windows="1"), "must be a sequence"),
+    (dict(windows=[1e-4]), "holds 3 observed values for 7"),
+    (dict(windows=[1.0, 0.5]), "increasing"),
+    (dict(n_starts=0), "n_starts = 0"),
+    (dict(robust="no"), "robust = 'no'"),
+    (dict(bounds={"k_d": 0.5}), r"bounds\['k_d'\] = 0.5 must be a pair"),
+    (dict(bounds={"k_d": (1, 0)}), "lo < hi"),
+    (dict(bounds={"k_d": (0, float("nan"))}), "lo < hi"),
+    (dict(bounds={"k_d": (0, 1, 2)}), "must be a pair"),
+    (dict(bounds=[("k_d", (0, 1))]), "must be a dict"),
+    (dict(y0_candidates=np.full((1, 5), np.nan)), r"y0_candidates\[0\]"),
+])
+def test_bad_fit_options_are_one_line_errors(kw, match):
+    # refused before anything is integrated (a record of 2 s; nothing compiles)
+    rec = make_record(1)
+    keep = rec["t"] < 2.0
+    with pytest.raises(ValueError, match=match) as info:
+        _fit(rec, keep=keep, **kw)
+    assert "\n" not in str(info.value)
+
+
+def test_fit_rim_takes_one_name_as_a_string_and_numpy_integers():
+    rec = make_record(1)
+    keep = rec["t"] < 2.0
+    with pytest.raises(ValueError, match="'k_x' is not a rim parameter"):
+        _fit(rec, keep=keep, fit="k_x")
+    # n_starts as a NumPy integer is an integer (checked, then the fit runs: only the check here)
+    with pytest.raises(ValueError, match="the record is"):
+        _fit(rec, keep=keep, fit="k_d", n_starts=np.int64(3), windows=[5.0])

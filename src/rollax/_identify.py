@@ -196,8 +196,9 @@ class Fit:
             "chi2_per_dof": f(self.chi2_per_dof), "p_value": f(self.p_value),
             "whiteness": {k: {n: f(v) for n, v in d.items()} for k, d in self.whiteness.items()},
             "noise_estimated": bool(self.noise_estimated),
-            "profile": {k: {"interval95": [None if v is None else f(v) for v in p["interval"]],
+            "profile": {k: {"interval": [None if v is None else f(v) for v in p["interval"]],
                             "closed": [bool(c) for c in p["closed"]],
+                            "estimate": f(p["estimate"]),
                             "values": [f(v) for v in p["values"]],
                             "delta_chi2": [f(v) for v in p["delta_chi2"]]}
                         for k, p in self.profile.items()},
@@ -460,8 +461,10 @@ def identify(
     paths = tuple(parameter_path(system, p) for p in params)
     for name, v, lo_ in (("max_iter", max_iter, 1), ("max_steps", max_steps, 1),
                          ("n_starts", n_starts, 1)):
-        if not (isinstance(v, int) and not isinstance(v, bool) and v >= lo_):
+        if not (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                and v >= lo_):
             raise ValueError(f"{name} = {v!r} must be an integer >= {lo_}")
+    max_iter, max_steps, n_starts = int(max_iter), int(max_steps), int(n_starts)
     if not (isinstance(tol, (int, float)) and 0 < tol < 1):
         raise ValueError(f"tol = {tol!r} is outside the allowed range (0, 1)")
     for name, v in (("robust", robust), ("profile", profile)):
@@ -500,6 +503,20 @@ def identify(
         raise ValueError(f"observations.event = {obs.event} but {type(system).__name__} has "
                          f"{len(system.events)} events")
 
+    if bounds is not None:
+        if not isinstance(bounds, dict):
+            raise ValueError(f"bounds = {bounds!r} must be a dict {{name: (lo, hi)}}")
+        for k, b in bounds.items():
+            try:
+                if isinstance(b, (str, bytes)) or len(b) != 2:
+                    raise TypeError
+                blo, bhi = float(b[0]), float(b[1])
+            except (TypeError, ValueError):
+                raise ValueError(f"bounds[{k!r}] = {b!r} must be a pair (lo, hi) of numbers") \
+                    from None
+            if math.isnan(blo) or math.isnan(bhi) or not blo < bhi:
+                raise ValueError(f"bounds[{k!r}] = {b!r} must have lo < hi (inf allowed, not "
+                                 f"nan)")
     lo = np.full(n_fit, -np.inf)
     hi = np.full(n_fit, np.inf)
     for i, (p, path) in enumerate(zip(params, paths)):
@@ -515,12 +532,21 @@ def identify(
         i = int(np.argmax((x0 < lo) | (x0 > hi)))
         raise ValueError(f"the starting value {fitted[i]} = {float(x0[i])!r} is outside its bounds "
                          f"[{lo[i]}, {hi[i]}]")
+    n_first = int(np.sum(obs.t <= obs.t[0] + win[0] * (1 + 1e-12))) * obs.values.shape[1]
+    if n_first <= n_fit:
+        raise ValueError(f"windows: the first window, {win[0]:.6g} s, holds {n_first} observed "
+                         f"values for {n_fit} fitted quantities; it must hold more (make it "
+                         f"longer)")
     starts = x0[None]
     if y0_candidates is not None:
         cands = np.asarray(y0_candidates, dtype=float)
         if cands.ndim != 2 or cands.shape[1] != y0.shape[0]:
             raise ValueError(f"y0_candidates has shape {cands.shape}; it must be (m, "
                              f"{y0.shape[0]})")
+        if not np.all(np.isfinite(cands)):
+            i = int(np.argwhere(~np.isfinite(cands))[0][0])
+            raise ValueError(f"y0_candidates[{i}] = {cands[i].tolist()!r} is not finite; "
+                             f"candidate states must be finite")
         xs = np.repeat(x0[None], cands.shape[0], axis=0)
         xs[:, len(params):] = cands[:, list(y0_index)]
         starts = np.concatenate([starts, xs])
@@ -590,7 +616,8 @@ def identify(
         for _ in range(3):
             r = _single_rj(x, problem)[0]
             per = r[: obs.values.size].reshape(obs.values.shape) * np.asarray(sigma)
-            dof = max(1.0, 1.0 - n_fit / n_res)
+            # the mean square with the fitted quantities' share of the residuals taken out
+            dof = max(1.0 - n_fit / n_res, 1e-3)
             new = np.sqrt(np.mean(per**2, axis=0) / dof)
             new = np.where(new > 0, new, np.asarray(sigma))
             done = np.allclose(new, sigma, rtol=1e-3)
@@ -622,7 +649,8 @@ def identify(
         msgs.insert(0, f"poor fit: {poor}; the model does not follow the data (a local "
                        f"minimum, a wrong model or noise levels set too small), so the "
                        f"standard errors are not to be trusted: try robust=True, a better y0 "
-                       f"or its candidates, other fitted parameters, or check the noise levels")
+                       f"or its candidates, other fitted parameters, or check the noise levels"
+                       f" (no profile likelihoods are computed for a poor fit)")
     elif not converged:
         msgs.insert(0, f"the fit did not converge in max_iter = {max_iter} trial steps; "
                        f"the estimates and their errors are not final")
@@ -713,12 +741,18 @@ def _windows(t, windows, span) -> list[float]:
             w *= 1.5
         return out + [span]
     try:
+        if isinstance(windows, (str, bytes)):
+            raise TypeError
         ws = [float(w) for w in windows]
     except (TypeError, ValueError):
         raise ValueError(f"windows = {windows!r} must be a sequence of window lengths [s]") \
             from None
     if not ws or not all(math.isfinite(w) and w > 0 for w in ws) or np.any(np.diff(ws) <= 0):
         raise ValueError(f"windows = {windows!r} must be increasing lengths > 0 [s]")
+    if ws[-1] > span * (1 + 1e-12):
+        raise ValueError(f"windows = {windows!r}: the record is {span:.6g} s long; window "
+                         f"lengths must be in (0, {span:.6g}] s (the last window is always the "
+                         f"whole record)")
     return [w for w in ws if w < span] + [span]
 
 

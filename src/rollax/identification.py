@@ -92,7 +92,7 @@ def fit_rim(observations: Observations, *, rim: Rim | None = None,
 
     Starts from ``rim`` (default: the Table 1 ball with no dissipation) and the state read
     from the first samples (:meth:`RimTracked.state_from_camera`)."""
-    fit = tuple(fit)
+    fit = (fit,) if isinstance(fit, str) else tuple(fit)
     for name in fit:
         if name not in RIM_FIELDS:
             raise ValueError(f"fit: {name!r} is not a rim parameter; allowed: "

@@ -53,6 +53,15 @@ def run(args) -> int:
         raise ValueError("--fit: name at least one parameter (e.g. --fit k_d k_r)")
     if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"--out = {args.out!r} is a file; it must be a directory")
+    if args.out is not None:  # before the fit: a fit of a minute, then no place to write it
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as err:
+            raise ValueError(f"--out = {args.out!r} cannot be created ({err.strerror}); it must "
+                             f"be a writable directory") from None
+        if not os.access(args.out, os.W_OK):
+            raise ValueError(f"--out = {args.out!r} is not writable; it must be a writable "
+                             f"directory")
     t, d, z, alpha = read_rim_csv(args.data)
     sig = (args.sigma_d, args.sigma_z, args.sigma_alpha)
     given = [s is not None for s in sig]
