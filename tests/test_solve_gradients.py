@@ -121,13 +121,15 @@ class Relax(rollax.AbstractSystem):
 
 def test_ported_diffrax_vmap_backprop_with_event():
     # loss p^2 + y_end^2; y_end = p (1 - e^-2) for p <= 1.5 / (1 - e^-2), else 1.5 (the event)
-    def loss(p):
-        sol = rollax.solve(Relax(p=p), jnp.zeros(1), 0.0, 2.0, **TOL)
+    def loss(p, adjoint=None):
+        sol = rollax.solve(Relax(p=p), jnp.zeros(1), 0.0, 2.0, adjoint=adjoint, **TOL)
         return p**2 + sol.y[0] ** 2
 
     params = jnp.array([1.0, 2.0, 3.0, 0.4, 1.2])
     grad = jax.grad(lambda ps: jnp.sum(jax.vmap(loss)(ps)))(params)
     assert_finite_gradients(grad)
+    fwd = jax.vmap(jax.jacfwd(lambda p: loss(p, diffrax.ForwardMode())))(params)
+    np.testing.assert_allclose(np.asarray(fwd), np.asarray(grad), atol=1e-9)
     q = 1 - math.exp(-2.0)
     exact = [2 * p + (2 * p * q * q if p * q < 1.5 else 0.0) for p in np.asarray(params)]
     np.testing.assert_allclose(np.asarray(grad), exact, atol=1e-8)
