@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import rollax
 from rollax import _diagnostics
 from rollax.identification import fit_rim, rim_observations
 from rollax.rim import Rim

@@ -14,7 +14,6 @@ from the best start (to compare).
 
 from __future__ import annotations
 
-import json
 import os
 
 from rollax.cli._args import dumps, real
