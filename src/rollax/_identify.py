@@ -375,7 +375,8 @@ def _residuals_and_jacobian(x, problem: _Problem):
 
 @eqx.filter_jit
 def _batch_residuals_and_jacobians(xs, t_end, problem: _Problem):
-    """Residuals and forward-mode Jacobians of the lanes ``xs`` on the window ``t <= t_end``."""
+    """Residuals and forward-mode Jacobians of the lanes ``xs`` on the window ``t <= t_end``
+    (``None``: the whole record, the observed event time included)."""
     def one(x):
         r_fn = lambda z: (problem.residuals(z, t_end),) * 2  # noqa: E731
         J, r = jax.jacfwd(r_fn, has_aux=True)(x)
@@ -703,8 +704,8 @@ def _full_record(problem, width):
     """Batched ``(rj, None)`` on the whole record (the event time included where observed):
     trials are evaluated with their Jacobians (:func:`rollax._lm.solve`)."""
     if problem.with_event:
-        return (lambda z: _lanes(lambda a, _, p: _batch_rj_full(a, p), z, 0.0, problem, width),
-                None)
+        return (lambda z: _lanes(lambda a, _, p: _batch_residuals_and_jacobians(a, None, p), z,
+                                 0.0, problem, width), None)
     t_end = float(problem.t[-1])
     return (lambda z: _lanes(_batch_residuals_and_jacobians, z, t_end, problem, width), None)
 
@@ -718,15 +719,6 @@ def _single(x, problem, lo, hi, max_iter, tol, report, stage):
 def _single_rj(x, problem):
     r, J = _full_record(problem, 1)[0](np.asarray(x)[None])
     return r[0], J[0]
-
-
-@eqx.filter_jit
-def _batch_rj_full(xs, problem: _Problem):
-    def one(x):
-        r_fn = lambda z: (problem.residuals(z),) * 2  # noqa: E731
-        J, r = jax.jacfwd(r_fn, has_aux=True)(x)
-        return r, J
-    return jax.vmap(one)(xs)
 
 
 def _windows(t, windows, span) -> list[float]:
