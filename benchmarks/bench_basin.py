@@ -85,6 +85,7 @@ def main() -> None:
     ap.add_argument("--grid", type=int, nargs=2, default=None, help="e.g. 1000 1000 on a GPU")
     ap.add_argument("--lanes", type=int, nargs="*", default=[512],
                     help="lanes per device (several: one timing per value; 10^4-10^5 on a GPU)")
+    ap.add_argument("--backend", default="auto", help="auto, queue or fused")
     args = ap.parse_args()
     rtol = atol = 1e-9
     t_max = 60.0
@@ -102,13 +103,13 @@ def main() -> None:
         n = kw["x"].n * kw["y"].n
         t0 = time.perf_counter()
         bmap = basin_map(rim, progress=False, t_max=t_max, rtol=rtol, atol=atol,
-                         chunk_size=n, lanes=lanes, **kw)
+                         chunk_size=n, lanes=lanes, backend=args.backend, **kw)
         first = time.perf_counter() - t0
         warm = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             bmap = basin_map(rim, progress=False, t_max=t_max, rtol=rtol, atol=atol,
-                             chunk_size=n, lanes=lanes, **kw)
+                             chunk_size=n, lanes=lanes, backend=args.backend, **kw)
             warm.append(time.perf_counter() - t0)
         best = min(warm)
         # SciPy on a random sample of the same starts
@@ -126,6 +127,10 @@ def main() -> None:
             scipy_1proc_s=round(scipy_panel, 1), scipy_2proc_s=round(scipy_panel / 2, 1),
             speedup_vs_scipy_2proc=round(scipy_panel / 2 / best, 1),
             sample=len(pick), sample_agreement=agree,
+            steps=int(np.sum(bmap.steps)),
+            # about 125 flops per right-hand side with the step around it (PERFORMANCE.md),
+            # six evaluations per accepted step: an estimate of the arithmetic done
+            est_gflop_per_s=round(int(np.sum(bmap.steps)) * 6 * 125 / best / 1e9, 1),
         )
         results["panels"].append(row)
         print(json.dumps(row))

@@ -88,6 +88,7 @@ def main() -> None:
     ap.add_argument("--step-cost", action="store_true")
     ap.add_argument("--lanes", type=int, default=512, help="lanes per device (10^4-10^5 on a GPU)")
     ap.add_argument("--chunk", type=int, default=1 << 17, help="starts per chunk (the library default)")
+    ap.add_argument("--backend", default="auto", help="auto, queue or fused")
     args = ap.parse_args()
     if args.step_cost:
         print("ns per lane and step:", json.dumps(step_cost()), flush=True)
@@ -96,13 +97,13 @@ def main() -> None:
     for name, slip in (("no slip", None), ("mu = 1", SlipSettings())):
         t0 = time.perf_counter()
         m = basin_map(rim, progress=False, slip=slip, lanes=args.lanes,
-                      chunk_size=args.chunk, **kw)
+                      chunk_size=args.chunk, backend=args.backend, **kw)
         first = time.perf_counter() - t0
         warm = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             m = basin_map(rim, progress=False, slip=slip, lanes=args.lanes,
-                      chunk_size=args.chunk, **kw)
+                      chunk_size=args.chunk, backend=args.backend, **kw)
             warm.append(time.perf_counter() - t0)
         rows[name] = dict(counts=m.counts(), first_s=round(first, 2), warm_s=round(min(warm), 3),
                           steps=int(np.sum(m.steps)))

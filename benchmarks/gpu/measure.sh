@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -12,7 +12,13 @@ python3 -c "import jax, diffrax, equinox, optax, optimistix, jaxtyping, rollax; 
 step() { local limit=$1; shift; echo "== $* (limit ${limit}s)"; local t0=$SECONDS
   timeout "$limit" "$@" 2>&1 | tee -a "$OUT/$what.log" | grep -v "^WARNING\|^W0000\|^I0000" | tail -n 12
   echo "   ($((SECONDS - t0)) s)"; }
-if [ "$what" = big ]; then
+if [ "$what" = fused ]; then
+  # the fused kernel (one GPU thread per start): conformance with the queue on this GPU, then
+  # the 1000 x 1000 no-slip panel and the 360 x 240 panels without and with slipping (mu = 1)
+  step 150 python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_rolling,rim_slipping,oscillator,bouncing_ball,sliding
+  step 120 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 10 --repeat 3 --json "$OUT/basin_1000_fused.json"
+  step 150 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_fused.json"
+elif [ "$what" = big ]; then
   # one lane per start (no refill): the 1000 x 1000 no-slip panel and the mu = 1 panel
   step 170 python3 benchmarks/bench_basin.py --panels none --grid 1000 1000 --lanes 1000000 --sample 10 --repeat 3 --json "$OUT/basin_1000.json"
   step 230 python3 benchmarks/bench_slip.py --lanes 86400 --chunk 86400 --repeat 2 --json "$OUT/slip.json"

@@ -118,6 +118,7 @@ def solve_ensemble(
     valid: np.ndarray | None = None,
     progress=None,
     jump_ts=None,
+    backend: str = "auto",
 ) -> Solution:
     """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
     the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
@@ -137,6 +138,11 @@ def solve_ensemble(
 
     ``jump_ts``: times where the vector field or its derivatives jump (default:
     ``system.jump_times()``); as in :func:`rollax.solve`, no step straddles one.
+
+    ``backend``: ``"queue"`` (the work queue: few wide lanes refilled as starts finish; the CPU
+    path), ``"fused"`` (each start integrated from start to end by one GPU thread of one
+    Pallas kernel; on a CPU it runs in Pallas's interpret mode, for tests only) or ``"auto"``
+    (fused on a GPU, the queue elsewhere). The results agree to rounding (docs/fused.md).
 
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
     meaningless (the padding of a chunk). ``progress(finished)``: called about every quarter
@@ -212,7 +218,7 @@ def solve_ensemble(
         valid=None if valid is None else np.asarray(valid, bool), progress=progress,
         flow=ad.flow if system.has_flow else None,
         flow_step=ad.flow_step if system.has_flow else None, solver=solver,
-        jump_ts=system.jump_times() if jump_ts is None else jump_ts,
+        jump_ts=system.jump_times() if jump_ts is None else jump_ts, backend=backend,
     )
     return Solution(
         t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),

@@ -217,7 +217,7 @@ def simulate(
     if slip is not None:
         starts = np.asarray(RimSlipping.rolling_start(starts))
     sol = solve_ensemble(system, starts, 0.0, t_max,
-                         **_options(system, max_steps, lanes, devices, rtol, atol))
+                         backend=backend, **_options(system, max_steps, lanes, devices, rtol, atol))
     return {k: np.asarray(v) for k, v in _per_run(_summary, system, sol).items()}
 
 
@@ -239,6 +239,7 @@ def basin_map(
     progress: bool = True,
     slip=None,
     n_samples: int | None = None,
+    backend: str = "auto",
 ) -> BasinMap:
     """Outcome map of a 2-D section of rolling starts (Figs. 11-13, Sect. 5.1): a preset of
     :func:`rollax.sweep` over the rim's system (:class:`rollax.systems.RimRolling`, or
@@ -251,7 +252,8 @@ def basin_map(
     ``keep_chunks``; see :func:`rollax.sweep`). ``slip`` (a :class:`rollax.slip.SlipSettings`): let the ball slip
     with friction coefficient ``rim.mu`` (Sect. 5.2); ``None`` (default): no slipping.
     ``n_samples``: event samples per step (default: the system's, 4; with 8 no F2 dip of the
-    Figs. 11-13 panels is missed, see the README's event semantics).
+    Figs. 11-13 panels is missed, see the README's event semantics). ``backend``: the
+    ensemble path (:func:`rollax.solve_ensemble`: ``"auto"``, ``"queue"`` or ``"fused"``).
     """
     rim = Rim() if rim is None else rim
     fixed = dict(fixed) if fixed is not None else {"omega2": 35.0, "omega3": 10.0}
@@ -269,7 +271,7 @@ def basin_map(
                 y0=y0, t1=t_max, chunk_size=chunk_size, cache_dir=cache_dir,
                 keep_chunks=keep_chunks, progress=progress,
                 summary=_summary, n_samples=n_samples,
-                **_options(system, max_steps, lanes, devices, rtol, atol))
+                backend=backend, **_options(system, max_steps, lanes, devices, rtol, atol))
     out = res.summary
     return BasinMap(
         x=x, y=y, fixed=fixed, rim=rim, t_max=t_max, rtol=rtol, atol=atol,

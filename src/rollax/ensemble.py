@@ -172,6 +172,20 @@ class _Problem(NamedTuple):
 METHODS = {"dopri5": dopri5, "dopri8": dopri8}
 
 
+BACKENDS = ("auto", "queue", "fused")
+
+
+def check_backend(backend) -> str:
+    """The backend to use for ``backend`` (one of :data:`BACKENDS`; ``"auto"``: fused on a GPU,
+    the queue elsewhere), else a ``ValueError``."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend = {backend!r} is not allowed: it must be one of "
+                         f"{', '.join(repr(b) for b in BACKENDS)}")
+    if backend == "auto":
+        return "fused" if jax.default_backend() == "gpu" else "queue"
+    return backend
+
+
 def check_solver(solver) -> str:
     """``solver`` if the kernel has it (a key of :data:`METHODS`), else a ``ValueError``."""
     if not isinstance(solver, str) or solver not in METHODS:
@@ -345,7 +359,8 @@ class _Scalars(NamedTuple):
 
 
 def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
-    """One device's work queue as three functions (all traced inside one compiled program each):
+    """One device's work queue as three functions (all traced inside one compiled program each),
+    and the per-lane pieces they are made of (``_LaneOps``):
 
     * ``init(y0s, aux0s, valid, bargs) -> (pre, carry)``: per-start set-up, vectorised once,
       and empty lanes;
@@ -702,7 +717,21 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         finished = jnp.sum(pre.valid) - (pre.nq - carry.qp) - in_flight
         return carry, left(pre, carry), finished.astype(jnp.int32)
 
-    return init, advance, records
+    # the per-lane pieces, for the fused path (rollax._fused runs one start per lane with them)
+    lane = _LaneOps(setup, step_lanes, serve_block, blank, store, n_coef)
+    return init, advance, records, lane
+
+
+class _LaneOps(NamedTuple):
+    """The queue's per-lane pieces (see ``_machine``), which :mod:`rollax._fused` reuses to run
+    one start per lane with the same arithmetic."""
+
+    setup: Callable  # (y, bl) -> (g, k1, h, sign, bad) at t0
+    step_lanes: Callable  # _Lanes -> _Lanes: one attempted step of the live lanes
+    serve_block: Callable  # the reset service of a block of parked lanes
+    blank: Callable  # (K, d, dtype) -> the per-record crossing fields, empty
+    store: bool  # the lanes keep the steps that fire (see _keeps_steps)
+    n_coef: int
 
 
 def _keeps_steps(pb: _Problem) -> bool:
@@ -782,14 +811,25 @@ def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs, batched: 
     return jax.lax.fori_loop(0, n_blocks, body, tuple(outputs))
 
 
+def _masked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
+    """``_blocked`` without the sort: ``fn`` on every entry, told by ``sel`` whether it is
+    selected (it must then cost little), the unselected entries keeping ``outputs``."""
+    res = jax.vmap(lambda m, *xs: fn(*xs, sel=m))(mask, *inputs)
+    return tuple(jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), r, o)
+                 for r, o in zip(res, outputs))
+
+
 def _finish(
-    pb: _Problem, out: _Out, bargs: tuple, sargs: tuple, block: int = 512
+    pb: _Problem, out: _Out, bargs: tuple, sargs: tuple, block: int = 512, direct: bool = False
 ) -> tuple[Int[Array, " M"], Int[Array, " M"], Float[Array, " M"], Float[Array, "M d"],
            Int[Array, "M n"], Float[Array, "M n"]]:
     """Post-pass: locate the ending event of every pending start (no reset map), and the
     first crossings of the crossing events, on the dense output of the step that holds them
-    (``bargs``: the per-start leaves of args, one row per record)."""
+    (``bargs``: the per-start leaves of args, one row per record). ``direct``: every record is
+    searched in place, the unselected ones with all events masked out so that their root
+    finder stops at once (the fused path: one record per start, no sorting)."""
     events = pb.events
+    blocked = _masked if direct else _blocked
     fn = _fns(pb, sargs)
     n = events.n
     M = out.t.shape[0]
@@ -802,12 +842,13 @@ def _finish(
         g0 = jax.vmap(lambda t, y, *bl: fn.g(t, y, bl))(out.t, out.y, *bargs)
         e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
 
-        def end_one(t, y, h, k1, sign, count, t_zero, *bl):
-            loc, y_at = _locate(pb, fn, bl, t, y, h, k1, sign, count, t_zero)
+        def end_one(t, y, h, k1, sign, count, t_zero, *bl, sel=True):
+            loc, y_at = _locate(pb, fn, bl, t, y, h, k1, sign, count, t_zero,
+                                event_mask=jnp.broadcast_to(sel, (n,)))
             # a root that the redone step does not show (rounding): reported as a failure
             return loc.event, loc.t, y_at, loc.count, jnp.where(loc.found, EVENT, FAILED_NAN)
 
-        event, t_end, y_end, counts, status = _blocked(
+        event, t_end, y_end, counts, status = blocked(
             end_one, pending & ~at_start, block,
             (out.t, out.y, out.h, out.k1, out.sign, out.count, out.t_zero) + tuple(bargs),
             (jnp.where(at_start, e0, out.event), out.t, out.y, out.count,
@@ -828,16 +869,16 @@ def _finish(
     for c, e in enumerate(_crossings(events)):
         only = jnp.arange(n) == e
 
-        def first_one(t, y, h, k1, sign_e, tzero_e, y1, coef, vals, *bl, only=only):
+        def first_one(t, y, h, k1, sign_e, tzero_e, y1, coef, vals, *bl, only=only, sel=True):
             # the other events are masked out; this one fires at its first crossing
             loc, _ = _locate(pb, fn, bl, t, y, h, k1, jnp.where(only, sign_e, 0.0),
                              jnp.zeros(n, jnp.int32), jnp.where(only, tzero_e, jnp.nan),
-                             targets=only.astype(jnp.int32), event_mask=only,
+                             targets=only.astype(jnp.int32), event_mask=only & sel,
                              stored=(y1, coef, vals) if stored else None)
             return (jnp.where(loc.found, loc.t, jnp.nan),)
 
         seen = jnp.isfinite(out.fc_t[:, c])
-        (tf,) = _blocked(first_one, seen, block,
+        (tf,) = blocked(first_one, seen, block,
                          (out.fc_t[:, c], out.fc_y[:, c], out.fc_h[:, c], out.fc_k1[:, c],
                           out.fc_sign[:, c], out.fc_tzero[:, c], out.fc_y1[:, c],
                           out.fc_coef[:, c], out.fc_vals[:, c]) + tuple(bargs),
@@ -987,6 +1028,7 @@ def solve_ensemble(
     flow_step: Callable | None = None,
     solver: str = "dopri5",
     jump_ts=None,
+    backend: str = "queue",
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax.events`) or ``t_max``.
@@ -1039,7 +1081,13 @@ def solve_ensemble(
     ``progress(finished)``: called on this thread with the number of starts finished so far,
     about every ``_SLICE_S`` seconds (the queue's loop then runs in slices, with bit-identical
     results); an exception it raises stops the solve there.
+
+    ``backend``: ``"queue"`` (the work queue above), ``"fused"`` (:mod:`rollax._fused`: each
+    start in one lane of one Pallas kernel, on the first device; on a CPU in Pallas's
+    interpret mode, for tests) or ``"auto"`` (fused on a GPU, the queue elsewhere). The
+    results agree to rounding.
     """
+    backend = check_backend(backend)
     y0s = np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2:
         raise ValueError(f"y0s must have shape (N, d), got {y0s.shape}")
@@ -1090,6 +1138,20 @@ def solve_ensemble(
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
                   int(n_samples), field_and_events, args_def, batched, flow, flow_step,
                   d - int(n_constant) if n_constant else None, solver, jumps)
+    if backend == "fused":
+        from rollax import _fused
+
+        res = _fused.solve(
+            pb, y0s, aux, valid,
+            (np.zeros(N),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if b),
+            (np.zeros(()),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if not b),
+            (float(t0), float(t_max), float(rtol), float(atol), int(max_steps),
+             int(max_resets), float(dt_max)),
+            mode="gpu" if jax.default_backend() == "gpu" else _fused.CPU_MODE, progress=progress)
+        status, event, t, y, counts, t_first, steps, resets, aux_out = res
+        return EnsembleResult(
+            status=status.astype(np.int8), event=event.astype(np.int32), t=t, y=y,
+            counts=counts, t_first=t_first, steps=steps, resets=resets, aux=aux_out)
     kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)
