@@ -15,9 +15,14 @@ step() { local limit=$1; shift; echo "== $* (limit ${limit}s)"; local t0=$SECOND
 if [ "$what" = fused ]; then
   # the fused kernel (one GPU thread per start): conformance with the queue on this GPU, then
   # the 1000 x 1000 no-slip panel and the 360 x 240 panels without and with slipping (mu = 1)
-  step 150 python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_rolling,rim_slipping,oscillator,bouncing_ball,sliding
-  step 120 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 10 --repeat 3 --json "$OUT/basin_1000_fused.json"
-  step 150 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_fused.json"
+  step 100 python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_rolling,oscillator,bouncing_ball
+  step 90 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 10 --repeat 3 --json "$OUT/basin_1000_fused.json"
+  step 240 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 1 --json "$OUT/slip_fused.json"
+elif [ "$what" = fused2 ]; then
+  # the second call of 2026-11-26: the slipping panel with the time to spare, then one tuning
+  # pass (64 starts and 2 warps per program)
+  step 270 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 1 --json "$OUT/slip_fused.json"
+  step 90 env ROLLAX_FUSED_BLOCK=64 ROLLAX_FUSED_WARPS=2 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 2 --json "$OUT/basin_1000_b64.json"
 elif [ "$what" = big ]; then
   # one lane per start (no refill): the 1000 x 1000 no-slip panel and the mu = 1 panel
   step 170 python3 benchmarks/bench_basin.py --panels none --grid 1000 1000 --lanes 1000000 --sample 10 --repeat 3 --json "$OUT/basin_1000.json"

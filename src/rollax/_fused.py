@@ -22,7 +22,7 @@ results agree with the queue's to rounding: the conformance test holds them to i
 from __future__ import annotations
 
 import functools
-import math
+import os
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -229,21 +229,31 @@ def _runner(pb, shapes: tuple, mode: str, B: int, num_warps: int) -> Callable:
     return jax.jit(run)
 
 
+def _env_int(name: str, default: int) -> int:
+    v = os.environ.get(name, "").strip()
+    return int(v) if v.isdigit() else default
+
+
 def solve(pb, y0s: np.ndarray, aux: np.ndarray, valid: np.ndarray, bargs: tuple,
-          sargs: tuple, sc: tuple, *, mode: str = "gpu", block: int = BLOCK,
-          num_warps: int = 1, chunk: int = 1 << 20, progress=None) -> tuple:
+          sargs: tuple, sc: tuple, *, mode: str = "gpu", block: int | None = None,
+          num_warps: int | None = None, chunk: int = 1 << 20, progress=None) -> tuple:
     """The fused solve of every start (``ensemble.solve_ensemble``'s inputs, one device):
     ``(status, event, t, y, counts, t_first, steps, resets, aux)`` as NumPy arrays. The starts
     go in chunks of ``chunk`` (progress is reported after each); each chunk is padded to a
-    multiple of ``block`` with invalid starts."""
+    power of two (at least ``block``) with invalid starts, which end at once: the kernel is
+    compiled once per size class, not per size. ``block`` and ``num_warps`` (default:
+    :data:`BLOCK` and 1, or the environment's ``ROLLAX_FUSED_BLOCK`` and
+    ``ROLLAX_FUSED_WARPS``, for tuning) shape the Pallas programs."""
     N = y0s.shape[0]
+    block = _env_int("ROLLAX_FUSED_BLOCK", BLOCK) if block is None else block
+    num_warps = _env_int("ROLLAX_FUSED_WARPS", 1) if num_warps is None else num_warps
     sc_arr = tuple(jnp.asarray(x, jnp.int32 if isinstance(x, int) else y0s.dtype) for x in sc)
     sargs = tuple(jnp.asarray(x) for x in sargs)
     parts = []
     chunk = max(block, chunk - chunk % block)
     for lo in range(0, N, chunk):
         hi = min(N, lo + chunk)
-        m = -(-(hi - lo) // block) * block
+        m = max(block, _pow2(hi - lo))
 
         def pad(x, fill_first=True):
             x = np.asarray(x)[lo:hi]
