@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax import ensemble
+from rollax import _fused, ensemble
 from rollax._solution import Solution
 from rollax._solve import check_options
 from rollax._system import AbstractSystem
@@ -152,6 +152,7 @@ def solve_ensemble(
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
+    backend = ensemble.check_backend(backend)
     n_samples = system.n_samples if n_samples is None else n_samples
     solver = ensemble.check_solver(system.solver if solver is None else solver)
     d = system.state_dim
@@ -218,7 +219,8 @@ def solve_ensemble(
         valid=None if valid is None else np.asarray(valid, bool), progress=progress,
         flow=ad.flow if system.has_flow else None,
         flow_step=ad.flow_step if system.has_flow else None, solver=solver,
-        jump_ts=system.jump_times() if jump_ts is None else jump_ts, backend=backend,
+        jump_ts=system.jump_times() if jump_ts is None else jump_ts,
+        runner=_fused.run if backend == "fused" else None,
     )
     return Solution(
         t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),

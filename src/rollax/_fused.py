@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from rollax import _soa
+from rollax import ensemble as E
 
 
 def _pow2(n: int) -> int:
@@ -135,10 +136,8 @@ def start_program(pb, sargs: tuple, sc) -> Callable:
     valid, bl) -> (status, event, t, y, counts, t_first, steps, resets, aux)`` for one start,
     with the queue's arithmetic (``ensemble._machine``'s per-lane pieces on one lane, then
     ``ensemble._finish`` on its one record)."""
-    from rollax import ensemble as E
-
     _, _, _, ops = E._machine(pb, 1, sargs, E._Scalars(*sc))
-    t0, t_max = sc[0], sc[1]
+    t0 = sc[0]
     events, reset = pb.events, pb.reset
     n = events.n
     K = pb.n_samples
@@ -274,3 +273,10 @@ def solve(pb, y0s: np.ndarray, aux: np.ndarray, valid: np.ndarray, bargs: tuple,
         if progress is not None:
             progress(int(np.sum(valid[:hi])))
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(len(parts[0])))
+
+
+def run(pb, y0s, aux, valid, bargs, sargs, sc, progress=None) -> tuple:
+    """:func:`solve` on this machine's default device: compiled for a GPU, else in
+    :data:`CPU_MODE` (the ``runner`` of ``ensemble.solve_ensemble``)."""
+    mode = "gpu" if jax.default_backend() == "gpu" else CPU_MODE
+    return solve(pb, y0s, aux, valid, bargs, sargs, sc, mode=mode, progress=progress)

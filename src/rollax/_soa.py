@@ -685,6 +685,108 @@ class _Eval:
             stacked.append(o)
         return carry + stacked
 
+    # -- small linear algebra (jnp.linalg.solve) ---------------------------------------------
+    def r_custom_linear_solve(self, ins, p, eqn):
+        # the forward solve only: solve(consts, b)
+        cl = p["const_lengths"]
+        off = cl.matvec + cl.vecmat
+        consts = ins[off:off + cl.solve]
+        b = ins[sum(cl):]
+        return self.closed(p["jaxprs"].solve, list(consts) + list(b))
+
+    def r_sort(self, ins, p, eqn):
+        # odd-even transposition sort (stable: only adjacent, strictly ordered pairs swap)
+        if p["num_keys"] != 1:
+            raise NotImplementedError("the fused kernel sorts by one key")
+        dim = p["dimension"]
+        moved = [np.moveaxis(x, dim, -1) for x in ins]
+        outs = [m.copy() for m in moved]
+        for bidx in np.ndindex(moved[0].shape[:-1]):
+            for o, r in zip(outs, self._sort1([m[bidx] for m in moved])):
+                o[bidx] = r
+        return [np.moveaxis(o, -1, dim) for o in outs]
+
+    def _sort1(self, ins):
+        cols = [list(x) for x in ins]
+        n = len(cols[0])
+        for rnd in range(n):
+            for i in range(rnd % 2, n - 1, 2):
+                swap = self.op(jax.lax.gt_p, cols[0][i], cols[0][i + 1])
+                for c in cols:
+                    a, b = c[i], c[i + 1]
+                    c[i], c[i + 1] = self.where(swap, b, a), self.where(swap, a, b)
+        return [lane_array(c, (n,)) for c in cols]
+
+    def r_lu(self, ins, p, eqn):
+        x = ins[0]
+        outs = [_obj(tuple(v.aval.shape)) for v in eqn.outvars]
+        for bidx in np.ndindex(x.shape[:-2]):
+            for o, r in zip(outs, self._lu(x[bidx], eqn)):
+                o[bidx] = r
+        return outs
+
+    def _lu(self, a, eqn):
+        # LU with partial pivoting (LAPACK getrf): the pivot of column k is the first row
+        # i >= k of largest |a[i, k]|
+        a = a.copy()
+        if a.ndim != 2 or a.shape[0] != a.shape[1]:
+            raise NotImplementedError("the fused kernel factors square matrices only")
+        n = a.shape[0]
+        idt = np.dtype(eqn.outvars[1].aval.dtype)
+        pivots = _obj((n,))
+        perm = known_array(np.arange(n, dtype=idt))
+        for k in range(n):
+            best, piv = self.op(jax.lax.abs_p, a[k, k]), np.asarray(k, idt)
+            for i in range(k + 1, n):
+                v = self.op(jax.lax.abs_p, a[i, k])
+                better = self.op(jax.lax.gt_p, v, best)
+                best = self.where(better, v, best)
+                piv = self.where(better, np.asarray(i, idt), piv)
+            pivots[k] = piv
+            if k < n - 1:
+                is_ = [self.op(jax.lax.eq_p, piv, np.asarray(i, idt)) for i in range(k + 1, n)]
+                rowk, pk = a[k].copy(), perm[k]
+                for i, q in zip(range(k + 1, n), is_):
+                    for j in range(n):
+                        a[k, j] = self.where(q, a[i, j], a[k, j])
+                        a[i, j] = self.where(q, rowk[j], a[i, j])
+                    perm[k] = self.where(q, perm[i], perm[k])
+                    perm[i] = self.where(q, pk, perm[i])
+            for i in range(k + 1, n):
+                a[i, k] = self.op(jax.lax.div_p, a[i, k], a[k, k])
+                for j in range(k + 1, n):
+                    a[i, j] = self.op(jax.lax.sub_p, a[i, j],
+                                      self.op(jax.lax.mul_p, a[i, k], a[k, j]))
+        return [a, pivots, perm]
+
+    def r_triangular_solve(self, ins, p, eqn):
+        a_all, b_all = ins
+        out = b_all.copy()
+        for bidx in np.ndindex(a_all.shape[:-2]):
+            out[bidx] = self._tri(a_all[bidx], b_all[bidx], p)
+        return out
+
+    def _tri(self, a, b, p):
+        if not p["left_side"]:
+            raise NotImplementedError("the fused kernel solves op(a) x = b only")
+        n = a.shape[-1]
+        tr = bool(p["transpose_a"])
+        lower = bool(p["lower"]) != tr
+
+        def m(i, j):
+            return a[j, i] if tr else a[i, j]
+
+        x = b.copy()
+        order = range(n) if lower else range(n - 1, -1, -1)
+        for col in range(b.shape[1]):
+            for i in order:
+                acc = b[i, col]
+                others = range(i) if lower else range(i + 1, n)
+                for j in others:
+                    acc = self.op(jax.lax.sub_p, acc, self.op(jax.lax.mul_p, m(i, j), x[j, col]))
+                x[i, col] = acc if p["unit_diagonal"] else self.op(jax.lax.div_p, acc, m(i, i))
+        return x
+
     def r_custom_jvp_call(self, ins, p, eqn):
         return self.closed(p["call_jaxpr"], ins)
 

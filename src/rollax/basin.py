@@ -204,11 +204,13 @@ def simulate(
     lanes: int = 512,
     devices: int | None = None,
     slip=None,
+    backend: str = "auto",
 ) -> dict[str, np.ndarray]:
     """Outcomes of the given rolling starts ``(N, 4)`` (one :func:`rollax.solve_ensemble` call).
 
     Returns a dict with ``outcome``, ``t_end``, ``recontact``, ``period`` and ``steps`` (and
-    ``switches``, ``t_slip`` with ``slip``, a :class:`rollax.slip.SlipSettings`).
+    ``switches``, ``t_slip`` with ``slip``, a :class:`rollax.slip.SlipSettings`). ``backend``:
+    as :func:`rollax.solve_ensemble`.
     """
     system = _system(rim, slip)
     starts = np.asarray(starts, dtype=float)

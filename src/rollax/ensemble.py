@@ -1028,7 +1028,7 @@ def solve_ensemble(
     flow_step: Callable | None = None,
     solver: str = "dopri5",
     jump_ts=None,
-    backend: str = "queue",
+    runner: Callable | None = None,
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax.events`) or ``t_max``.
@@ -1082,12 +1082,13 @@ def solve_ensemble(
     about every ``_SLICE_S`` seconds (the queue's loop then runs in slices, with bit-identical
     results); an exception it raises stops the solve there.
 
-    ``backend``: ``"queue"`` (the work queue above), ``"fused"`` (:mod:`rollax._fused`: each
-    start in one lane of one Pallas kernel, on the first device; on a CPU in Pallas's
-    interpret mode, for tests) or ``"auto"`` (fused on a GPU, the queue elsewhere). The
-    results agree to rounding.
+    ``runner``: another path for the validated problem instead of the work queue (the fused
+    kernel passes :func:`rollax._fused.solve`): ``runner(pb, y0s, aux, valid, bargs, sargs,
+    sc, progress=progress)`` returns the records ``(status, event, t, y, counts, t_first,
+    steps, resets, aux)``, where ``bargs`` and ``sargs`` are the per-start and shared leaves of
+    ``args`` (each led by a dummy leaf) and ``sc`` the scalars ``(t0, t_max, rtol, atol,
+    max_steps, max_resets, dt_max)``.
     """
-    backend = check_backend(backend)
     y0s = np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2:
         raise ValueError(f"y0s must have shape (N, d), got {y0s.shape}")
@@ -1138,16 +1139,13 @@ def solve_ensemble(
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
                   int(n_samples), field_and_events, args_def, batched, flow, flow_step,
                   d - int(n_constant) if n_constant else None, solver, jumps)
-    if backend == "fused":
-        from rollax import _fused
-
-        res = _fused.solve(
+    if runner is not None:
+        res = runner(
             pb, y0s, aux, valid,
             (np.zeros(N),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if b),
             (np.zeros(()),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if not b),
             (float(t0), float(t_max), float(rtol), float(atol), int(max_steps),
-             int(max_resets), float(dt_max)),
-            mode="gpu" if jax.default_backend() == "gpu" else _fused.CPU_MODE, progress=progress)
+             int(max_resets), float(dt_max)), progress=progress)
         status, event, t, y, counts, t_first, steps, resets, aux_out = res
         return EnsembleResult(
             status=status.astype(np.int8), event=event.astype(np.int32), t=t, y=y,

@@ -59,6 +59,9 @@ def register(subparsers) -> None:
     p.add_argument("--chunk-size", type=integer(1), default=1 << 17, help="starts per resumable chunk")
     p.add_argument("--lanes", type=integer(16), default=512, help="lanes of each device's work queue")
     p.add_argument("--devices", type=integer(1), default=None, help="JAX devices to use (default: all)")
+    p.add_argument("--backend", choices=("auto", "queue", "fused"), default="auto",
+                   help="ensemble path: the work queue (CPU), the fused per-start GPU kernel, "
+                        "or auto (fused on a GPU, else the queue)")
     p.add_argument("--no-resume", action="store_true", help="do not keep or reuse finished chunks")
     p.add_argument("--keep-chunks", action="store_true",
                    help="keep OUT/.chunks after a successful run (default: removed)")
@@ -110,7 +113,7 @@ def run(args) -> int:
         max_steps=args.max_steps, chunk_size=args.chunk_size, lanes=args.lanes,
         devices=args.devices, cache_dir=None if args.no_resume else f"{args.out}/.chunks",
         keep_chunks=args.keep_chunks, progress=not args.no_progress, slip=slip,
-        n_samples=args.samples,
+        n_samples=args.samples, backend=args.backend,
     )
     elapsed = time.perf_counter() - t0
     if not args.no_resume and not args.keep_chunks:
