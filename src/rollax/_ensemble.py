@@ -32,7 +32,7 @@ from jaxtyping import Array, Float
 
 from rollax import _fused, ensemble
 from rollax._solution import Solution
-from rollax._solve import check_options
+from rollax._solve import SAMPLES_MAX, check_options
 from rollax._system import AbstractSystem
 from rollax._validate import _show
 from rollax.events import EventSet
@@ -82,6 +82,21 @@ class _Adapter:
         return jnp.asarray(t_n, t.dtype), z_n, jnp.asarray(aux_n, aux.dtype), term
 
 
+#: At most this many lanes per device: each holds a few kB of state and records (a typo such
+#: as lanes = 10**9 would ask for terabytes)
+LANES_MAX = 1 << 22
+
+
+def _lanes_used(lanes: int, N: int, n_dev: int) -> int:
+    """The lanes each device's queue gets: ``lanes``, but no more than the power of two at or
+    above the starts it holds, unless that is below 512 (the default). A large ``lanes`` on a
+    few starts then allocates nothing it cannot use (``rollax basin --lanes 100000000`` on 48
+    starts ran for minutes), while the usual sizes keep one compiled kernel for every chunk
+    (the lanes are part of its shape; the results do not depend on them beyond rounding)."""
+    per = -(-N // n_dev)
+    return int(min(lanes, max(512, 1 << max(0, per - 1).bit_length())))
+
+
 @functools.lru_cache(maxsize=64)
 def _adapter(static, d: int) -> _Adapter:
     # one adapter object per structure: bound methods compare their instances by identity,
@@ -128,7 +143,9 @@ def solve_ensemble(
     field with a leading batch axis of N gives each start its own value. ``dt_max`` bounds the
     step (and so the sampling interval, ``dt_max / n_samples``); ``max_steps`` bounds the
     steps of each segment, ``max_resets`` the resets of a hybrid run. The starts are dealt to
-    ``devices`` JAX devices (default: all local), each with a work queue of ``lanes`` lanes.
+    ``devices`` JAX devices (default: all local), each with a work queue of ``lanes`` lanes
+    (at most 2^22; above 512, no more than the power of two at or above the starts each device
+    holds).
 
     A system with its own exact ``flow`` is moved along it in steps of ``system.flow_step``
     (``rtol`` and ``atol`` are then not used).
@@ -163,7 +180,8 @@ def solve_ensemble(
     N = y0s.shape[0]
     system.check_flow_step(dt_max)
     check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
-                  max_resets=(max_resets, 0), n_samples=(n_samples, 1), lanes=(lanes, 16))
+                  max_resets=(max_resets, 0), n_samples=(n_samples, 1, SAMPLES_MAX),
+                  lanes=(lanes, 16, LANES_MAX))
     n_dev_max = jax.local_device_count()
     if devices is not None and not (isinstance(devices, (int, np.integer))
                                     and 1 <= devices <= n_dev_max):
@@ -208,7 +226,8 @@ def solve_ensemble(
     res = ensemble.solve_ensemble(
         ad.field, events, z0, dyn, t0=float(t0), t_max=float(t1), rtol=float(rtol),
         atol=float(atol), max_steps=int(max_steps),
-        dt_max=np.inf if dt_max is None else float(dt_max), lanes=int(lanes),
+        dt_max=np.inf if dt_max is None else float(dt_max),
+        lanes=_lanes_used(int(lanes), N, int(devices or n_dev_max)),
         n_samples=int(n_samples), devices=devices, reset=ad.reset if hybrid else None,
         aux=aux if hybrid else None, n_error=d,
         # the mode carried, not integrated: measured (benchmarks/RESULTS.md) the Fig. 11 mu = 1

@@ -444,6 +444,11 @@ def solve(
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
+    if system.batch_shape():
+        raise ValueError(f"the parameters of {type(system).__name__} have batch shape "
+                         f"{system.batch_shape()}; rollax.solve runs one start with one value "
+                         f"per parameter (use rollax.solve_ensemble, or jax.vmap over the "
+                         f"system, for per-start parameters)")
     y0 = system.check_state(y0)
     if y0.ndim != 1:
         raise ValueError(f"y0 has shape {tuple(y0.shape)}; rollax.solve takes one state "
@@ -454,7 +459,7 @@ def solve(
                          f"index or a name of {list(system.modes)})")
     n_samples = system.n_samples if n_samples is None else n_samples
     check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
-                  max_resets=(max_resets, 0), n_samples=(n_samples, 1))
+                  max_resets=(max_resets, 0), n_samples=(n_samples, 1, SAMPLES_MAX))
     if aux is None:
         aux = system.initial_aux(y0, mode)
     aux = jnp.asarray(aux, dtype=float)
@@ -545,12 +550,28 @@ def _check_concrete(name, v, ok, allowed):
         raise ValueError(f"{name} = {v!r} is outside the allowed range {allowed}")
 
 
+#: The smallest tolerances float64 can honour. Below RTOL_MIN (about 4.5 units in the last
+#: place) a step's own rounding exceeds the error it is asked for, and the step size collapses
+#: (measured: rtol = atol = 1e-300 gave NONFINITE at t = 0 on every start); below ATOL_MIN the
+#: absolute tolerance is near float64's underflow.
+RTOL_MIN = 1e-15
+ATOL_MIN = 1e-300
+#: Step and reset counters are int32 in both integrators.
+COUNT_MAX = 2**31 - 1
+#: Event samples per step: each costs the event functions, and the kernel keeps every
+#: sample's values of the step that fired; a finer sampling is better asked with dt_max.
+SAMPLES_MAX = 256
+
+
 def check_options(t0, t1, rtol, atol, dt_max, **counts):
     """The run options both integrators take, checked where they are concrete (traced values
-    pass): tolerances in (0, 1), a finite ``t0 < t1``, ``dt_max > 0``, and each
-    ``counts[name] = (value, lo)`` an integer >= lo."""
-    for name, tol in (("rtol", rtol), ("atol", atol)):
-        _check_concrete(name, tol, lambda v: 0.0 < v < 1.0, "(0, 1)")
+    pass): ``rtol`` in [RTOL_MIN, 1), ``atol`` in [ATOL_MIN, 1), a finite ``t0 < t1``,
+    ``dt_max > 0``, and each ``counts[name] = (value, lo[, hi])`` an integer in [lo, hi]
+    (hi: :data:`COUNT_MAX` by default)."""
+    _check_concrete("rtol", rtol, lambda v: RTOL_MIN <= v < 1.0,
+                    f"[{RTOL_MIN:g}, 1) (float64 cannot honour a smaller relative tolerance)")
+    _check_concrete("atol", atol, lambda v: ATOL_MIN <= v < 1.0,
+                    f"[{ATOL_MIN:g}, 1) (smaller is near float64's underflow)")
     _check_concrete("t0", t0, math.isfinite, "finite")
     _check_concrete("t1", t1, lambda v: not math.isnan(v), "a number or inf")
     lo, hi = _concrete(t0), _concrete(t1)
@@ -558,9 +579,11 @@ def check_options(t0, t1, rtol, atol, dt_max, **counts):
         raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
     if dt_max is not None:
         _check_concrete("dt_max", dt_max, lambda v: v > 0, "> 0")
-    for name, (v, lo) in counts.items():
-        if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= lo):
-            raise ValueError(f"{name} = {v!r} must be an integer >= {lo}")
+    for name, spec in counts.items():
+        v, lo, hi = spec if len(spec) == 3 else (*spec, COUNT_MAX)
+        if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and lo <= v <= hi):
+            raise ValueError(f"{name} = {v!r} is not allowed: it must be an integer in "
+                             f"[{lo}, {hi}]")
 
 
 def _solver(solver) -> diffrax.AbstractSolver:
@@ -569,6 +592,12 @@ def _solver(solver) -> diffrax.AbstractSolver:
             raise ValueError(f"solver = {type(solver).__name__}() is not allowed: it gives no "
                              f"error estimate to control the step with (use an adaptive solver: "
                              f"dopri5, tsit5, dopri8)")
+        if isinstance(solver, diffrax.AbstractImplicitSolver) or not isinstance(
+                solver, diffrax.AbstractERK):
+            raise ValueError(f"solver = {type(solver).__name__}() is not allowed: rollax.solve "
+                             f"samples and redoes steps of an explicit Runge-Kutta pair (its "
+                             f"dense output and events); use dopri5, tsit5, dopri8 or another "
+                             f"diffrax explicit adaptive solver")
         return solver
     if not isinstance(solver, str) or solver not in _SOLVERS:
         raise ValueError(f"solver = {solver!r} must be a diffrax solver or one of {sorted(_SOLVERS)}")
@@ -597,10 +626,11 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
     m = 0 if ts is None else ts.shape[0]
     if opts.traced:  # the checks of check_options, on values known only now; a traced
         # t1 = t0 is allowed (a phase of length 0 ends at once: rollax.robot.fly uses it)
-        ok = (t1 >= t0) & jnp.isfinite(t0) & ~jnp.isnan(t1) & (rtol > 0) & (rtol < 1) \
-            & (atol > 0) & (atol < 1) & (dt_max > 0)
-        t0 = eqx.error_if(t0, ~ok, "rollax.solve: need a finite t0 <= t1, rtol and atol in "
-                                   "(0, 1) and dt_max > 0")
+        ok = (t1 >= t0) & jnp.isfinite(t0) & ~jnp.isnan(t1) & (rtol >= RTOL_MIN) \
+            & (rtol < 1) & (atol >= ATOL_MIN) & (atol < 1) & (dt_max > 0)
+        t0 = eqx.error_if(t0, ~ok, f"rollax.solve: need a finite t0 <= t1, rtol in "
+                                   f"[{RTOL_MIN:g}, 1), atol in [{ATOL_MIN:g}, 1) and "
+                                   f"dt_max > 0")
     st = _State(t0, y0, mode, aux, jnp.int32(-1), jnp.int32(-1), jnp.zeros(n, jnp.int32),
                 jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0),
                 jnp.full((m,) + y0.shape, jnp.nan, y0.dtype))

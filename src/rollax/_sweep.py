@@ -271,6 +271,11 @@ def _base_state(system, y0, on_axes) -> np.ndarray:
         if unknown:
             raise ValueError(f"y0 names {sorted(unknown)}, which are not state components of "
                              f"{type(system).__name__}; allowed: {list(names)}")
+        both = sorted(set(y0) & set(on_axes), key=list(names).index)
+        if both:
+            raise ValueError(f"y0 gives {both}, which {'is' if len(both) == 1 else 'are'} on an "
+                             f"axis: an axis sets that component at every start; remove it "
+                             f"from y0 (or from the axes)")
         missing = [n for n in names if n not in y0 and n not in on_axes]
         if missing:
             raise ValueError(f"y0 needs values for {missing} (the state components not on an axis)")

@@ -119,8 +119,11 @@ class AbstractSystem(eqx.Module):
             if not f.metadata.get(_PARAMETER):
                 continue
             v = getattr(self, f.name, None)
-            if v is None or isinstance(v, jax.core.Tracer):
+            if isinstance(v, jax.core.Tracer):
                 continue
+            if not isinstance(v, jax.Array):  # the converter could not make it a real array
+                raise ValueError(f"{type(self).__name__}.{f.name} = {_show(v)} is not allowed: a "
+                                 f"parameter must be a real number or an array of them")
             a = np.asarray(v)
             if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
                 shown = a.tolist() if a.size <= 8 else f"an array of shape {a.shape}"
@@ -206,6 +209,12 @@ class AbstractSystem(eqx.Module):
                 per = (f"one per state component ({d})" if sh == (d,) else
                        f"one per event ({n}: {', '.join(e.name for e in self.events)})")
                 raise ValueError(f"{name}.{w} returns shape {got}; it must be {sh}, {per}")
+            if sh[0] and not jnp.issubdtype(o.dtype, jnp.floating):
+                # the integrators differentiate the event functions and locate their roots
+                raise ValueError(f"{name}.{w} returns {o.dtype} values; it must return real "
+                                 f"floating-point values (an event function is located by its "
+                                 f"sign changes and slopes: return a float, e.g. "
+                                 f"jnp.asarray(g, float))")
         if key is not None:
             if len(_CHECKED) > 4096:
                 _CHECKED.clear()
@@ -395,15 +404,30 @@ def _no_fn(t, y, args):  # pragma: no cover - the integrators call the system in
     raise RuntimeError("call system.event_values")
 
 
+def _to_parameter(x):
+    # a float64 array; what cannot be one (text, None, a complex number) is kept as given, so
+    # that the system's check (which knows the field's name) refuses it by name
+    if isinstance(x, jax.core.Tracer):
+        return x
+    if x is None or isinstance(x, (str, bytes)):
+        return x
+    try:
+        a = np.asarray(x)
+    except Exception:
+        return x
+    if a.dtype.kind not in "biuf":
+        return x
+    return jnp.asarray(a, dtype=float)
+
+
 def parameter(default=None, **kwargs):
     """A parameter field: stored as a float64 array (so that it is traced, not static). A
     value that is not finite (NaN, inf) is refused when the system is built (a ``ValueError``
     naming the field)."""
-    conv = lambda x: x if isinstance(x, jax.core.Tracer) else jnp.asarray(x, dtype=float)  # noqa: E731
     meta = {**kwargs.pop("metadata", {}), _PARAMETER: True}
     if default is None:
-        return eqx.field(converter=conv, metadata=meta, **kwargs)
-    return eqx.field(default=default, converter=conv, metadata=meta, **kwargs)
+        return eqx.field(converter=_to_parameter, metadata=meta, **kwargs)
+    return eqx.field(default=default, converter=_to_parameter, metadata=meta, **kwargs)
 
 
 _PARAMETER = "rollax.parameter"

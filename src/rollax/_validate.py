@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 
 def _as_float(name: str, value: Any) -> float:
     if isinstance(value, (str, bytes, bool)):
@@ -35,12 +37,14 @@ def check_range(
     """
     if _is_tracer(value):
         return value
+    _check_real(name, value)
     arr = _as_array(value)
     if arr is not None and arr.ndim > 0:
         if arr.size == 0:
             raise ValueError(f"{name} is an empty array; it needs at least one value")
-        for v in arr.reshape(-1):
-            check_range(name, float(v), lo, hi, lo_open=lo_open, hi_open=hi_open)
+        for idx in np.ndindex(arr.shape):  # a per-start parameter: the error names the row
+            row = f"{name}[{', '.join(str(i) for i in idx)}]"
+            check_range(row, float(arr[idx]), lo, hi, lo_open=lo_open, hi_open=hi_open)
         return value
     try:
         x = _as_float(name, value)
@@ -55,6 +59,52 @@ def check_range(
         right = ")" if hi_open else "]"
         raise ValueError(f"{name} = {x!r} is outside the allowed range {left}{lo}, {hi}{right}")
     return x
+
+
+def _check_real(name: str, value: Any) -> None:
+    # a complex value is refused, not silently made real
+    if isinstance(value, complex) or (hasattr(value, "dtype") and not _is_tracer(value)
+                                      and np.asarray(value).dtype.kind == "c"):
+        raise ValueError(f"{name} = {_show(value)} is not allowed: it must be real")
+
+
+def check_less(a_name: str, a: Any, b_name: str, b: Any, allowed: str) -> None:
+    """``a < b`` for concrete values, entry by entry for per-start arrays (broadcast), the
+    error naming the first offending row; traced values pass (checked where concrete)."""
+    if _is_tracer(a) or _is_tracer(b):
+        return
+    A, B = _as_array(a), _as_array(b)
+    if A is None or B is None:
+        return  # not numbers: refused by the fields' own checks
+    try:
+        A, B = np.broadcast_arrays(A, B)
+    except ValueError:
+        raise ValueError(f"{a_name} has shape {A.shape} and {b_name} {B.shape}: per-start "
+                         f"values must have the same length") from None
+    bad = ~(A < B)
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        row = f" in per-start row {', '.join(str(k) for k in i)}" if A.ndim else ""
+        raise ValueError(f"{a_name} = {float(A[i])!r} must be smaller than {b_name} = "
+                         f"{float(B[i])!r}{row} (allowed range: {allowed})")
+
+
+def check_where_concrete(name: str, value: Any, ok, allowed: str) -> None:
+    """``ok(array) -> bools`` must hold for every entry of a concrete ``value`` (a number or an
+    array); the error names the first offending entry. Traced values pass (the functions that
+    call this are used under ``jit`` and ``grad``)."""
+    if _is_tracer(value):
+        return
+    _check_real(name, value)
+    arr = _as_array(value)
+    if arr is None:
+        raise ValueError(f"{name} = {_show(value)} is not allowed: it must be a real number")
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        good = np.asarray(ok(arr.astype(float)), bool) & ~np.isnan(arr)
+    if not good.all():
+        i = tuple(int(k) for k in np.argwhere(~np.broadcast_to(good, arr.shape))[0])
+        where = f"[{', '.join(str(k) for k in i)}]" if arr.ndim else ""
+        raise ValueError(f"{name}{where} = {float(arr[i])!r} is not allowed: {allowed}")
 
 
 def check_positive(name: str, value: Any) -> float:

@@ -263,6 +263,11 @@ def basin_map(
         raise ValueError(f"t_max = {t_max!r} must be > 0")
     if n_samples is not None:  # before any work (the sweep would refuse it in its worker)
         n_samples = check_integer("n_samples", n_samples, 1)
+    both = [a.name for a in (x, y) if a.name in fixed]
+    if both:
+        raise ValueError(f"fixed = {fixed!r} sets {both}, which {'is' if len(both) == 1 else 'are'} "
+                         f"on an axis (x or y): remove {'it' if len(both) == 1 else 'them'} from "
+                         f"fixed, or choose other axes")
     # checks the axes and fixed values (on a 2 x 2 grid: the sweep builds its starts by chunks)
     section_starts(Axis(x.name, x.lo, x.hi, 2), Axis(y.name, y.lo, y.hi, 2), fixed)
     system = _system(rim, slip)

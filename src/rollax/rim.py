@@ -13,10 +13,13 @@ import math
 import types
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from rollax._validate import check_nonnegative, check_positive, check_range, check_shape
+from rollax._validate import (check_less, check_nonnegative, check_positive, check_range,
+                              check_shape, check_where_concrete)
 from rollax.fastmath import sincos
 
 State = Float[Array, "4"]
@@ -29,6 +32,30 @@ def _state(method: str, x, n: int = 4, name: str = "x"):
     this holds under jit and vmap too)."""
     what = _X if n == 4 else " = (beta, w1, w2, w3, alpha)"
     return check_shape(f"Rim.{method}: {name}", x, (n,), what)
+
+
+#: |cos(beta0)| and |omega30| at or below these are the singular lines of eq. (48)
+_COS_MIN = 1e-12
+_OMEGA3_MIN = 0.0
+
+
+def check_steady_args(beta0, omega30) -> None:
+    """A ``ValueError`` naming the entry, for concrete ``beta0`` or ``omega30`` on the singular
+    lines cos(beta0) = 0 or omega30 = 0 of eq. (48), or not finite (traced values pass)."""
+    check_where_concrete("beta0", beta0, lambda b: np.abs(np.cos(b)) > _COS_MIN,
+                         f"cos(beta0) = 0 is a singular line of eq. (48) (the steady motions there "
+                         f"are the trivial ones of eq. (46)); allowed: finite beta0 with "
+                         f"|cos(beta0)| > {_COS_MIN:g}")
+    check_where_concrete("omega30", omega30, lambda w: np.isfinite(w) & (np.abs(w) > _OMEGA3_MIN),
+                         "omega30 = 0 is a singular line of eq. (48); allowed: finite "
+                         "omega30 != 0")
+
+
+def _plus(a, b):
+    try:
+        return np.asarray(a, float) + np.asarray(b, float)
+    except (TypeError, ValueError, jax.errors.TracerArrayConversionError):
+        return a + b  # traced: check_less passes it
 
 
 class Rim(eqx.Module):
@@ -67,16 +94,8 @@ class Rim(eqx.Module):
         check_positive("m", self.m)
         check_nonnegative("k_d", self.k_d)
         check_nonnegative("k_r", self.k_r)
-        rho = self.r + self.a
-        try:
-            ok = float(rho) < float(self.R)
-        except TypeError:  # traced parameters: cannot check here
-            return
-        if not ok:
-            raise ValueError(
-                f"rho = r + a = {float(rho)!r} must be smaller than R = {float(self.R)!r} "
-                f"(allowed range: 0 < r + a < R)"
-            )
+        # per entry for per-start parameters (traced ones are checked where concrete)
+        check_less("rho = r + a", _plus(self.r, self.a), "R", self.R, "0 < r + a < R")
 
     @property
     def rho(self) -> float:
@@ -183,14 +202,19 @@ class Rim(eqx.Module):
 
     # ------------------------------------------------------------------ steady motions
     def steady_omega2(self, beta0, omega30):
-        """omega_20(beta0, omega30) of the non-trivial steady motions, eq. (48)."""
+        """omega_20(beta0, omega30) of the non-trivial steady motions, eq. (48). It has poles at
+        cos(beta0) = 0 and omega30 = 0, where it returns inf or huge values (grids over beta0
+        cross them; :meth:`steady_state` refuses them)."""
         j, r, g, R, rho = self.j, self.r, self.g, self.R, self.rho
         return (1 + j) * omega30 * jnp.sin(beta0) / (j * jnp.cos(beta0)) - g * (
             R - rho * jnp.cos(beta0)
         ) / (j * r**2 * omega30)
 
     def steady_state(self, beta0, omega30) -> State:
-        """Non-trivial steady motion x0 = (beta0, 0, omega_20, omega30) of eq. (47)."""
+        """Non-trivial steady motion x0 = (beta0, 0, omega_20, omega30) of eq. (47). Concrete
+        ``beta0`` with cos(beta0) = 0, ``omega30 = 0`` or non-finite values are refused (the
+        poles of eq. (48))."""
+        check_steady_args(beta0, omega30)
         beta0 = jnp.asarray(beta0, dtype=float)
         omega30 = jnp.asarray(omega30, dtype=float)
         return jnp.stack([beta0, 0.0 * beta0, self.steady_omega2(beta0, omega30), omega30])

@@ -76,10 +76,9 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from rollax._validate import check_integer, check_positive, check_range, check_shape
+from rollax._validate import check_integer, check_less, check_positive, check_range, check_shape
 from rollax.outcomes import CHATTERING, FAILED, IN, OUT, PERIODIC, UNDECIDED
 from rollax.fastmath import sincos
 from rollax.events import BOUNDARY, CROSSING, EventSet
@@ -570,15 +569,7 @@ class SlipSettings(eqx.Module):
     def __check_init__(self):
         check_positive("delta", self.delta)
         check_positive("u_layer", self.u_layer)
-        try:
-            ok = float(self.delta) < float(self.u_layer)
-        except TypeError:
-            ok = True
-        if not ok:
-            raise ValueError(
-                f"delta = {float(self.delta)!r} must be smaller than u_layer = "
-                f"{float(self.u_layer)!r} (allowed range: 0 < delta < u_layer)"
-            )
+        check_less("delta", self.delta, "u_layer", self.u_layer, "0 < delta < u_layer")
         check_positive("tau_stick", self.tau_stick)
         check_range("dir_tol", self.dir_tol, 0.0, 1.0, lo_open=True, hi_open=True)
         check_positive("min_dwell", self.min_dwell)

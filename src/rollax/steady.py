@@ -26,7 +26,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Complex, Float
 
 from rollax._validate import check_positive, check_range
-from rollax.rim import Rim
+from rollax.rim import Rim, check_steady_args
 
 Scalar = Float[Array, ""]
 
@@ -41,19 +41,7 @@ REGIONS: dict[str, tuple[float, float]] = {
 # ---------------------------------------------------------------------------- input checks
 def _check_steady_args(beta0, omega30) -> None:
     """Raise ValueError on the singular lines cos(beta0) = 0 and omega30 = 0 of (48)."""
-    if isinstance(beta0, jax.core.Tracer) or isinstance(omega30, jax.core.Tracer):
-        return
-    b = np.asarray(beta0, dtype=float)
-    w = np.asarray(omega30, dtype=float)
-    if not (np.all(np.isfinite(b)) and np.all(np.isfinite(w))):
-        raise ValueError("beta0 and omega30 must be finite real numbers")
-    if np.any(np.abs(np.cos(b)) < 1e-12):
-        raise ValueError(
-            "beta0 = +-pi/2 is a singular line of eq. (48); the steady motions there are the "
-            "trivial ones of eq. (46) (allowed: cos(beta0) != 0)"
-        )
-    if np.any(w == 0.0):
-        raise ValueError("omega30 = 0 is a singular line of eq. (48) (allowed: omega30 != 0)")
+    check_steady_args(beta0, omega30)
 
 
 def _mu(rim: Rim, mu) -> float:

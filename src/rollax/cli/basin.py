@@ -48,17 +48,17 @@ def register(subparsers) -> None:
     p.add_argument("--t-max", type=POSITIVE, default=60.0, help="time cap [s] (then 'undecided')")
     p.add_argument("--rtol", type=TOLERANCE, default=1e-9)
     p.add_argument("--atol", type=TOLERANCE, default=1e-9)
-    p.add_argument("--max-steps", type=integer(1), default=200_000, help="step limit per start ('failed')")
-    p.add_argument("--samples", type=integer(1), default=None, metavar="K",
+    p.add_argument("--max-steps", type=integer(1, 2**31 - 1), default=200_000, help="step limit per start ('failed')")
+    p.add_argument("--samples", type=integer(1, 256), default=None, metavar="K",
                    help="event samples per step (default 4; 8 misses no F2 dip on the Figs. 11-13 "
                         "panels, at about 1.5x the time)")
     for name, default, unit in (("r", 0.12, "m"), ("a", 0.01, "m"), ("R", 0.225, "m"),
                                 ("j", 2 / 3, "-"), ("g", 9.81, "m/s^2")):
         p.add_argument(f"--{name}", dest=f"param_{name}", type=POSITIVE, default=default,
                        metavar=name, help=f"ball/rim parameter {name} [{unit}]")
-    p.add_argument("--chunk-size", type=integer(1), default=1 << 17, help="starts per resumable chunk")
-    p.add_argument("--lanes", type=integer(16), default=512, help="lanes of each device's work queue")
-    p.add_argument("--devices", type=integer(1), default=None, help="JAX devices to use (default: all)")
+    p.add_argument("--chunk-size", type=integer(1, 1 << 24), default=1 << 17, help="starts per resumable chunk")
+    p.add_argument("--lanes", type=integer(16, 1 << 22), default=512, help="lanes of each device's work queue")
+    p.add_argument("--devices", type=integer(1, 4096), default=None, help="JAX devices to use (default: all)")
     p.add_argument("--backend", choices=("auto", "queue", "fused"), default="auto",
                    help="ensemble path: the work queue (CPU), the fused per-start GPU kernel, "
                         "or auto (fused on a GPU, else the queue)")

@@ -27,7 +27,13 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from rollax._validate import check_positive
+from rollax._validate import check_positive, check_where_concrete
+
+
+def _check_eps(eps) -> None:
+    # the slip-spin ratio (35) is a magnitude: eps in [0, inf] (inf: pure slip)
+    check_where_concrete("eps", eps, lambda e: e >= 0,
+                         "the slip-spin ratio eps of (35) is a magnitude in [0, inf]")
 
 #: kappa/R of the two pressure distributions, (76) and (77).
 KAPPA_OVER_R = {"uniform": 2.0 / 3.0, "hertz": 3.0 * math.pi / 16.0}
@@ -115,6 +121,7 @@ class AxisymmetricLaw(eqx.Module):
 
     def Q_eps(self, eps: ArrayLike) -> Float[Array, "..."]:
         """Normalised force magnitude Q_eps(eps) of (53): |Q_xy| / (mu P)."""
+        _check_eps(eps)
         eps = jnp.asarray(eps, dtype=jnp.float64)
         w3 = self.w3_of_eps(eps)
         w12 = jnp.where(jnp.isinf(eps), 1.0, eps * (self.R / self.rho) * w3)
@@ -122,6 +129,7 @@ class AxisymmetricLaw(eqx.Module):
 
     def T_eps(self, eps: ArrayLike) -> Float[Array, "..."]:
         """Normalised torque magnitude T_eps(eps) of (53): |T_z| / (mu P kappa)."""
+        _check_eps(eps)
         w3 = self.w3_of_eps(eps)
         return w3 * self.S_w(w3)
 
@@ -194,6 +202,7 @@ class EpsLaw(AxisymmetricLaw):
 
     def Q_eps(self, eps: ArrayLike) -> Float[Array, "..."]:
         """Q_eps(eps) of (53) directly from the branches (57)."""
+        _check_eps(eps)
         eps = jnp.asarray(eps, dtype=jnp.float64)
         is_small, e, y = self._split(eps, jnp.ones_like(eps))
         qs, _ = self.small(e)
@@ -202,6 +211,7 @@ class EpsLaw(AxisymmetricLaw):
 
     def T_eps(self, eps: ArrayLike) -> Float[Array, "..."]:
         """T_eps(eps) of (53) directly from the branches (58)."""
+        _check_eps(eps)
         eps = jnp.asarray(eps, dtype=jnp.float64)
         is_small, e, y = self._split(eps, jnp.ones_like(eps))
         _, ts = self.small(e)

@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from rollax._validate import check_finite, check_integer, check_positive, check_range
+
 class Trajectory(eqx.Module):
     """A dense solution of a rolling model with its control.
 
@@ -53,6 +55,37 @@ def _kinks_inside(control, t0, t1):
 
 
 @eqx.filter_jit
+def _check_run(model, control, y0, t0, t1, n_save, rtol, atol, max_steps, dt_max) -> None:
+    # the run's inputs, each refused by name (t1 = nan once gave a state of inf)
+    t0 = check_finite("t0", t0)
+    t1 = check_finite("t1", t1)
+    try:
+        ordered = float(t1) > float(t0)
+    except (TypeError, jax.errors.ConcretizationTypeError):  # traced: checked by the solve
+        ordered = True
+    if not ordered:
+        raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
+    check_range("rtol", rtol, 1e-15, 1.0, hi_open=True)
+    check_range("atol", atol, 1e-300, 1.0, hi_open=True)
+    check_integer("n_save", n_save, 2)
+    check_integer("max_steps", max_steps, 1)
+    if dt_max is not None:
+        check_positive("dt_max", dt_max)
+    y = jnp.asarray(y0)
+    if y.ndim != 1:
+        raise ValueError(f"y0 has shape {tuple(y.shape)}; simulate takes one state (a vector)")
+    try:
+        out = jax.eval_shape(lambda y_: model.vector_field(t0, y_, control),
+                             jax.ShapeDtypeStruct(y.shape, jnp.float64))
+    except Exception:
+        out = None
+    if out is None or tuple(out.shape) != tuple(y.shape):
+        raise ValueError(f"y0 has {y.shape[0]} components, which {type(model).__name__} cannot "
+                         f"take: build it with {type(model).__name__}.initial_state(...)")
+    if not isinstance(y, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(y))):
+        raise ValueError(f"y0 = {y.tolist()} must be finite")
+
+
 def simulate(
     model,
     control,
@@ -77,6 +110,7 @@ def simulate(
     ``adjoint``: diffrax's differentiation method (default: reverse mode with recursive
     checkpointing; ``diffrax.ForwardMode()`` for ``jax.jacfwd`` with few parameters).
     """
+    _check_run(model, control, y0, t0, t1, n_save, rtol, atol, max_steps, dt_max)
     solver = diffrax.Dopri8() if solver is None else solver
     ts = jnp.linspace(t0, t1, n_save)
     kinks = _kinks_inside(control, t0, t1)

@@ -1,0 +1,267 @@
+"""Inputs that once ran with a wrong or changed meaning, or never returned (issue 33): each is
+now a one-line error naming the input and what is allowed, or runs as asked."""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rollax
+from rollax._ensemble import LANES_MAX, _lanes_used
+from rollax.basin import Axis, basin_map
+from rollax.friction import exact_law
+from rollax.rim import Rim
+from rollax.slip import SlipSettings
+from rollax.systems import RimRolling, RimSlipping
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from bouncing_ball import BouncingBall  # noqa: E402
+from oscillator import Oscillator  # noqa: E402
+
+OSC = Oscillator(omega=2.0, n=6)
+Y = np.array([[1.0, 0.0]] * 3)
+
+
+# ---------------------------------------------------------------- huge integers, tolerances
+@pytest.mark.parametrize("kw, match", [
+    (dict(max_steps=2**31), r"max_steps = 2147483648 is not allowed: it must be an integer in "
+                            r"\[1, 2147483647\]"),
+    (dict(max_steps=10**19), r"max_steps = 10000000000000000000 is not allowed"),
+    (dict(max_resets=10**12), r"max_resets = 1000000000000 is not allowed"),
+    (dict(rtol=1e-300, atol=1e-300), r"rtol = 1e-300 is outside the allowed range \[1e-15, 1\) "
+                                     r"\(float64 cannot honour"),
+    (dict(rtol=1e-9, atol=1e-310), r"atol = 1e-310 is outside the allowed range \[1e-300, 1\)"),
+    (dict(n_samples=10**6), r"n_samples = 1000000 is not allowed: it must be an integer in "
+                            r"\[1, 256\]"),
+])
+@pytest.mark.parametrize("path", ["solve", "solve_ensemble"])
+def test_huge_counts_and_tiny_tolerances_are_refused_by_name(kw, match, path):
+    with pytest.raises(ValueError, match=match):
+        if path == "solve":
+            rollax.solve(OSC, jnp.asarray(Y[0]), 0.0, 10.0, **kw)
+        else:
+            rollax.solve_ensemble(OSC, Y, 0.0, 10.0, **kw)
+
+
+def test_lanes_are_bounded_and_never_more_than_the_starts_need():
+    with pytest.raises(ValueError, match=r"lanes = 1000000000 is not allowed: it must be an "
+                                         r"integer in \[16, 4194304\]"):
+        rollax.solve_ensemble(OSC, Y, 0.0, 10.0, lanes=10**9)
+    assert LANES_MAX == 1 << 22
+    # the usual sizes are kept (one compiled kernel for every chunk); a large count on few
+    # starts shrinks to the power of two at or above them, never below 512
+    assert _lanes_used(512, 3, 2) == 512
+    assert _lanes_used(64, 10**6, 2) == 64
+    assert _lanes_used(10**6, 48, 1) == 512
+    assert _lanes_used(1 << 20, 5000, 2) == 4096
+    a = rollax.solve_ensemble(OSC, Y, 0.0, 10.0, lanes=1 << 22)
+    b = rollax.solve_ensemble(OSC, Y, 0.0, 10.0)
+    np.testing.assert_array_equal(a.t, b.t)
+
+
+def test_the_cli_refuses_a_huge_step_limit_in_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "rollax.cli", "basin", "--grid", "4", "4",
+                        "--max-steps", "1000000000000", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 or "usage" in r.stderr
+    assert "--max-steps" in r.stderr and "2147483647" in r.stderr
+
+
+# ---------------------------------------------------------------- batched parameters
+def _rim_rows_ok(r, a, R):
+    return (r > 0) & (a > 0) & (R > 0) & (r + a < R)
+
+
+rows = st.lists(st.tuples(st.floats(-0.05, 0.3), st.floats(-0.01, 0.05), st.floats(0.05, 0.4)),
+                min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows, st.sampled_from(["RimRolling", "RimSlipping", "Rim"]))
+def test_a_batched_rim_is_checked_row_by_row(rows_, kind):
+    r, a, R = (np.array(c) for c in zip(*rows_))
+    ok = _rim_rows_ok(r, a, R)
+
+    def build():
+        rim = Rim(r=jnp.asarray(r), a=jnp.asarray(a), R=jnp.asarray(R))
+        return {"Rim": lambda: rim, "RimRolling": lambda: RimRolling(rim),
+                "RimSlipping": lambda: RimSlipping(rim)}[kind]()
+
+    if ok.all():
+        build()
+        return
+    with pytest.raises(ValueError) as err:
+        build()
+    msg = str(err.value)
+    assert "\n" not in msg
+    first = int(np.argmin(ok))  # the first bad row is named (when the sign check fails there)
+    sign_bad = (r <= 0) | (a <= 0) | (R <= 0)
+    if sign_bad.any():
+        assert re_row(msg) in {str(i) for i in np.nonzero(sign_bad)[0]}
+    else:
+        assert f"per-start row {first}" in msg and "r + a < R" in msg
+
+
+def re_row(msg):
+    import re
+
+    m = re.search(r"\[(\d+)\]|per-start row (\d+)", msg)
+    assert m, msg
+    return m.group(1) or m.group(2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(1e-8, 0.05), min_size=1, max_size=5),
+       st.lists(st.floats(1e-8, 0.05), min_size=1, max_size=5))
+def test_batched_slip_settings_are_checked_row_by_row(delta, u_layer):
+    n = min(len(delta), len(u_layer))
+    d, u = np.array(delta[:n]), np.array(u_layer[:n])
+    if (d < u).all():
+        SlipSettings(delta=jnp.asarray(d), u_layer=jnp.asarray(u))
+        return
+    with pytest.raises(ValueError, match=rf"delta = .* must be smaller than u_layer = .* in "
+                                         rf"per-start row {int(np.argmax(d >= u))} "):
+        SlipSettings(delta=jnp.asarray(d), u_layer=jnp.asarray(u))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.one_of(st.floats(0.1, 3.0), st.just(math.nan), st.just(math.inf)),
+                min_size=1, max_size=5))
+def test_batched_example_parameters_must_be_finite(omegas):
+    w = np.array(omegas)
+    if np.isfinite(w).all():
+        Oscillator(omega=w)
+        BouncingBall(e=np.clip(w / 4, 0.1, 1.0))
+        return
+    with pytest.raises(ValueError, match=r"Oscillator.omega = .* is not allowed: a parameter "
+                                         r"must be finite"):
+        Oscillator(omega=w)
+
+
+def test_scalar_and_batched_rims_refuse_the_same_values():
+    with pytest.raises(ValueError, match=r"rho = r \+ a = 0.31 must be smaller than R = 0.225 "
+                                         r"\(allowed range: 0 < r \+ a < R\)"):
+        Rim(r=0.3)
+    with pytest.raises(ValueError, match=r"rho = r \+ a = 0.31 must be smaller than R = 0.225 in "
+                                         r"per-start row 1"):
+        RimRolling(Rim(r=jnp.array([0.12, 0.3])))
+    with pytest.raises(ValueError, match=r"delta = 0.01 must be smaller than u_layer = 0.001 in "
+                                         r"per-start row 1"):
+        SlipSettings(delta=jnp.array([1e-6, 1e-2]))
+    with pytest.raises(ValueError, match=r"r\[1\] = -0.1 is outside the allowed range"):
+        Rim(r=jnp.array([0.1, -0.1]))
+    # traced values pass construction (checked where concrete)
+    assert float(jax.grad(lambda r: Rim(r=r).rho)(0.1)) == 1.0
+
+
+# ---------------------------------------------------------------- errors that name their input
+@pytest.mark.parametrize("value, match", [
+    ("abc", r"Oscillator.omega = 'abc' is not allowed: a parameter must be a real number"),
+    (None, r"Oscillator.omega = None is not allowed"),
+    (1 + 2j, r"Oscillator.omega = \(1\+2j\) is not allowed"),
+])
+def test_a_parameter_that_is_not_a_real_number_is_named(value, match):
+    with pytest.raises(ValueError, match=match):
+        Oscillator(omega=value)
+
+
+def test_a_complex_model_parameter_is_refused_not_made_real():
+    with pytest.raises(ValueError, match=r"r = \(0.12\+1j\) is not allowed: it must be real"):
+        Rim(r=0.12 + 1j)
+
+
+def test_solve_with_per_start_parameters_says_what_to_use():
+    with pytest.raises(ValueError, match=r"batch shape \(2,\); rollax.solve runs one start .* "
+                                         r"rollax.solve_ensemble"):
+        rollax.solve(RimRolling(Rim(r=jnp.array([0.1, 0.11]))),
+                     jnp.array([1.0, 0.0, 35.0, 10.0]), 0.0, 1.0)
+
+
+# ---------------------------------------------------------------- ignored inputs
+def test_a_fixed_value_on_an_axis_is_refused():
+    with pytest.raises(ValueError, match=r"fixed = .* sets \['beta'\], which is on an axis"):
+        basin_map(Rim(), x=Axis("beta", 0.8, 1.8, 4), y=Axis("omega1", -20, 20, 4),
+                  fixed={"beta": 1.0, "omega2": 35.0, "omega3": 10.0}, progress=False)
+
+
+def test_a_sweep_refuses_a_start_value_on_an_axis():
+    with pytest.raises(ValueError, match=r"y0 gives \['beta'\], which is on an axis"):
+        rollax.sweep(RimRolling(Rim()), [rollax.Axis("beta", 0.8, 1.8, 4)],
+                     y0={"beta": 1.0, "omega1": 0.0, "omega2": 35.0, "omega3": 10.0}, t1=1.0)
+
+
+@pytest.mark.parametrize("beta0, omega30, match", [
+    (math.nan, 10.0, r"beta0 = nan is not allowed"),
+    (math.pi / 2, 10.0, r"beta0 = 1.5707963267948966 is not allowed: cos\(beta0\) = 0 is a "
+                        r"singular line of eq. \(48\)"),
+    (np.array([1.0, -math.pi / 2]), 10.0, r"beta0\[1\] = -1.5707963267948966 is not allowed"),
+    (1.0, 0.0, r"omega30 = 0.0 is not allowed: omega30 = 0 is a singular line"),
+])
+def test_a_steady_state_on_a_pole_of_48_is_refused(beta0, omega30, match):
+    with pytest.raises(ValueError, match=match):
+        Rim().steady_state(beta0, omega30)
+
+
+def test_a_negative_slip_spin_ratio_is_refused():
+    law = exact_law("uniform")
+    for fn in (law.Q_eps, law.T_eps):
+        with pytest.raises(ValueError, match=r"eps = -1.0 is not allowed: the slip-spin ratio"):
+            fn(-1.0)
+    assert np.isfinite(float(law.Q_eps(jnp.inf)))
+    # under jit the values are not known: no check, no error
+    assert np.isfinite(float(jax.jit(law.Q_eps)(0.5)))
+
+
+def test_robot_simulate_names_a_bad_time_or_state():
+    from rollax.robot import RampControl, paper_ball
+    from rollax.robot.examples import BALL_THETA0
+    from rollax.robot.trajectory import simulate
+
+    ex = paper_ball()
+    y0 = ex.model.initial_state(BALL_THETA0, Omega=(3.0, 0.0, 0.5))
+    c = RampControl(jnp.zeros(3))
+    with pytest.raises(ValueError, match=r"t1 must be a real number, got NaN"):
+        simulate(ex.model, c, y0, math.nan)
+    with pytest.raises(ValueError, match=r"y0 has 14 components, which Ball cannot take"):
+        simulate(ex.model, c, y0[:-1], 0.5)
+
+
+# ---------------------------------------------------------------- events and solvers
+class _IntEvent(rollax.AbstractSystem):
+    state_names = ("x",)
+    events = (rollax.boundary("hit"),)
+
+    def vector_field(self, t, y, mode):
+        return jnp.ones(1)
+
+    def event_values(self, t, y, mode):
+        return jnp.stack([jnp.int32(3) - (y[0] > 2).astype(jnp.int32) * 3])
+
+
+@pytest.mark.parametrize("path", ["solve", "solve_ensemble"])
+def test_an_integer_event_function_is_refused_by_name(path):
+    with pytest.raises(ValueError, match=r"_IntEvent.event_values returns int32 values; it must "
+                                         r"return real floating-point values"):
+        if path == "solve":
+            rollax.solve(_IntEvent(), jnp.zeros(1), 0.0, 10.0)
+        else:
+            rollax.solve_ensemble(_IntEvent(), np.zeros((2, 1)), 0.0, 10.0)
+
+
+def test_an_implicit_diffrax_solver_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"solver = Kvaerno5\(\) is not allowed: rollax.solve "
+                                         r"samples and redoes steps of an explicit"):
+        rollax.solve(OSC, jnp.asarray(Y[0]), 0.0, 10.0, solver=diffrax.Kvaerno5())
+    # explicit diffrax pairs still run
+    sol = rollax.solve(OSC, jnp.asarray(Y[0]), 0.0, 10.0, solver=diffrax.Bosh3())
+    assert int(sol.status) == int(rollax.Status.EVENT)
