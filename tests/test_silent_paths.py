@@ -265,3 +265,55 @@ def test_an_implicit_diffrax_solver_is_refused_by_name():
     # explicit diffrax pairs still run
     sol = rollax.solve(OSC, jnp.asarray(Y[0]), 0.0, 10.0, solver=diffrax.Bosh3())
     assert int(sol.status) == int(rollax.Status.EVENT)
+
+
+# ---------------------------------------------------------------- the command line
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "rollax.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("cmd", [["penny"], ["robot", "disk"], ["friction", "law", "--eps", "0.5"],
+                                 ["friction", "stop"]])
+def test_an_out_that_is_a_file_is_refused_before_any_work(cmd, tmp_path):
+    f = tmp_path / "a_file"
+    f.write_text("x")
+    r = _cli(*cmd, "--out", str(f))
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0
+    assert "is not allowed: it is a file" in r.stderr
+
+
+def test_robot_examples_refuse_the_options_of_optimize():
+    r = _cli("robot", "disk", "--T", "3", "--mu", "0.01")
+    assert r.returncode == 2
+    assert "--T, --mu apply to `rollax robot optimize` only" in r.stderr
+
+
+def test_a_chunk_warning_is_one_line(tmp_path):
+    out = tmp_path / "o"
+    args = ["basin", "--grid", "6", "5", "--chunk-size", "10", "--keep-chunks", "--no-progress",
+            "--out", str(out)]
+    assert _cli(*args).returncode == 0
+    chunk = sorted((out / ".chunks").rglob("*.npz"))[0]
+    chunk.write_bytes(b"not a zip")
+    r = _cli(*args)
+    assert r.returncode == 0
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("rollax basin: warning: ChunkWarning: chunk ")
+
+
+def test_a_chunk_that_cannot_be_written_is_named(tmp_path):
+    out = tmp_path / "o"
+    args = ["basin", "--grid", "6", "5", "--chunk-size", "10", "--keep-chunks", "--no-progress",
+            "--out", str(out)]
+    assert _cli(*args).returncode == 0
+    # a directory where a chunk goes (its file removed): the error names the chunk, not the
+    # private temporary file it was written to
+    chunk = sorted((out / ".chunks").rglob("*.npz"))[1]
+    chunk.unlink()
+    (chunk / "sub").mkdir(parents=True)
+    r = _cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert chunk.name in r.stderr and ".tmp" not in r.stderr

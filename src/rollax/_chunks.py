@@ -160,6 +160,10 @@ def save_chunk(path: Path, part: Mapping[str, np.ndarray], meta: Mapping) -> Non
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as err:
+        # name the chunk, not the private temporary file (a directory in the chunk's place, a
+        # full disk, no permission)
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import os
 import signal
+import warnings
 import sys
 
 # Sub-command modules (rollax.cli.<name>); each defines register(subparsers).
@@ -82,7 +83,14 @@ def _main(argv: list[str]) -> int:
                 parser.print_help()
                 return 0
             prog = f"rollax {args.command}"
-            return int(args.func(args) or 0)
+            old_format = warnings.formatwarning
+            # a warning is one line on the command line (Python's default adds the source line)
+            warnings.formatwarning = lambda msg, cat, *_a, **_k: (  # noqa: E731
+                f"{prog}: warning: {cat.__name__}: {' '.join(str(msg).split())}\n")
+            try:
+                return int(args.func(args) or 0)
+            finally:
+                warnings.formatwarning = old_format
         finally:
             _set_signal(signal.SIGTERM, old_term)
     except (ValueError, MemoryError) as err:

@@ -168,3 +168,17 @@ def dump(obj, fh, **kwargs) -> None:
 
 def print_error(prog: str, message: str) -> None:
     print(f"{prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def check_out(out) -> None:
+    """``--out`` must be a directory or a path that does not exist yet: refused before any
+    work (a file there was once found only after a minute of computing)."""
+    import os
+
+    if out is None:
+        return
+    if not out:
+        raise ValueError("--out = '' is not allowed: give a directory")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--out = {out!r} is not allowed: it is a file; give a directory (or a "
+                         f"path that does not exist yet)")

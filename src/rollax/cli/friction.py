@@ -14,8 +14,17 @@ import argparse
 import os
 import sys
 
-from rollax.cli._args import FINITE, NONNEGATIVE, POSITIVE, dump, dumps, integer
+from rollax.cli._args import FINITE, NONNEGATIVE, POSITIVE, check_out, dump, dumps, integer
 from rollax.friction.harmonic import MAX_DEGREE
+
+
+def _out_first(run):
+    # --out is checked before any work (a file there was once found after a minute)
+    def checked(args) -> int:
+        check_out(getattr(args, "out", None))
+        return run(args)
+
+    return checked
 
 
 def register(subparsers) -> None:
@@ -27,7 +36,7 @@ def register(subparsers) -> None:
     law.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform")
     law.add_argument("--eps", type=NONNEGATIVE, nargs="+", required=True, help="slip-spin ratios (35), >= 0")
     _common(law)
-    law.set_defaults(func=run_law)
+    law.set_defaults(func=_out_first(run_law))
 
     fit = sub.add_parser("fit", help="fit a harmonic or Pade model to an exact law by gradient (optax)")
     fit.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform")
@@ -35,7 +44,7 @@ def register(subparsers) -> None:
     fit.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2)
     fit.add_argument("--rho", choices=("kappa", "R"), default="kappa")
     _common(fit)
-    fit.set_defaults(func=run_fit)
+    fit.set_defaults(func=_out_first(run_fit))
 
     ld = sub.add_parser("limit-directions", help="limit directions of the disc / ball at stick (Sect. 7.2)")
     ld.add_argument("--body", choices=("disc", "ball"), default="disc")
@@ -43,7 +52,7 @@ def register(subparsers) -> None:
     ld.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2, help="degree N of the harmonic model")
     ld.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
     _common(ld)
-    ld.set_defaults(func=run_limit_directions)
+    ld.set_defaults(func=_out_first(run_limit_directions))
 
     stop = sub.add_parser("stop", help="simulate a disc/ball sliding and spinning to a stop")
     stop.add_argument("--body", choices=("disc", "ball"), default="disc")
@@ -56,7 +65,7 @@ def register(subparsers) -> None:
     stop.add_argument("--u0", type=FINITE, nargs=3, default=(1.0, 0.0, 1.0), help="initial (u_x, u_y, rho w_z)")
     stop.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
     _common(stop)
-    stop.set_defaults(func=run_stop)
+    stop.set_defaults(func=_out_first(run_stop))
 
 
 def _common(p: argparse.ArgumentParser) -> None:

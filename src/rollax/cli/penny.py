@@ -14,7 +14,7 @@ import math
 import os
 import sys
 
-from rollax.cli._args import FINITE, POSITIVE, dump, dumps, integer, real
+from rollax.cli._args import FINITE, POSITIVE, check_out, dump, dumps, integer, real
 
 
 def register(subparsers) -> None:
@@ -55,6 +55,7 @@ def _check(args) -> None:
 
 def run(args) -> int:
     _check(args)
+    check_out(args.out)
     if args.mode == "chaos":
         if not args.out and not args.json:
             raise ValueError("chaos mode needs --out DIR and/or --json")

@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import math
 
-from rollax.cli._args import POSITIVE, TOLERANCE, dump, dumps, integer, real
+from rollax.cli._args import POSITIVE, TOLERANCE, check_out, dump, dumps, integer, real
+
+
+# dest -> (option, default) of the options that only `rollax robot optimize` reads
+_OPTIMIZE_ONLY: dict = {}
 
 
 def register(subparsers) -> None:
@@ -34,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("example", choices=("disk", "ball", "ball-detach", "optimize"),
                    help="disk: Sect. 5; ball: Sect. 6; ball-detach: Sect. 6 with m3 = 60; "
                         "optimize: an optimal manoeuvre (--body, --T, --mu, --n-min, ...)")
-    o = p.add_argument_group("optimize")
+    o = p.add_argument_group("optimize (refused with the other examples)")
     o.add_argument("--body", choices=("disk", "ball"), default="disk", help="the robot")
     o.add_argument("--phi-T", type=real(), default=-math.pi,
                    help="disk: final rotation angle phi(T) [rad] (default -pi)")
@@ -58,6 +62,7 @@ def register(subparsers) -> None:
                    help="find the least mu with which the manoeuvre is feasible")
     o.add_argument("--samples", type=integer(1001, 10**6), default=1001,
                    help="uniform samples of [0, T] in optimize.json (default 1001)")
+    _OPTIMIZE_ONLY.update({a.dest: (a.option_strings[0], a.default) for a in o._group_actions})
     p.add_argument("--rtol", type=TOLERANCE, default=None, help="tolerance (default: the paper's)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", default=None, help="write figures (PNG) and data (npz, json) here")
@@ -108,8 +113,15 @@ def optimize(args) -> int:
 def run(args) -> int:
     from rollax.robot import example_report
 
+    check_out(args.out)
     if args.example == "optimize":
         return optimize(args)
+    given = [opt for dest, (opt, default) in _OPTIMIZE_ONLY.items()
+             if getattr(args, dest) != default]
+    if given:
+        raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
+                         f"`rollax robot optimize` only; `rollax robot {args.example}` runs the "
+                         f"paper's example as published")
     report = example_report(args.example, args.rtol)
     res = report.results
     if args.out:
