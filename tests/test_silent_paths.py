@@ -317,3 +317,53 @@ def test_a_chunk_that_cannot_be_written_is_named(tmp_path):
     r = _cli(*args)
     assert r.returncode == 2, r.stderr
     assert chunk.name in r.stderr and ".tmp" not in r.stderr
+
+
+def test_a_penny_state_off_its_rolling_constraints_is_refused():
+    from rollax.penny import EllipseTable, PennyBilliard, dynamic, simulate, simulate_batch
+    from rollax.systems import PennySystem
+
+    b = dynamic(PennyBilliard(table=EllipseTable(), law="elastic"))
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        s0 = np.asarray(b.penny.state(phi=rng.uniform(0, 2 * np.pi),
+                                      theta_dot=rng.uniform(5, 15)))
+        bad = s0.copy()
+        bad[6] *= 1 + rng.choice([-1, 1]) * rng.uniform(1e-3, 0.2)  # theta' off x', y'
+        with pytest.raises(ValueError, match=r"state0 violates the rolling constraints \(23\)"):
+            simulate(b, bad, 2)
+        with pytest.raises(ValueError, match=r"states0 \(row 1\) violates"):
+            simulate_batch(b, np.stack([s0, bad]), 2)
+        with pytest.raises(ValueError, match=r"y0s \(row 1\) violates"):
+            rollax.solve_ensemble(PennySystem(b, n_impacts=1), np.stack([s0, bad]), 0.0, 20.0)
+        # the constraint holds to rounding on the states Penny.state builds
+        b.penny.check_rolling(s0)
+
+
+def test_a_swallowed_sigterm_still_ends_the_program():
+    # the handler's exception swallowed (as once inside a gc callback of JAX's): the backstop
+    # ends the process with 143 a few seconds later
+    code = (
+        "import os, signal, time, rollax.cli as c\n"
+        "c.BACKSTOP_S = 1.0\n"
+        "def work(args):\n"
+        "    t = time.time()\n"
+        "    while time.time() - t < 30:\n"
+        "        try:\n"
+        "            if time.time() - t < 0.1:\n"
+        "                os.kill(os.getpid(), signal.SIGTERM)\n"
+        "            time.sleep(0.05)\n"
+        "        except BaseException:\n"
+        "            pass\n"
+        "    return 0\n"
+        "import rollax.cli.penny as p\n"
+        "p.run = work\n"
+        "raise SystemExit(c.main(['penny']))\n"
+    )
+    import time
+
+    t0 = time.time()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 143, (r.returncode, r.stderr)
+    assert time.time() - t0 < 25
+    assert "terminated by SIGTERM" in r.stderr

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from rollax._validate import check_integer, check_positive, check_range, check_shape
@@ -131,6 +132,28 @@ class Penny(eqx.Module):
         """omega^k(qdot) of (24); zero when the rolling constraints (23) hold."""
         state = _s8("Penny.constraint_residual", state)
         return self.constraint_forms(state[:4]) @ state[4:]
+
+    def check_rolling(self, states, name: str = "state0", valid=None) -> None:
+        """A ``ValueError`` naming the first row of concrete ``states`` (``(8,)`` or ``(B, 8)``;
+        only the rows where ``valid``) that violates the rolling constraints (23) by more than
+        1e-8 of its speed: the closed-form flight (26) and the impact map assume them. Traced
+        states pass."""
+        try:
+            rows = np.asarray(states, float).reshape(-1, 8)
+            res = np.asarray(jax.vmap(self.constraint_residual)(jnp.asarray(rows)))
+        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+                TypeError, ValueError):
+            return
+        speed = 1.0 + np.abs(rows[:, 4]) + np.abs(rows[:, 5]) + float(self.R) * np.abs(rows[:, 6])
+        bad = np.max(np.abs(res), axis=1) > 1e-8 * speed
+        if valid is not None:
+            bad &= np.asarray(valid, bool).reshape(-1)
+        if bad.any():
+            i = int(np.argmax(bad))
+            row = f" (row {i})" if np.ndim(states) == 2 else ""
+            raise ValueError(f"{name}{row} violates the rolling constraints (23): their residual "
+                             f"is {res[i].tolist()} (allowed: at most 1e-8 of the speed); build "
+                             f"states with Penny.state(x, y, theta, phi, theta_dot, phi_dot)")
 
     def state(
         self,
@@ -616,6 +639,7 @@ class PennyBilliard(eqx.Module):
         """
         n_impacts = check_integer("n_impacts", n_impacts, 1)
         check_shape("state0", state0, (8,), _STATE8)
+        self.penny.check_rolling(state0)
         s0 = jnp.asarray(state0, float)
         return impact_sequence(self.step, self.penny.energy, s0, n_impacts)
 

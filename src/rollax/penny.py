@@ -129,6 +129,7 @@ def simulate(billiard: PennyBilliard, state0: Float[ArrayLike, "8"], n_impacts: 
     """
     n_impacts = check_integer("n_impacts", n_impacts, 1)
     check_shape("state0", state0, (8,), _STATE8)
+    billiard.penny.check_rolling(state0)
     return _simulate(billiard, jnp.asarray(state0, float), n_impacts)
 
 
@@ -144,6 +145,7 @@ def simulate_batch(billiard: PennyBilliard, states0: Float[ArrayLike, "B 8"], n_
     if states0.ndim != 2 or states0.shape[1] != 8:
         raise ValueError(f"states0 has shape {tuple(states0.shape)}; it must be (B, 8), rows "
                          f"(x, y, theta, phi, x', y', theta', phi')")
+    billiard.penny.check_rolling(states0, "states0")
     return _simulate_batch(billiard, states0, n_impacts)
 
 

@@ -71,7 +71,11 @@ def _main(argv: list[str]) -> int:
         except ValueError as err:
             print(f"rollax: error: {err}", file=sys.stderr)
             return 2
-        old_term = _set_signal(signal.SIGTERM, terminate_as_interrupt)
+        def on_term(signum, frame):
+            _backstop(signum)
+            terminate_as_interrupt(signum, frame)
+
+        old_term = _set_signal(signal.SIGTERM, on_term)
         try:
             first = next((a for a in argv if not a.startswith("-")), None)
             parser = build_parser(first if first in _COMMANDS else None)
@@ -112,6 +116,24 @@ def _main(argv: list[str]) -> int:
         print(f"{prog}: error: cannot write the output{where} ({err.strerror or err})",
               file=sys.stderr)
         return 2
+
+
+#: Seconds after SIGTERM at which the program ends even if the exception the handler raised
+#: was swallowed (it once was, inside a garbage-collection callback of JAX's, and the process
+#: ran on). An interrupted sweep keeps its chunks well within this (0.03-0.08 s measured).
+BACKSTOP_S = 5.0
+
+
+def _backstop(signum: int) -> None:
+    import threading
+    import time
+
+    def end():
+        time.sleep(BACKSTOP_S)
+        print(f"rollax: terminated by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
+        os._exit(128 + int(signum))
+
+    threading.Thread(target=end, daemon=True, name="rollax-sigterm-backstop").start()
 
 
 def _set_signal(sig, handler):
