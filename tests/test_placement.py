@@ -40,3 +40,18 @@ def test_placement_changes_no_outcome_and_bounds_times(slipping):
     spread = _spread(maps, "t_end")
     print(f"max |t_end difference| over placements ({'slip' if slipping else 'roll'}): {spread:.3g} s")
     assert spread <= 1e-12
+
+
+@pytest.mark.slow
+def test_placement_on_the_full_fig11_map():
+    # the full 360 x 240 map (issue 33): outcomes identical, end times within 1e-9 s (measured
+    # 2026-11-26: 1.35e-10 s with 2048 lanes, 1.07e-10 s on one device, 5.0e-14 s with chunks
+    # of 10,000, 0 with 64 lanes, against the defaults); about 1 min on 2 cores
+    from rollax.basin import preset
+
+    rim, kw = preset("fig11", "none")
+    ref = basin_map(rim, progress=False, **kw)
+    for p in (dict(lanes=2048), dict(devices=1), dict(chunk_size=10_000), dict(lanes=64)):
+        m = basin_map(rim, progress=False, **kw, **p)
+        assert np.array_equal(m.outcome, ref.outcome), p
+        assert float(np.nanmax(np.abs(m.t_end - ref.t_end))) <= 1e-9, p
