@@ -367,3 +367,19 @@ def test_a_swallowed_sigterm_still_ends_the_program():
     assert r.returncode == 143, (r.returncode, r.stderr)
     assert time.time() - t0 < 25
     assert "terminated by SIGTERM" in r.stderr
+
+
+def test_identify_refuses_records_it_cannot_finish():
+    from rollax._identify import MAX_ROWS, Observations
+
+    n = MAX_ROWS + 1
+    with pytest.raises(ValueError, match=rf"{n} observations is more than identify takes "
+                                         rf"\({MAX_ROWS}\)"):
+        Observations(t=np.linspace(0.0, 100.0, n), values=np.zeros(n), observe="x", names=("x",))
+    t = np.linspace(0.0, 2.0, 50)
+    with pytest.raises(ValueError, match=r"t_event = 1000.0 is not allowed: it lies 998 s after "
+                                         r"the last observation"):
+        Observations(t=t, values=np.zeros(50), observe="x", names=("x",), t_event=1000.0,
+                     sigma_event=1e-3)
+    Observations(t=t, values=np.zeros(50), observe="x", names=("x",), t_event=3.5,
+                 sigma_event=1e-3)

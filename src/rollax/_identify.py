@@ -52,6 +52,11 @@ class IdentifiabilityWarning(UserWarning):
     """The data cannot determine a fitted quantity (or a combination of them)."""
 
 
+#: The most observations :func:`identify` takes (100 s filmed at 1 kHz): each is a saved point
+#: of every solve and a row of the Jacobian (a 10^6-row record did not return in 3 minutes)
+MAX_ROWS = 100_000
+
+
 @dataclasses.dataclass(frozen=True)
 class Observations:
     """Observed values ``values[i, k]`` of the observables ``names[k]`` at times ``t[i]``.
@@ -100,6 +105,10 @@ class Observations:
             t, v = t[~bad], v[~bad]
         if t.shape[0] < 2:
             raise ValueError(f"{t.shape[0]} usable observations; at least 2 are needed")
+        if t.shape[0] > MAX_ROWS:
+            raise ValueError(f"{t.shape[0]} observations is more than identify takes "
+                             f"({MAX_ROWS}): every one is a saved point of every solve and a "
+                             f"row of the Jacobian; thin the record (every k-th row) or cut it")
         if self.sigma is not None:
             s = np.broadcast_to(np.asarray(self.sigma, dtype=float), (len(names),)).copy()
             if not np.all(np.isfinite(s) & (s > 0)):
@@ -110,6 +119,12 @@ class Observations:
             if not math.isfinite(te) or te < t[0]:
                 raise ValueError(f"t_event = {self.t_event!r} must be finite and >= the first "
                                  f"observation time {float(t[0])!r}")
+            reach = float(t[-1]) + max(1.0, float(t[-1] - t[0]))
+            if te > reach:
+                raise ValueError(f"t_event = {self.t_event!r} is not allowed: it lies "
+                                 f"{te - float(t[-1]):g} s after the last observation "
+                                 f"(t = {float(t[-1])!r}); allowed: up to {reach!r} (the "
+                                 f"record's span or 1 s past its end, whichever is longer)")
             se = self.sigma_event
             if se is None or not (math.isfinite(float(se)) and float(se) > 0):
                 raise ValueError(f"sigma_event = {se!r}; an observed event time needs a "
