@@ -383,3 +383,15 @@ def test_identify_refuses_records_it_cannot_finish():
                      sigma_event=1e-3)
     Observations(t=t, values=np.zeros(50), observe="x", names=("x",), t_event=3.5,
                  sigma_event=1e-3)
+
+
+def test_per_start_friction_and_dissipation_are_checked_as_scalars():
+    with pytest.raises(ValueError, match=r"mu\[1\] = inf is not allowed: mu must be finite"):
+        RimSlipping(Rim(mu=jnp.array([1.0, np.inf])))
+    with pytest.raises(ValueError, match=r"slipping with the dissipative moment \(82\) is not "
+                                         r"modelled"):
+        RimSlipping(Rim(mu=jnp.array([1.0, 0.5]), k_d=jnp.array([0.0, 0.1])))
+    RimSlipping(Rim(mu=jnp.array([1.0, 0.5])))
+    # per-start dissipation rates that are all zero are not dissipative (they were, silently)
+    assert not Rim(k_d=jnp.zeros(3), k_r=jnp.zeros(3)).dissipative
+    assert Rim(k_d=jnp.array([0.0, 0.1, 0.0])).dissipative

@@ -104,10 +104,12 @@ class Rim(eqx.Module):
 
     @property
     def dissipative(self) -> bool:
-        """Whether eq. (83) has any dissipation (then Proposition 4 no longer applies)."""
+        """Whether eq. (83) has any dissipation (then Proposition 4 no longer applies): any
+        ``k_d`` or ``k_r`` > 0, per-start values included; traced values count as dissipative."""
         try:
-            return float(self.k_d) > 0.0 or float(self.k_r) > 0.0
-        except TypeError:
+            return bool(np.any(np.asarray(self.k_d) > 0) or np.any(np.asarray(self.k_r) > 0))
+        except (TypeError, jax.errors.TracerArrayConversionError,
+                jax.errors.ConcretizationTypeError):
             return True
 
     # ------------------------------------------------------------------ rolling dynamics

@@ -76,9 +76,11 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from rollax._validate import check_integer, check_less, check_positive, check_range, check_shape
+from rollax._validate import (check_integer, check_less, check_positive, check_range,
+                              check_shape, check_where_concrete)
 from rollax.outcomes import CHATTERING, FAILED, IN, OUT, PERIODIC, UNDECIDED
 from rollax.fastmath import sincos
 from rollax.events import BOUNDARY, CROSSING, EventSet
@@ -594,13 +596,17 @@ class HybridResult(NamedTuple):
 def check_hybrid_rim(rim: Rim) -> None:
     """Raise ``ValueError`` for rims the hybrid does not model: infinite mu (use the rolling
     path of :mod:`rollax.basin`) or dissipation (82)-(83), which the paper defines for rolling
-    only."""
+    only. Per-start (batched) values are checked row by row; traced ones where concrete."""
+    check_where_concrete("mu", rim.mu, lambda m: np.isfinite(m) & (m > 0),
+                         "mu must be finite and > 0 for slipping (allowed range: (0, inf))")
     try:
-        mu = float(rim.mu)
-    except TypeError:
+        float(rim.k_d), float(rim.k_r)
+    except TypeError:  # traced or per-start dissipation: refused only where concrete and > 0
+        k = [np.asarray(v) for v in (rim.k_d, rim.k_r) if not isinstance(v, jax.core.Tracer)]
+        if any(np.any(v > 0) for v in k):
+            raise ValueError("k_d, k_r > 0: slipping with the dissipative moment (82) is not "
+                             "modelled (allowed: k_d = k_r = 0)") from None
         return
-    if not math.isfinite(mu) or mu <= 0:
-        raise ValueError(f"mu = {mu!r} must be finite and > 0 for slipping (allowed range: (0, inf))")
     if rim.dissipative:
         raise ValueError(
             f"k_d = {float(rim.k_d)!r}, k_r = {float(rim.k_r)!r}: slipping with the dissipative "
