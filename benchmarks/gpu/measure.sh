@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -23,6 +23,10 @@ elif [ "$what" = fused2 ]; then
   # pass (64 starts and 2 warps per program)
   step 270 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 1 --json "$OUT/slip_fused.json"
   step 90 env ROLLAX_FUSED_BLOCK=64 ROLLAX_FUSED_WARPS=2 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 2 --json "$OUT/basin_1000_b64.json"
+elif [ "$what" = compile ]; then
+  # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
+  # sizes: benchmarks/gpu/compile_fused.py --lower-only), 90 s per system at most
+  step 480 python3 benchmarks/gpu/compile_fused.py --limit 90 --cases oscillator,bouncing_ball,rim_rolling,sliding,rim_slipping
 elif [ "$what" = big ]; then
   # one lane per start (no refill): the 1000 x 1000 no-slip panel and the mu = 1 panel
   step 170 python3 benchmarks/bench_basin.py --panels none --grid 1000 1000 --lanes 1000000 --sample 10 --repeat 3 --json "$OUT/basin_1000.json"

@@ -1,0 +1,96 @@
+"""How the fused kernel's compile time grows with its size: each conformance system's kernel
+lowered (its Triton IR size) and compiled for this machine's GPU, one at a time, each under its
+own time limit (a kernel that does not compile in time is reported, and the next one runs).
+
+    python benchmarks/gpu/compile_fused.py [--limit 120] [--cases oscillator,rim_rolling,...]
+
+Prints one line per system: lowered IR bytes, lowering seconds, compile seconds (or 'over the
+limit'). Run on a GPU; on a CPU only the lowering columns are measured (--lower-only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+
+
+def _one(name: str, lower_only: bool, q) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import rollax
+    from rollax import _fused
+    import test_conformance as tc
+
+    captured = {}
+
+    class _Stop(Exception):
+        pass
+
+    def grab(pb, y0s, aux, valid, bargs, sargs, sc, **kw):
+        captured.update(pb=pb, y0s=y0s, aux=aux, bargs=bargs, sargs=sargs, sc=sc)
+        raise _Stop
+
+    _fused.solve = grab
+    system, y0s, t1, opts = tc.CASES[name](4)
+    try:
+        rollax.solve_ensemble(system, y0s, 0.0, t1, backend="fused", **{**tc.TOL, **opts})
+    except _Stop:
+        pass
+    c = captured
+    B = _fused.BLOCK
+    bl = tuple(jnp.zeros((B,) + np.shape(b)[1:], np.asarray(b).dtype) for b in c["bargs"])
+    run = _fused._runner(c["pb"], (c["y0s"].shape[1:], c["aux"].shape[1:])
+                         + tuple(b.shape[1:] for b in bl), "gpu", B, 1)
+    sc = tuple(jnp.asarray(x, jnp.int32 if isinstance(x, int) else jnp.float64) for x in c["sc"])
+    args = (jnp.zeros((B,) + c["y0s"].shape[1:]), jnp.zeros((B,) + c["aux"].shape[1:]),
+            jnp.zeros(B, jnp.int32), bl, tuple(jnp.asarray(x) for x in c["sargs"]), sc)
+    tic = time.perf_counter()
+    plats = ("cuda",) if lower_only else None
+    lowered = run.trace(*args).lower(**({"lowering_platforms": plats} if plats else {}))
+    row = dict(case=name, ir_bytes=len(lowered.as_text()),
+               lower_s=round(time.perf_counter() - tic, 1))
+    q.put(row)
+    if lower_only:
+        return
+    tic = time.perf_counter()
+    lowered.compile()
+    row["compile_s"] = round(time.perf_counter() - tic, 1)
+    q.put(row)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--limit", type=float, default=120.0)
+    ap.add_argument("--cases", default="oscillator,bouncing_ball,rim_rolling,sliding,"
+                                       "rim_slipping,penny,robot")
+    ap.add_argument("--lower-only", action="store_true")
+    args = ap.parse_args()
+    ctx = mp.get_context("spawn")
+    for name in args.cases.split(","):
+        q = ctx.Queue()
+        p = ctx.Process(target=_one, args=(name, args.lower_only, q))
+        p.start()
+        p.join(args.limit)
+        rows = []
+        while not q.empty():
+            rows.append(q.get())
+        if p.is_alive():
+            p.kill()
+            row = rows[-1] if rows else dict(case=name)
+            row["compile_s"] = f"over the {args.limit:g} s limit"
+        else:
+            row = rows[-1] if rows else dict(case=name, error=f"exit {p.exitcode}")
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
