@@ -395,3 +395,26 @@ def test_per_start_friction_and_dissipation_are_checked_as_scalars():
     # per-start dissipation rates that are all zero are not dissipative (they were, silently)
     assert not Rim(k_d=jnp.zeros(3), k_r=jnp.zeros(3)).dissipative
     assert Rim(k_d=jnp.array([0.0, 0.1, 0.0])).dissipative
+
+
+class _Switch(rollax.AbstractSystem):
+    """x' = 1 before t = 1 and -1 after: x(2) = x(t0) + (1 - t0) - 1 from t0 <= 1."""
+
+    state_names = ("x",)
+
+    def vector_field(self, t, y, mode):
+        return jnp.where(t < 1.0, 1.0, -1.0) * jnp.ones(1)
+
+
+@pytest.mark.parametrize("t0", [float(np.nextafter(1.0, 0.0)), 1.0 - 2e-16, 0.98, 0.5])
+def test_a_start_just_before_a_jump_time_runs_on(t0):
+    # the diffrax suite's case: t0 one ulp before a jump_ts entry failed at once (no step fits
+    # before the jump); both integrators now go on from just after it, as diffrax does
+    want = (1.0 - t0) - 1.0
+    a = rollax.solve(_Switch(), jnp.zeros(1), t0, 2.0, jump_ts=[1.0])
+    b = rollax.solve_ensemble(_Switch(), np.zeros((2, 1)), t0, 2.0, jump_ts=[1.0])
+    c = jax.jit(lambda s: rollax.solve(_Switch(), jnp.zeros(1), s, 2.0, jump_ts=[1.0]).y)(t0)
+    assert int(a.status) == int(rollax.Status.T_MAX)
+    assert list(b.status) == [int(rollax.Status.T_MAX)] * 2
+    for y in (a.y[0], b.y[0, 0], b.y[1, 0], c[0]):
+        assert abs(float(y) - want) < 1e-12

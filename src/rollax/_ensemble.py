@@ -34,7 +34,7 @@ from rollax import _fused, ensemble
 from rollax._solution import Solution
 from rollax._solve import SAMPLES_MAX, check_options
 from rollax._system import AbstractSystem
-from rollax._validate import _show
+from rollax._validate import _show, check_jump_ts, past_jump
 from rollax.events import EventSet
 
 
@@ -219,6 +219,15 @@ def solve_ensemble(
     if aux.shape != (N, p):
         raise ValueError(f"aux has shape {aux.shape}; {type(system).__name__} needs ({p},) or "
                          f"({N}, {p})")
+    jumps_ = system.jump_times() if jump_ts is None else jump_ts
+    t0n = past_jump(float(t0), check_jump_ts(jumps_)) if jumps_ is not None else float(t0)
+    if isinstance(t0n, float) and t0n != float(t0):
+        # a start within the smallest step before a jump time: on from just after it, the
+        # state moved over the gap by one Euler step (as rollax.solve)
+        axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
+        y0s = np.asarray(_euler(system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes),
+                                float(t0), t0n - float(t0)))
+        t0 = t0n
     hybrid = system.hybrid
     events = EventSet(ad.event_values, system.event_set.kinds, system.event_set.targets,
                       system.event_set.dirs)
@@ -259,6 +268,13 @@ def _valid_rows(valid, y0s):
         raise ValueError(f"valid = {_show(valid)} is not allowed: it must be {n} booleans, "
                          f"one per start")
     return v.astype(bool)
+
+
+@eqx.filter_jit
+def _euler(system, dyn, axes, y0s, modes, t0, dt):
+    static = eqx.partition(system, eqx.is_array)[1]
+    return jax.vmap(lambda dy, y, m: y + dt * eqx.combine(dy, static).vector_field(
+        jnp.asarray(t0, y.dtype), y, m), in_axes=(axes, 0, 0))(dyn, y0s, modes)
 
 
 @eqx.filter_jit

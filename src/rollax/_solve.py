@@ -60,7 +60,7 @@ from jaxtyping import Array, Float, Int
 from rollax import dopri5
 from rollax._solution import Solution, Status
 from rollax._system import AbstractSystem
-from rollax._validate import _show, check_jump_ts
+from rollax._validate import _show, check_jump_ts, past_jump
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 
@@ -490,10 +490,25 @@ def solve(
         ts = _check_ts(ts, t0, t1)
     traced = any(isinstance(v, jax.core.Tracer) for v in (t0, t1, rtol, atol, dt_max))
     opts = _Options(solver, adjoint, max_steps, max_resets, n_samples, traced)
+    if jump_ts is not None:
+        t0, y0 = _over_the_gap(system, t0, y0, mode, jump_ts)
     f = jnp.asarray
     return _solve(system, y0, mode, aux, f(t0, float), f(t1, float), f(rtol, float),
                   f(atol, float), f(jnp.inf if dt_max is None else dt_max, float), jump_ts,
                   ts, opts)
+
+
+def _over_the_gap(system, t0, y0, mode, jump_ts):
+    """``(t0, y0)``, or, when ``t0`` lies within the smallest step before a jump time, the
+    first time after it and the state moved there by one Euler step (``past_jump``)."""
+    t0n = past_jump(t0, jump_ts)
+    concrete = not any(isinstance(v, jax.core.Tracer) for v in (t0, t0n, jump_ts))
+    if concrete and float(t0n) == float(t0):
+        return t0, y0
+    t = jnp.asarray(t0, float)
+    dt = jnp.asarray(t0n, float) - t
+    f0 = jnp.asarray(system.vector_field(t, y0, mode), y0.dtype)
+    return t0n, jnp.where(dt > 0, y0 + dt * jnp.where(dt > 0, f0, 0.0), y0)
 
 
 def _check_ts(ts, t0, t1):

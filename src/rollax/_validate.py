@@ -253,3 +253,23 @@ def check_jump_ts(jump_ts: Any):
     if ts is None or not np.all(np.isfinite(ts)):
         raise ValueError(f"jump_ts = {_show(jump_ts)} must be finite times")
     return tuple(float(x) for x in np.unique(ts))
+
+
+def past_jump(t0, jump_ts):
+    """``t0``, or the first time after the jump time ``J`` when ``t0`` lies before it by less
+    than the integrators' smallest step (``1e-14 * max(1, |t0|)``): no step fits between them,
+    and a run starting there failed at once (diffrax's own zero-length step goes on past the
+    jump). The callers move the state over that gap with one Euler step. ``jump_ts``: concrete
+    times (a tuple) or an array (a traced ``t0`` too)."""
+    import jax.numpy as jnp
+
+    if jump_ts is None or (isinstance(jump_ts, tuple) and not jump_ts):
+        return t0
+    J = jnp.asarray(jump_ts, dtype=float).reshape(-1)
+    t = jnp.asarray(t0, dtype=float)
+    near = (t < J) & (J - t < 1e-14 * jnp.maximum(1.0, jnp.abs(t)))
+    moved = jnp.where(jnp.any(near), jnp.nextafter(jnp.max(jnp.where(near, J, -jnp.inf)),
+                                                   jnp.inf), t)
+    if isinstance(t0, (int, float)) and isinstance(jump_ts, tuple):
+        return float(moved)
+    return moved

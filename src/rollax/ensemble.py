@@ -56,7 +56,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from rollax import dopri5, dopri8
-from rollax._validate import check_jump_ts
+from rollax._validate import check_jump_ts, past_jump
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 # Status codes of a finished start.
@@ -1136,6 +1136,7 @@ def solve_ensemble(
     jumps = check_jump_ts(jump_ts)
     if not isinstance(jumps, tuple):
         raise ValueError("jump_ts must be concrete times (the kernel is compiled for them)")
+    t0 = past_jump(float(t0), jumps)
     pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
                   int(n_samples), field_and_events, args_def, batched, flow, flow_step,
                   d - int(n_constant) if n_constant else None, solver, jumps)
