@@ -290,12 +290,17 @@ def test_robot_examples_refuse_the_options_of_optimize():
     assert "--T, --mu apply to `rollax robot optimize` only" in r.stderr
 
 
-def test_a_chunk_warning_is_one_line(tmp_path):
-    out = tmp_path / "o"
+def _kept_chunks(out):
+    """A 6 x 5 map in chunks of 10, kept: the command's arguments and the chunk files."""
     args = ["basin", "--grid", "6", "5", "--chunk-size", "10", "--keep-chunks", "--no-progress",
             "--out", str(out)]
     assert _cli(*args).returncode == 0
-    chunk = sorted((out / ".chunks").rglob("*.npz"))[0]
+    return args, sorted((out / ".chunks").rglob("*.npz"))
+
+
+def test_a_chunk_warning_is_one_line(tmp_path):
+    args, chunks = _kept_chunks(tmp_path / "o")
+    chunk = chunks[0]
     chunk.write_bytes(b"not a zip")
     r = _cli(*args)
     assert r.returncode == 0
@@ -305,13 +310,10 @@ def test_a_chunk_warning_is_one_line(tmp_path):
 
 
 def test_a_chunk_that_cannot_be_written_is_named(tmp_path):
-    out = tmp_path / "o"
-    args = ["basin", "--grid", "6", "5", "--chunk-size", "10", "--keep-chunks", "--no-progress",
-            "--out", str(out)]
-    assert _cli(*args).returncode == 0
     # a directory where a chunk goes (its file removed): the error names the chunk, not the
     # private temporary file it was written to
-    chunk = sorted((out / ".chunks").rglob("*.npz"))[1]
+    args, chunks = _kept_chunks(tmp_path / "o")
+    chunk = chunks[1]
     chunk.unlink()
     (chunk / "sub").mkdir(parents=True)
     r = _cli(*args)
