@@ -6,7 +6,6 @@ kernel in interpret mode (the structure-of-arrays rewrite the GPU compiles); and
 lowers for a CUDA GPU (Triton) without one."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -107,32 +106,16 @@ def test_the_kernel_lowers_for_a_cuda_gpu_without_one():
     from rollax import ensemble as E
 
     system, y0s, t1, _ = CASES["rim_rolling"](4)
-    captured = {}
-
-    def grab(pb, y0s, aux, valid, bargs, sargs, sc, **kw):
-        captured.update(pb=pb, y0s=y0s, aux=aux, bargs=bargs, sargs=sargs, sc=sc)
-        raise _Stop
-
-    class _Stop(Exception):
-        pass
-
-    orig = _fused.solve
-    _fused.solve = grab
-    try:
-        with pytest.raises(_Stop):
-            rollax.solve_ensemble(system, y0s, 0.0, t1, backend="fused")
-    finally:
-        _fused.solve = orig
-    c = captured
-    B = _fused.BLOCK
-    bl = tuple(jnp.zeros((B,) + np.shape(b)[1:], np.asarray(b).dtype) for b in c["bargs"])
-    run = _fused._runner(c["pb"], (c["y0s"].shape[1:], c["aux"].shape[1:])
-                         + tuple(b.shape[1:] for b in bl), "gpu", B, 1)
-    sc = tuple(jnp.asarray(x, jnp.int32 if isinstance(x, int) else jnp.float64)
-               for x in c["sc"])
-    lowered = run.trace(jnp.zeros((B,) + c["y0s"].shape[1:]),
-                        jnp.zeros((B,) + c["aux"].shape[1:]), jnp.zeros(B, jnp.int32), bl,
-                        tuple(jnp.asarray(x) for x in c["sargs"]), sc).lower(
-        lowering_platforms=("cuda",))
-    assert "triton" in lowered.as_text().lower()
+    lowered = rollax.fused_program(system, y0s, 0.0, t1)
+    text = lowered.as_text()
+    assert "triton" in text.lower() and len(text) > 100_000
     assert E.BACKENDS == ("auto", "queue", "fused")
+
+    class _Callback(rollax.AbstractSystem):
+        state_names = ("x",)
+
+        def vector_field(self, t, y, mode):
+            return jax.pure_callback(lambda a: a, jax.ShapeDtypeStruct((1,), y.dtype), -y)
+
+    with pytest.raises(NotImplementedError, match="pure_callback"):
+        rollax.fused_program(_Callback(), np.ones((2, 1)), 0.0, 1.0)

@@ -21,40 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 
 def _one(name: str, lower_only: bool, q) -> None:
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
     import rollax
-    from rollax import _fused
     import test_conformance as tc
 
-    captured = {}
-
-    class _Stop(Exception):
-        pass
-
-    def grab(pb, y0s, aux, valid, bargs, sargs, sc, **kw):
-        captured.update(pb=pb, y0s=y0s, aux=aux, bargs=bargs, sargs=sargs, sc=sc)
-        raise _Stop
-
-    _fused.solve = grab
     system, y0s, t1, opts = tc.CASES[name](4)
-    try:
-        rollax.solve_ensemble(system, y0s, 0.0, t1, backend="fused", **{**tc.TOL, **opts})
-    except _Stop:
-        pass
-    c = captured
-    B = _fused.BLOCK
-    bl = tuple(jnp.zeros((B,) + np.shape(b)[1:], np.asarray(b).dtype) for b in c["bargs"])
-    run = _fused._runner(c["pb"], (c["y0s"].shape[1:], c["aux"].shape[1:])
-                         + tuple(b.shape[1:] for b in bl), "gpu", B, 1)
-    sc = tuple(jnp.asarray(x, jnp.int32 if isinstance(x, int) else jnp.float64) for x in c["sc"])
-    args = (jnp.zeros((B,) + c["y0s"].shape[1:]), jnp.zeros((B,) + c["aux"].shape[1:]),
-            jnp.zeros(B, jnp.int32), bl, tuple(jnp.asarray(x) for x in c["sargs"]), sc)
     tic = time.perf_counter()
-    plats = ("cuda",) if lower_only else None
-    lowered = run.trace(*args).lower(**({"lowering_platforms": plats} if plats else {}))
+    lowered = rollax.fused_program(system, y0s, 0.0, t1, platform="cuda" if lower_only else None,
+                                   **{**tc.TOL, **opts})
     row = dict(case=name, ir_bytes=len(lowered.as_text()),
                lower_s=round(time.perf_counter() - tic, 1))
     q.put(row)

@@ -19,6 +19,7 @@ location); the two paths agree to the integration tolerance.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import math
@@ -248,7 +249,7 @@ def solve_ensemble(
         flow=ad.flow if system.has_flow else None,
         flow_step=ad.flow_step if system.has_flow else None, solver=solver,
         jump_ts=system.jump_times() if jump_ts is None else jump_ts,
-        runner=_fused.run if backend == "fused" else None,
+        runner=_RUNNER.get() or (_fused.run if backend == "fused" else None),
     )
     return Solution(
         t=res.t, y=res.y[:, :d], mode=np.rint(res.y[:, d]).astype(np.int32),
@@ -256,6 +257,38 @@ def solve_ensemble(
         event=res.event, counts=res.counts.astype(np.int32), t_first=res.t_first,
         steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32),
     )
+
+
+# a scoped replacement of the fused path's runner (fused_program lowers instead of running)
+_RUNNER: contextvars.ContextVar = contextvars.ContextVar("rollax_ensemble_runner", default=None)
+
+
+class _Lowered(Exception):
+    def __init__(self, lowered):
+        super().__init__("lowered")
+        self.lowered = lowered
+
+
+def fused_program(system: AbstractSystem, y0s, t0: float = 0.0, t1: float = math.inf, *,
+                  platform: str | None = "cuda", **options):
+    """The fused kernel (``backend="fused"``) of ``system`` for the starts ``y0s`` and the
+    options of :func:`solve_ensemble`, lowered for one block of starts on ``platform``
+    (``"cuda"`` works on a machine without a GPU; ``None``: this machine's). Returns JAX's
+    ``Lowered``: ``.as_text()`` is the program (its length measures the kernel's size, which
+    sets its compile time; ``docs/fused.md``), ``.compile()`` compiles it (on a GPU). A system
+    the kernel cannot run raises ``NotImplementedError`` naming the primitive."""
+
+    def lower(pb, y0s_, aux, valid, bargs, sargs, sc, progress=None):
+        raise _Lowered(_fused.lower(pb, y0s_, aux, bargs, sargs, sc, platform))
+
+    token = _RUNNER.set(lower)
+    try:
+        solve_ensemble(system, y0s, t0, t1, backend="fused", **options)
+    except _Lowered as done:
+        return done.lowered
+    finally:
+        _RUNNER.reset(token)
+    raise AssertionError("the fused path did not reach its kernel")  # pragma: no cover
 
 
 def _valid_rows(valid, y0s):

@@ -275,6 +275,20 @@ def solve(pb, y0s: np.ndarray, aux: np.ndarray, valid: np.ndarray, bargs: tuple,
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(len(parts[0])))
 
 
+def lower(pb, y0s, aux, bargs, sargs, sc, platform: str | None = "cuda"):
+    """The compiled-kernel path of :func:`solve` for one block of starts, lowered for
+    ``platform`` (``None``: this machine's): JAX's ``Lowered`` (``rollax.fused_program``)."""
+    B = _env_int("ROLLAX_FUSED_BLOCK", BLOCK)
+    bl = tuple(jnp.zeros((B,) + np.shape(b)[1:], np.asarray(b).dtype) for b in bargs)
+    runner = _runner(pb, (np.shape(y0s)[1:], np.shape(aux)[1:]) + tuple(b.shape[1:] for b in bl),
+                     "gpu", B, _env_int("ROLLAX_FUSED_WARPS", 1))
+    sc_arr = tuple(jnp.asarray(x, jnp.int32 if isinstance(x, int) else jnp.float64) for x in sc)
+    args = (jnp.zeros((B,) + np.shape(y0s)[1:]), jnp.zeros((B,) + np.shape(aux)[1:]),
+            jnp.zeros(B, jnp.int32), bl, tuple(jnp.asarray(x) for x in sargs), sc_arr)
+    traced = runner.trace(*args)
+    return traced.lower(lowering_platforms=(platform,)) if platform else traced.lower()
+
+
 def run(pb, y0s, aux, valid, bargs, sargs, sc, progress=None) -> tuple:
     """:func:`solve` on this machine's default device: compiled for a GPU, else in
     :data:`CPU_MODE` (the ``runner`` of ``ensemble.solve_ensemble``)."""
