@@ -51,9 +51,8 @@ def pallas_map(fn: Callable, lane_example: tuple, shared: tuple, B: int, *,
     lane_leaves, lane_tree = jax.tree.flatten(lane_example)
     sh_leaves, sh_tree = jax.tree.flatten(shared)
     lane_shapes = [np.shape(x) for x in lane_leaves]
-    lane_dtypes = [np.asarray(x).dtype if not hasattr(x, "dtype") else np.dtype(x.dtype)
-                   for x in lane_leaves]
-    sh_np = [jax.ShapeDtypeStruct(np.shape(x), jnp.asarray(x).dtype if not hasattr(x, 'dtype') else x.dtype) for x in sh_leaves]
+    lane_dtypes = [jnp.result_type(x) for x in lane_leaves]
+    sh_np = [jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)) for x in sh_leaves]
     n_lane_el = [int(np.prod(s)) for s in lane_shapes]
 
     def per_start(*flat):
@@ -86,7 +85,7 @@ def pallas_map(fn: Callable, lane_example: tuple, shared: tuple, B: int, *,
             k += n
         for x, ref in zip(sh_np, ins_s):
             args.append(_soa.lane_array([ref[i] for i in range(int(np.prod(x.shape)))], x.shape))
-        res = _soa._Eval(B).run(closed.jaxpr, closed.consts, args)
+        res = _soa.evaluate(closed, B, args)
         k = 0
         for o, dt, n in zip(res, out_dtypes, n_out_el):
             for e in o.reshape(-1):

@@ -803,6 +803,12 @@ def trace(fn: Callable, *example) -> tuple[Any, Any]:
     return closed, out_shape
 
 
+def evaluate(closed, B: int, inputs: list) -> list:
+    """The closed jaxpr ``closed`` on a block of ``B`` starts (``inputs`` as in
+    :func:`soa_call`)."""
+    return _Eval(B).run(closed.jaxpr, closed.consts, inputs)
+
+
 def soa_call(fn: Callable, B: int, example: tuple, inputs: list) -> tuple[list, Any]:
     """Evaluate the per-start ``fn`` on a block of ``B`` starts.
 
@@ -811,7 +817,7 @@ def soa_call(fn: Callable, B: int, example: tuple, inputs: list) -> tuple[list, 
     ``(B,)`` arrays or known scalars. Returns the outputs (one object array per leaf, elements
     ``(B,)`` arrays or known scalars) and the output tree."""
     closed, out_shape = trace(fn, *example)
-    outs = _Eval(B).run(closed.jaxpr, closed.consts, inputs)
+    outs = evaluate(closed, B, inputs)
     return outs, jax.tree.structure(out_shape)
 
 
