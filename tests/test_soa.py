@@ -41,7 +41,9 @@ def _reductions(y, k):
     m = jnp.outer(y, y[::-1])
     return (jnp.argmax(y), jnp.argmin(y), jnp.argmin(z), jnp.argmax(z), jnp.cumsum(y),
             jnp.cumprod(y), jnp.max(m, axis=0), jnp.min(m), jnp.sum(m, axis=1), m @ y,
-            jnp.any(y > 0.5), jnp.all(y > 0.1), jnp.prod(y))
+            jnp.any(y > 0.5), jnp.all(y > 0.1), jnp.prod(y),
+            # empty reductions: each operation's identity
+            jnp.sum(y[:0]), jnp.prod(y[:0]), jnp.max(y[:0], initial=-1.0), jnp.any(y[:0] > 0))
 
 
 def _selects(y, k):

@@ -480,8 +480,7 @@ class _Eval:
             if any(x.shape[a] == 0 for a in p["axes"]):
                 shape = tuple(eqn.outvars[0].aval.shape)
                 return known_array(np.full(shape, self._identity_of(
-                    "reduce_" + prim.name if not prim.name.startswith("reduce") else prim.name,
-                    eqn.outvars[0].aval.dtype)))
+                    eqn.primitive.name, eqn.outvars[0].aval.dtype)))
             return self._reduce(x, p["axes"], lambda a, b: self.op(prim, a, b))
         return rule
 

@@ -60,7 +60,7 @@ from jaxtyping import Array, Float, Int
 from rollax import dopri5
 from rollax._solution import Solution, Status
 from rollax._system import AbstractSystem
-from rollax._validate import _show, check_jump_ts, past_jump
+from rollax._validate import ATOL_MIN, RTOL_MIN, _show, check_jump_ts, past_jump
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 
@@ -565,12 +565,6 @@ def _check_concrete(name, v, ok, allowed):
         raise ValueError(f"{name} = {v!r} is outside the allowed range {allowed}")
 
 
-#: The smallest tolerances float64 can honour. Below RTOL_MIN (about 4.5 units in the last
-#: place) a step's own rounding exceeds the error it is asked for, and the step size collapses
-#: (measured: rtol = atol = 1e-300 gave NONFINITE at t = 0 on every start); below ATOL_MIN the
-#: absolute tolerance is near float64's underflow.
-RTOL_MIN = 1e-15
-ATOL_MIN = 1e-300
 #: Step and reset counters are int32 in both integrators.
 COUNT_MAX = 2**31 - 1
 #: Event samples per step: each costs the event functions, and the kernel keeps every

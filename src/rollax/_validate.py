@@ -8,6 +8,14 @@ from typing import Any
 import numpy as np
 
 
+#: The smallest tolerances float64 can honour. Below RTOL_MIN (about 4.5 units in the last
+#: place) a step's own rounding exceeds the error it is asked for, and the step size collapses
+#: (measured: rtol = atol = 1e-300 gave NONFINITE at t = 0 on every start); below ATOL_MIN the
+#: absolute tolerance is near float64's underflow.
+RTOL_MIN = 1e-15
+ATOL_MIN = 1e-300
+
+
 def _as_float(name: str, value: Any) -> float:
     if isinstance(value, (str, bytes, bool)):
         raise ValueError(f"{name} = {value!r} is not allowed: it must be a real number")

@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from rollax._validate import check_finite, check_integer, check_positive, check_range
+from rollax._validate import (ATOL_MIN, RTOL_MIN, check_finite, check_integer, check_positive,
+                              check_range)
 
 class Trajectory(eqx.Module):
     """A dense solution of a rolling model with its control.
@@ -65,8 +66,8 @@ def _check_run(model, control, y0, t0, t1, n_save, rtol, atol, max_steps, dt_max
         ordered = True
     if not ordered:
         raise ValueError(f"t1 = {t1!r} must be greater than t0 = {t0!r}")
-    check_range("rtol", rtol, 1e-15, 1.0, hi_open=True)
-    check_range("atol", atol, 1e-300, 1.0, hi_open=True)
+    check_range("rtol", rtol, RTOL_MIN, 1.0, hi_open=True)
+    check_range("atol", atol, ATOL_MIN, 1.0, hi_open=True)
     check_integer("n_save", n_save, 2)
     check_integer("max_steps", max_steps, 1)
     if dt_max is not None:
