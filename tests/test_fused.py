@@ -119,3 +119,122 @@ def test_the_kernel_lowers_for_a_cuda_gpu_without_one():
 
     with pytest.raises(NotImplementedError, match="pure_callback"):
         rollax.fused_program(_Callback(), np.ones((2, 1)), 0.0, 1.0)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "dopri8"])
+def test_rolled_stages_are_the_unrolled_arithmetic(method):
+    # the fused kernel's Runge-Kutta stages in a loop: the same sums in the same order plus
+    # exact zeros, on random nonlinear fields, states and steps (fixed seeds); equal to
+    # rounding (XLA contracts multiply-adds differently in a loop: Dopri8's large tableau
+    # entries make that 3e-14 relative by its tenth stage)
+    import jax.numpy as jnp
+
+    from rollax import ensemble as E
+
+    rk = E.METHODS[method]
+    rng = np.random.default_rng(3)
+    for _ in range(12):
+        d = int(rng.integers(1, 6))
+        W = jnp.asarray(rng.normal(size=(d, d)))
+        c = jnp.asarray(rng.normal(size=d))
+
+        def f(t, y, W=W, c=c):
+            return jnp.sin(W @ y) * jnp.exp(-0.1 * t) + c * jnp.cos(y)
+
+        def fg(t, y, f=f):
+            return f(t, y), jnp.stack([y[0] - 0.3, jnp.sum(y**2) - 1.0])
+
+        t = float(rng.uniform(-1, 1))
+        y = jnp.asarray(rng.normal(size=d))
+        h = float(rng.uniform(1e-4, 0.5))
+        k1 = f(t, y)
+        a = jax.jit(lambda t, y, h, k1: rk.step(f, t, y, h, k1, fg=fg))(t, y, h, k1)
+        b = jax.jit(lambda t, y, h, k1: rk.step(f, t, y, h, k1, fg=fg, rolled=True))(t, y, h, k1)
+        for i in (0, 1, 2, 4):  # y_new, err, ks, g at the new state
+            np.testing.assert_allclose(np.asarray(b[i]), np.asarray(a[i]), rtol=1e-13,
+                                       atol=1e-13)
+        assert b[3] is None  # the stage states are not kept when rolled
+
+
+def test_the_lane_tiles_carry_every_dtype_and_shape_both_ways():
+    # the per-start leaves packed into one (W, N) float64 tile and back: booleans, int32
+    # counts (negative too), float64 values, empty and multi-axis leaves, any order
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(5)
+    N = 8
+    leaves = [rng.uniform(size=(N, 3)) > 0.5, rng.integers(-2**31, 2**31 - 1, (N,), np.int32),
+              rng.normal(size=(N, 2, 3)), np.zeros((N, 0)), rng.normal(size=(N,)),
+              rng.integers(-5, 5, (N, 4), np.int32)]
+    shapes = [x.shape[1:] for x in leaves]
+    dtypes = [x.dtype for x in leaves]
+    t = _fused._Tiles.of(shapes, dtypes)
+    assert t.dtypes == (np.dtype(np.float64),) and t.widths == (16,)  # 3+1+6+0+1+4 -> 16
+    tiles = t.pack([jnp.asarray(x) for x in leaves], N)
+    assert tiles[0].shape == (16, N)
+    back = t.unpack(tiles, shapes, dtypes, N)
+    for x, y in zip(leaves, back):
+        assert y.dtype == x.dtype and y.shape == x.shape
+        np.testing.assert_array_equal(np.asarray(y), x)
+
+
+def test_splitting_and_joining_a_tile_is_the_identity_inside_a_kernel():
+    # the tree of two-way splits and joins the kernel reads and writes its tile with, in
+    # Pallas's interpret mode: rows come back in order, for every power-of-two width
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    for W in (2, 4, 8, 32):
+        x = jnp.asarray(np.random.default_rng(W).normal(size=(W, 16)))
+
+        def kernel(i_ref, o_ref):
+            rows = _fused._split_rows(i_ref[...])
+            o_ref[...] = _fused._join_rows([r * (k + 1) for k, r in enumerate(rows)])
+
+        y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((W, 16), x.dtype),
+                           interpret=True)(x)
+        np.testing.assert_array_equal(np.asarray(y), np.asarray(x) * np.arange(1, W + 1)[:, None])
+
+
+def test_each_kernel_reads_one_tile_and_writes_one(monkeypatch):
+    # what keeps Triton's compile time down (see _fused._Tiles): every kernel of the fused
+    # program makes one tensor load and one tensor store (its shared scalars aside), and a
+    # system with a reset map has four kernels (set-up, serve, run, finish), one without three
+    import contextlib
+    import io
+    import re
+
+    from jax.experimental import pallas as pl
+
+    orig = pl.pallas_call
+    monkeypatch.setattr(pl, "pallas_call", lambda *a, **k: orig(*a, **{**k, "debug": True}))
+    for name, n_kernels in (("oscillator", 3), ("bouncing_ball", 4)):
+        _fused._runner.cache_clear()
+        system, y0s, t1, _ = CASES[name](4)
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rollax.fused_program(system, y0s, 0.0, t1)
+        mods = re.split(r"The kernel jaxpr for pallas_call", buf.getvalue())[1:]
+        assert len(mods) == n_kernels, name
+        for m in mods:
+            ir = m[m.find("\nmodule"):]
+            # Pallas writes a ref by a swap: a load of the output tile too (never used; Triton
+            # keeps it, checked with pip triton 3.9)
+            assert len(re.findall(r"tt\.load %\S+ : tensor<", ir)) <= 2, name
+            assert len(re.findall(r"tt\.store %\S+, %\S+ : tensor<", ir)) == 1, name
+    _fused._runner.cache_clear()
+
+
+def test_one_kernel_of_the_program_lowers_alone_and_bad_phases_are_refused():
+    system, y0s, t1, _ = CASES["bouncing_ball"](4)
+    whole = len(rollax.fused_program(system, y0s, 0.0, t1).as_text())
+    sizes = {ph: len(rollax.fused_program(system, y0s, 0.0, t1, phase=ph).as_text())
+             for ph in ("setup", "run", "serve", "finish")}
+    assert all(0 < v < whole for v in sizes.values())
+    with pytest.raises(ValueError, match=r"^phase = 'step' is not allowed: it must be None or "
+                                         r"one of 'setup', 'run', 'serve', 'finish'$"):
+        rollax.fused_program(system, y0s, 0.0, t1, phase="step")
+    osc, y0s, t1, _ = CASES["oscillator"](4)
+    with pytest.raises(ValueError, match=r"phase = 'serve' is not allowed for this system: it "
+                                         r"has no reset map"):
+        rollax.fused_program(osc, y0s, 0.0, t1, phase="serve")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -23,6 +23,35 @@ elif [ "$what" = fused2 ]; then
   # pass (64 starts and 2 warps per program)
   step 270 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 1 --json "$OUT/slip_fused.json"
   step 90 env ROLLAX_FUSED_BLOCK=64 ROLLAX_FUSED_WARPS=2 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 2 --json "$OUT/basin_1000_b64.json"
+elif [ "$what" = fused3 ]; then
+  # 2026-11-26, stop 34: the fused path as four kernels per system (setup, serve, run, finish)
+  # with rolled stages and samples. The compiles are CPU work (16 cores): the slipping panel
+  # and the slipping conformance run in the background while the GPU does the no-slip panels.
+  bg() { local limit=$1 log=$2; shift 2; ( t0=$SECONDS; timeout "$limit" "$@" >"$OUT/$log" 2>&1;
+    echo "   (rc $?, $((SECONDS - t0)) s)" >>"$OUT/$log" ) & }
+  bg 450 slip.log python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_fused.json"
+  bg 430 conformance_slip.log python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_slipping,sliding
+  step 120 python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_rolling,oscillator,bouncing_ball
+  step 120 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 10 --repeat 3 --json "$OUT/basin_1000_fused.json"
+  wait
+  for f in conformance_slip.log slip.log; do echo "== $f"; grep -v "^WARNING\|^W0000\|^I0000" "$OUT/$f" | tail -n 8; done
+elif [ "$what" = fused4 ]; then
+  # the second call of stop 34: each kernel's compile time alone (background, CPU), the
+  # 1000 x 1000 no-slip panel with nothing else on the GPU, then the slipping panel (its
+  # reset map's sin/cos now rollax.fastmath's polynomials instead of libdevice calls)
+  ( timeout 320 python3 benchmarks/gpu/compile_fused.py --phases --cases rim_slipping,rim_rolling --limit 300 >"$OUT/phases.log" 2>&1 ) &
+  step 60 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_fused.json"
+  step 270 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_fused.json"
+  wait
+  echo "== phases"; grep "^{" "$OUT/phases.log"
+elif [ "$what" = fused5 ]; then
+  # prepared in stop 34 for the next GPU: one tile per kernel (the compile fix), so first the
+  # slipping panel, then the 1000 x 1000 no-slip panel with the stages unrolled (the default
+  # without a reset map) and rolled, then the conformance of every system on the GPU
+  step 200 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_fused.json"
+  step 60 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_fused.json"
+  step 60 env ROLLAX_FUSED_ROLLED=1 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_rolled.json"
+  step 180 python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_slipping,sliding,rim_rolling,oscillator,bouncing_ball,penny,robot
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
   # sizes: benchmarks/gpu/compile_fused.py --lower-only), 90 s per system at most

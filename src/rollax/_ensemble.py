@@ -270,16 +270,21 @@ class _Lowered(Exception):
 
 
 def fused_program(system: AbstractSystem, y0s, t0: float = 0.0, t1: float = math.inf, *,
-                  platform: str | None = "cuda", **options):
-    """The fused kernel (``backend="fused"``) of ``system`` for the starts ``y0s`` and the
+                  platform: str | None = "cuda", phase: str | None = None, **options):
+    """The fused kernels (``backend="fused"``) of ``system`` for the starts ``y0s`` and the
     options of :func:`solve_ensemble`, lowered for one block of starts on ``platform``
-    (``"cuda"`` works on a machine without a GPU; ``None``: this machine's). Returns JAX's
-    ``Lowered``: ``.as_text()`` is the program (its length measures the kernel's size, which
-    sets its compile time; ``docs/fused.md``), ``.compile()`` compiles it (on a GPU). A system
-    the kernel cannot run raises ``NotImplementedError`` naming the primitive."""
+    (``"cuda"`` works on a machine without a GPU; ``None``: this machine's). ``phase``: one
+    kernel alone, ``"setup"``, ``"run"``, ``"serve"`` (systems with a reset map) or
+    ``"finish"`` (``docs/fused.md``); None: the whole program. Returns JAX's ``Lowered``:
+    ``.as_text()`` is the program (``docs/fused.md`` on what sets its compile time),
+    ``.compile()`` compiles it (on a GPU). A system the kernel cannot run raises
+    ``NotImplementedError`` naming the primitive."""
+    if phase is not None and phase not in _fused.PHASES:
+        raise ValueError(f"phase = {_show(phase)} is not allowed: it must be None or one of "
+                         f"{', '.join(repr(p) for p in _fused.PHASES)}")
 
     def lower(pb, y0s_, aux, valid, bargs, sargs, sc, progress=None):
-        raise _Lowered(_fused.lower(pb, y0s_, aux, bargs, sargs, sc, platform))
+        raise _Lowered(_fused.lower(pb, y0s_, aux, bargs, sargs, sc, platform, phase))
 
     token = _RUNNER.set(lower)
     try:

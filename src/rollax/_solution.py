@@ -6,6 +6,7 @@ import enum
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 
@@ -16,6 +17,18 @@ class Status(enum.IntEnum):
     T_MAX = 1  # reached the final time with no terminal event
     NONFINITE = 2  # the state, the step size or an event value became non-finite / underflowed
     MAX_STEPS = 3  # the step limit (per segment) or the reset limit was hit
+
+
+def code_names(codes, enum_type: type[enum.IntEnum]):
+    """The member names of integer ``codes`` of ``enum_type``: a ``str`` for one code, a NumPy
+    array of ``str`` of the same shape for an array (a code the enumeration lacks reads
+    ``"<code>?"``). Concrete values only (not inside ``jax.jit``)."""
+    by_value = {int(m): m.name for m in enum_type}
+    a = np.asarray(codes)
+    if a.ndim == 0:
+        return by_value.get(int(a), f"{int(a)}?")
+    return np.vectorize(lambda c: by_value.get(int(c), f"{int(c)}?"), otypes=[object])(a) \
+        .astype(str)
 
 
 class Solution(eqx.Module):
@@ -38,6 +51,12 @@ class Solution(eqx.Module):
     steps: Int[Array, "*b"]  # steps taken, all segments
     resets: Int[Array, "*b"]  # non-terminal resets
     ys: Float[Array, "*b m d"] | None = None  # states at the save times ``ts`` (rollax.solve)
+
+    @property
+    def status_name(self):
+        """:attr:`status` as :class:`Status` names (``"EVENT"``, ``"T_MAX"``, ...): a ``str``
+        for one run, an array of them for a batch."""
+        return code_names(self.status, Status)
 
     @property
     def failed(self) -> Bool[Array, "*b"]:

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from rollax._solution import Status, code_names
 from rollax._validate import _show
 from rollax.events import BOUNDARY, CROSSING, EventSet
 
@@ -261,6 +262,27 @@ class AbstractSystem(eqx.Module):
         The default is the run's :class:`rollax.Status`. Batches are classified with
         :func:`rollax.outcomes`."""
         return solution.status
+
+    def outcome_name(self, solution):
+        """The names of :func:`rollax.classify`'s outcomes of a (batched) solution, from the
+        system's ``outcomes`` enumeration (:class:`rollax.Status` names if it has none): a
+        ``str`` for one run, an array of them for a batch."""
+        return code_names(classify(self, solution), self.outcomes or Status)
+
+    def describe(self, solution) -> str:
+        """One line on how one run ended, in names: its status, the event that ended it, the
+        time and mode there, the outcome, steps and resets."""
+        if np.ndim(solution.t) != 0:
+            raise ValueError(f"describe takes one run; this solution has a batch of shape "
+                             f"{np.shape(solution.t)} (use outcome_name or status_name)")
+        e = int(solution.event)
+        event = (f"event {e} ({self.events[e].name!r})" if 0 <= e < len(self.events)
+                 else "no event")
+        m = int(solution.mode)
+        mode = self.modes[m] if 0 <= m < len(self.modes) else str(m)
+        return (f"{code_names(solution.status, Status)} at t = {float(solution.t):.10g}:"
+                f" {event}, mode {mode!r}; outcome {self.outcome_name(solution)}; "
+                f"{int(solution.steps)} steps, {int(solution.resets)} resets")
 
     # ------------------------------------------------------------------ helpers
     @property

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 ORDER = 5  # of the solution, and the step-size controller's exponent 1 / ORDER (as diffrax)
@@ -50,6 +52,7 @@ def step(
     k1: Float[Array, " d"],
     g: Callable[[Float[Array, ""], Float[Array, " d"]], Float[Array, " n"]] | None = None,
     fg: Callable | None = None,
+    rolled: bool = False,
 ) -> tuple[Float[Array, " d"], Float[Array, " d"], Float[Array, "7 d"], Float[Array, "7 d"],
            Float[Array, "7 n"] | Float[Array, " n"] | None]:
     """One DOPRI5 step of ``y' = f(t, y)`` from ``(t, y)`` with ``k1 = f(t, y)``.
@@ -59,17 +62,21 @@ def step(
     ``k1``), the seven stage states (``states[6] = y_new``) and, if ``g`` is given, ``g`` at the
     stage states (``gs[0]`` is ``g(t, y)``). Evaluating ``g`` next to ``f`` lets XLA share their
     common subexpressions. With ``fg(t, y) -> (f, g)`` instead, the last stage (the new state)
-    is evaluated by ``fg`` and ``gs`` is ``g(t + h, y_new)`` only. (Unrolled: with polynomial sin/cos, see :mod:`rollax.fastmath`,
-    this is 1.4x faster than a ``fori_loop`` over the stages; with XLA's own sin/cos the two
-    cost the same.)
+    is evaluated by ``fg`` and ``gs`` is ``g(t + h, y_new)`` only. (Unrolled: with polynomial
+    sin/cos, see :mod:`rollax.fastmath`, this is 1.4x faster than a ``fori_loop`` over the
+    stages; with XLA's own sin/cos the two cost the same.) ``rolled``: the stages before the
+    last in a loop, with the same arithmetic (the fused GPU kernel, whose compile time grows
+    with the copies of ``f``); ``g`` must then be None, and ``states`` is None.
     """
-    return erk_step(C, A, E, f, t, y, h, k1, g, fg)
+    return erk_step(C, A, E, f, t, y, h, k1, g, fg, rolled)
 
 
-def erk_step(c_nodes, a_rows, e_weights, f, t, y, h, k1, g=None, fg=None):
+def erk_step(c_nodes, a_rows, e_weights, f, t, y, h, k1, g=None, fg=None, rolled=False):
     """One step of the explicit first-same-as-last Runge-Kutta pair with nodes ``c_nodes``
     (stages 2..s), rows ``a_rows`` (the last one is the solution's weights) and error weights
     ``e_weights``: see :func:`step` for the arguments and results (``s`` stages)."""
+    if rolled and g is None and len(c_nodes) > 2:
+        return _erk_rolled(c_nodes, a_rows, e_weights, f, t, y, h, k1, fg)
     ks = [k1]
     states = [y]
     gs = [g(t, y)] if g is not None else None
@@ -90,6 +97,42 @@ def erk_step(c_nodes, a_rows, e_weights, f, t, y, h, k1, g=None, fg=None):
     if fg is not None:
         return y_new, err, jnp.stack(ks), jnp.stack(states), g_new
     return y_new, err, jnp.stack(ks), jnp.stack(states), (jnp.stack(gs) if g is not None else None)
+
+
+def _erk_rolled(c_nodes, a_rows, e_weights, f, t, y, h, k1, fg):
+    # erk_step with stages 2..s-1 in a while loop (a fori_loop of static length would become
+    # an unrolled scan): the stage sums run over every earlier stage with the tableau's zeros
+    # included, in the same order, so each is the unrolled sum plus exact zeros
+    s = len(c_nodes) + 1
+    A_loop = np.zeros((s - 2, s - 1))
+    for i, row in enumerate(a_rows[:-1]):
+        A_loop[i, :len(row)] = row
+    A_loop = jnp.asarray(A_loop, y.dtype)
+    c_loop = jnp.asarray(c_nodes[:-1], y.dtype)
+
+    def body(c):
+        i, ks = c
+        row = A_loop[i]
+        acc = 0
+        for j in range(s - 1):
+            acc = acc + row[j] * ks[j]
+        k = f(t + c_loop[i] * h, y + h * acc)
+        return i + 1, jax.lax.dynamic_update_index_in_dim(ks, k, i + 1, 0)
+
+    ks0 = jnp.zeros((s,) + y.shape, y.dtype).at[0].set(k1)
+    _, ks_arr = jax.lax.while_loop(lambda c: c[0] < s - 2, body, (jnp.int32(0), ks0))
+    ks = [ks_arr[j] for j in range(s - 1)]
+    row = a_rows[-1]
+    y_new = y + h * sum(a * k for a, k in zip(row, ks) if a != 0.0)
+    ti = t + c_nodes[-1] * h
+    g_new = None
+    if fg is not None:
+        k, g_new = fg(ti, y_new)
+    else:
+        k = f(ti, y_new)
+    ks.append(k)
+    err = h * sum(e * k for e, k in zip(e_weights, ks) if e != 0.0)
+    return y_new, err, jnp.stack(ks), None, g_new  # the stage states are not kept
 
 
 def interpolate(

@@ -47,11 +47,12 @@ def step(
     k1: Float[Array, " d"],
     g: Callable | None = None,
     fg: Callable | None = None,
+    rolled: bool = False,
 ) -> tuple[Float[Array, " d"], Float[Array, " d"], Float[Array, "14 d"], Float[Array, "14 d"],
            Float[Array, "14 n"] | Float[Array, " n"] | None]:
     """One Dopri8 step of ``y' = f(t, y)`` from ``(t, y)`` with ``k1 = f(t, y)``: as
     :func:`rollax.dopri5.step`, with 14 stages (``ks[13] = f(y_new)`` is the next ``k1``)."""
-    return erk_step(C, A, E, f, t, y, h, k1, g, fg)
+    return erk_step(C, A, E, f, t, y, h, k1, g, fg, rolled)
 
 
 def dense_coefficients(

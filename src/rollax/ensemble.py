@@ -166,6 +166,10 @@ class _Problem(NamedTuple):
     n_active: int | None = None  # components after it are constant (zero rate): not integrated
     method: str = "dopri5"  # the Runge-Kutta pair: a key of METHODS
     jump_ts: tuple[float, ...] = ()  # sorted times no step straddles (see _jump_clip)
+    # the stages and the event samples in loops instead of unrolled: one copy of the field
+    # and of the events per step in the program (the fused kernel, whose compile time grows
+    # faster than its size); the same arithmetic
+    rolled: bool = False
 
 
 # The Runge-Kutta pairs of the kernel (the modules of rollax.dopri5's API), by solver name
@@ -275,7 +279,7 @@ def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
     na = pb.n_active
     if na is None:
         y1, err, ks, _, g1 = rk.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
-                                     fg=lambda t_, y_: fn.fg(t_, y_, bl))
+                                     fg=lambda t_, y_: fn.fg(t_, y_, bl), rolled=pb.rolled)
         coef = _computed_once(rk.dense_coefficients(y, y1, ks, h))
         return y1, ks[-1], err, g1, lambda theta, tt: rk.dense_eval(y, coef, theta), coef
     # Constant trailing components (a hybrid lane's mode) ride along instead of being
@@ -293,7 +297,7 @@ def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
         return f_[:na], g_
 
     y1a, erra, ks, _, g1 = rk.step(lambda t_, y_: fn.f(t_, full(y_), bl)[:na], t, ya, h,
-                                   k1[:na], fg=fg_a)
+                                   k1[:na], fg=fg_a, rolled=pb.rolled)
     coef = jnp.concatenate([rk.dense_coefficients(ya, y1a, ks, h),
                             jnp.zeros((rk.N_COEF,) + yc.shape, y.dtype)], axis=1)
     return full(y1a), jnp.concatenate([ks[-1], zc]), jnp.concatenate([erra, zc]), g1, \
@@ -307,12 +311,25 @@ def _start_sign(fn: _Fns, t, y, k1, g, bl):
     return jnp.where(g != 0, jnp.sign(g), jnp.sign(dg)).astype(y.dtype)
 
 
-def _sample(fn: _Fns, n_samples: int, t, y, h, g1, at, bl):
+def _sample(fn: _Fns, n_samples: int, t, y, h, g1, at, bl, rolled: bool = False):
     """The event values at the step's samples ``t + h k / n_samples`` (k = 1..n_samples) on its
     continuous extension ``at(theta, time)``; the last one (the new state) is ``g1``. One
-    expression for the hot loop and the root finder, so that both see the same values."""
+    expression for the hot loop and the root finder, so that both see the same values.
+    ``rolled``: the samples in a loop (one copy of the events in the program)."""
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=y.dtype)[1:]
     times = t + thetas * h
+    if rolled and n_samples > 2:
+        def body(c):
+            k, vals = c
+            th, tt = thetas[k], times[k]
+            return k + 1, jax.lax.dynamic_update_index_in_dim(vals, fn.g(tt, at(th, tt), bl),
+                                                              k, 0)
+
+        vals0 = jnp.zeros((n_samples,) + g1.shape, g1.dtype).at[-1].set(g1)
+        # a while loop (a fori_loop of static length would be a scan, which is unrolled)
+        _, vals = jax.lax.while_loop(lambda c: c[0] < n_samples - 1, body,
+                                     (jnp.int32(0), vals0))
+        return vals, times
     # the continuous extension at the constant theta_k (as rollax.solve: no per-sample
     # rescaling of the time; the root finder is handed these values)
     vals = [fn.g(times[k], at(thetas[k], times[k]), bl) for k in range(n_samples - 1)]
@@ -589,7 +606,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         # samples
         y1, k7, err, g1, at, coef = _redo(pb, fn, bl, t, y, h, k1)
         en = jnp.zeros((), y.dtype) if exact else dopri5.error_norm(err, y, y1, rtol, atol, ne)
-        vals, times = _sample(fn, K, t, y, h, g1, at, bl)
+        vals, times = _sample(fn, K, t, y, h, g1, at, bl, pb.rolled)
         sc = scan(events, vals, times, sign, count, t_zero)
         h_next = fn.flow_step(t + h, y1, bl) if exact else jnp.zeros((), y.dtype)
         kept = (coef, vals) if store else (jnp.zeros((0, y.shape[0]), y.dtype),
@@ -781,7 +798,7 @@ def _locate(
         return jnp.where(tt == t_end, g1, fn.g(tt, _dense_at(t, h, y1, at, tt), bl))
 
     if stored is None:
-        vals, _ = _sample(fn, K, t, y, h, g1, at, bl)
+        vals, _ = _sample(fn, K, t, y, h, g1, at, bl, pb.rolled)
     loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask,
                          vals=vals)
     return loc, _dense_at(t, h, y1, at, loc.t)

@@ -70,7 +70,6 @@ dissipative :class:`~rollax.rim.Rim`.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import equinox as eqx
@@ -117,10 +116,10 @@ def slip_normal_force(rim: Rim, y: SlipState) -> Float[Array, ""]:
     """Normal contact force F2 while slipping, eq. (41); equals (31) at u1 = u3 = 0."""
     _slip_state("slip_normal_force", y)
     beta, w1, w3, u1, u3 = y[0], y[1], y[3], y[4], y[5]
-    c = jnp.cos(beta)
+    s, c = sincos(beta)
     r, rho = rim.r, rim.rho
     return rim.m * (
-        (u1 - r * w3) ** 2 * c / (rim.R - rho * c) - (u3 + r * w1) ** 2 / rho + rim.g * jnp.sin(beta)
+        (u1 - r * w3) ** 2 * c / (rim.R - rho * c) - (u3 + r * w1) ** 2 / rho + rim.g * s
     )
 
 
@@ -132,7 +131,7 @@ def _newton_euler(rim: Rim, y: SlipState, F1, F3) -> SlipState:
     u = 0 it is the rolling field (33)-(36) with u-dot = 0."""
     beta, w1, w2, w3, u1, u3 = y[0], y[1], y[2], y[3], y[4], y[5]
     r, j, g, rho, m = rim.r, rim.j, rim.g, rim.rho, rim.m
-    s, c = jnp.sin(beta), jnp.cos(beta)
+    s, c = sincos(beta)
     D = rim.R - rho * c
     da = (u1 - r * w3) / D  # (19)
     db = (u3 + r * w1) / rho  # (20)
@@ -190,11 +189,11 @@ def limit_coefficients(rim: Rim, x: RollState) -> Float[Array, "3"]:
     _roll_state("limit_coefficients", x)
     beta, w1, w2, w3 = x[0], x[1], x[2], x[3]
     r, rho, g, j = rim.r, rim.rho, rim.g, rim.j
-    c = jnp.cos(beta)
+    s, c = sincos(beta)
     D = rim.R - rho * c
     B1 = -(r**2) * w1 * w2 / rho
     B3 = r**2 * w2 * w3 * c / D - g * c
-    C = rim.mu * (1 + j) / j * (r**2 * w3**2 * c / D - r**2 * w1**2 / rho + g * jnp.sin(beta))
+    C = rim.mu * (1 + j) / j * (r**2 * w3**2 * c / D - r**2 * w1**2 / rho + g * s)
     return jnp.stack([B1, B3, C])
 
 
@@ -202,14 +201,16 @@ def limit_slip_acceleration(rim: Rim, x: RollState, phi) -> Float[Array, "2"]:
     """Directional limit (u1-dot*, u3-dot*) of (42) at ``x`` from the direction ``phi``, eq. (75)."""
     _roll_state("limit_slip_acceleration", x)
     B1, B3, C = limit_coefficients(rim, x)
-    return jnp.stack([B1 - C * jnp.cos(phi), B3 - C * jnp.sin(phi)])
+    sp, cp = sincos(phi)
+    return jnp.stack([B1 - C * cp, B3 - C * sp])
 
 
 def limit_speed_rate(rim: Rim, x: RollState, phi) -> Float[Array, ""]:
     """u-dot*(x, phi) = B1 cos(phi) + B3 sin(phi) - C, eq. (79)."""
     _roll_state("limit_speed_rate", x)
     B1, B3, C = limit_coefficients(rim, x)
-    return B1 * jnp.cos(phi) + B3 * jnp.sin(phi) - C
+    sp, cp = sincos(phi)
+    return B1 * cp + B3 * sp - C
 
 
 def limit_vector_field(rim: Rim, x: RollState, phi) -> SlipState:
@@ -217,7 +218,8 @@ def limit_vector_field(rim: Rim, x: RollState, phi) -> SlipState:
     friction paper); its last two entries are (75)."""
     _roll_state("limit_vector_field", x)
     y = jnp.concatenate([x, jnp.zeros(2, x.dtype)])
-    return _slip_rhs(rim, y, jnp.cos(phi), jnp.sin(phi))
+    sp, cp = sincos(phi)
+    return _slip_rhs(rim, y, cp, sp)
 
 
 class LimitDirections(NamedTuple):
@@ -265,9 +267,10 @@ def layer_direction(rim: Rim, x: RollState, w) -> Float[Array, ""]:
     phi1 = jnp.arctan2(B3, B1)
     beta, w2, w3 = x[0], x[2], x[3]
     r, rho = rim.r, rim.rho
-    D = rim.R - rho * jnp.cos(beta)
+    sb, cb = sincos(beta)
+    D = rim.R - rho * cb
     # e_perp . M, from differentiating the u-dot rows of (42) along (e1, e3) at u = 0
-    eM = -r * w3 * jnp.sin(beta) / D + r * w2 * (e3**2 / rho - e1**2 * jnp.cos(beta) / D)
+    eM = -r * w3 * sb / D + r * w2 * (e3**2 / rho - e1**2 * cb / D)
     # phi_1-dot = (B1 B3' - B3 B1') / |B|^2 along the limit field
     xdot = limit_vector_field(rim, x, phi1)[:4]
     _, dB = jax.jvp(lambda z: limit_coefficients(rim, z)[:2], (x,), (xdot,))
@@ -282,7 +285,8 @@ def layer_slip(rim: Rim, y: SlipState) -> SlipState:
     :func:`layer_direction`."""
     _slip_state("layer_slip", y)
     phi = layer_direction(rim, y[:4], y[4])
-    return jnp.concatenate([y[:4], y[4] * jnp.stack([jnp.cos(phi), jnp.sin(phi)])])
+    sp, cp = sincos(phi)
+    return jnp.concatenate([y[:4], y[4] * jnp.stack([cp, sp])])
 
 
 def layer_vector_field(rim: Rim, y: SlipState) -> SlipState:
@@ -294,7 +298,7 @@ def layer_vector_field(rim: Rim, y: SlipState) -> SlipState:
     manifold it is not, and the error is O(w^2) per unit time."""
     _slip_state("layer_vector_field", y)
     phi = layer_direction(rim, y[:4], y[4])
-    c, s = jnp.cos(phi), jnp.sin(phi)
+    s, c = sincos(phi)
     f = _slip_rhs(rim, jnp.concatenate([y[:4], y[4] * jnp.stack([c, s])]), c, s)
     return jnp.concatenate([f[:4], jnp.stack([c * f[4] + s * f[5], 0.0 * f[5]])])
 
