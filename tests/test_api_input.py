@@ -73,7 +73,8 @@ def test_a_nonfinite_field_at_the_start_fails_at_once_on_both_paths():
     (dict(t1=5 + 1j), r"t1 = \(5\+1j\) is not allowed"),
     (dict(t0=jnp.zeros(2)), r"t0 = .* it must be a real number"),
     (dict(mode=jnp.array([0, 0, 0])), r"mode has shape \(3,\); rollax.solve takes one mode"),
-    (dict(mode=None), r"mode = None must be an integer index"),
+    # (mode=None is allowed since the initial-mode hook: system.initial_mode decides)
+    (dict(mode=1.5), r"mode = 1.5 must be an integer index"),
     (dict(ts="ab"), r"ts = 'ab' is not allowed"),
     (dict(solver=["dopri5"]), r"solver = \['dopri5'\] must be a diffrax solver or one of"),
     (dict(solver=diffrax.Euler()), r"solver = Euler\(\) is not allowed: it gives no error"),

@@ -120,7 +120,7 @@ def solve_ensemble(
     t0: float = 0.0,
     t1: float = math.inf,
     *,
-    mode=0,
+    mode=None,
     aux=None,
     rtol: float = 1e-9,
     atol: float = 1e-9,
@@ -139,7 +139,8 @@ def solve_ensemble(
     """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
     the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
 
-    ``mode``: one mode (index or name) for all starts or an ``(N,)`` array of indices; ``aux``:
+    ``mode``: one mode (index or name) for all starts, an ``(N,)`` array of indices, or None
+    (``system.initial_mode`` of each start, with its own parameters); ``aux``:
     ``(n_aux,)`` or ``(N, n_aux)`` (default: ``system.initial_aux`` per start). A parameter
     field with a leading batch axis of N gives each start its own value. ``dt_max`` bounds the
     step (and so the sampling interval, ``dt_max / n_samples``); ``max_steps`` bounds the
@@ -191,7 +192,9 @@ def solve_ensemble(
     if batch not in ((), (N,)):
         raise ValueError(f"the parameters of {type(system).__name__} have batch shape {batch}; "
                          f"per-start parameters need a batch size of N = {N} (the starts)")
-    if isinstance(mode, str) or np.ndim(mode) == 0:
+    if mode is None:
+        modes = _initial_modes(system, t0, y0s, _valid_rows(valid, y0s))
+    elif isinstance(mode, str) or np.ndim(mode) == 0:
         modes = np.full(N, int(system.check_mode(mode)), np.int32)
     else:
         modes = np.asarray(system.check_mode(np.asarray(mode)))
@@ -313,6 +316,31 @@ def _euler(system, dyn, axes, y0s, modes, t0, dt):
     static = eqx.partition(system, eqx.is_array)[1]
     return jax.vmap(lambda dy, y, m: y + dt * eqx.combine(dy, static).vector_field(
         jnp.asarray(t0, y.dtype), y, m), in_axes=(axes, 0, 0))(dyn, y0s, modes)
+
+
+def _initial_modes(system, t0, y0s, valid) -> np.ndarray:
+    """``system.initial_mode`` of every start (per-start parameters too) as int32 indices, or a
+    ``ValueError`` naming the first start whose mode is not an index of ``system.modes``."""
+    dyn, static = eqx.partition(system, eqx.is_array)
+    axes = system.batch_axes()
+    m = np.asarray(_modes_of(dyn, static, axes, jnp.asarray(y0s), jnp.asarray(t0, y0s.dtype)))
+    if m.ndim != 1 or m.dtype.kind not in "iu":
+        raise ValueError(f"initial_mode returned {m.dtype} values of shape {m.shape[1:]}; it "
+                         f"must be one integer index of {list(system.modes)} per start")
+    bad = (m < 0) | (m >= len(system.modes))
+    if valid is not None:
+        bad &= valid
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise ValueError(f"initial_mode returned {int(m[i])} for start {i}; it must be an "
+                         f"index of {list(system.modes)}")
+    return m.astype(np.int32)
+
+
+@eqx.filter_jit
+def _modes_of(dyn, static, axes, y0s, t0):
+    return jax.vmap(lambda dy, y: jnp.asarray(eqx.combine(dy, static).initial_mode(t0, y)),
+                    in_axes=(axes, 0))(dyn, y0s)
 
 
 @eqx.filter_jit

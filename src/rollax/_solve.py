@@ -407,7 +407,7 @@ def solve(
     t0: float = 0.0,
     t1: float = math.inf,
     *,
-    mode: int | str = 0,
+    mode: int | str | None = None,
     aux: Float[Array, " p"] | None = None,
     rtol: float = 1e-9,
     atol: float = 1e-9,
@@ -420,7 +420,8 @@ def solve(
     jump_ts: Float[Array, " k"] | None = None,
     ts: Float[Array, " m"] | None = None,
 ) -> Solution:
-    """Integrate ``system`` from ``(t0, y0)`` in ``mode`` until a terminal event or ``t1``.
+    """Integrate ``system`` from ``(t0, y0)`` in ``mode`` until a terminal event or ``t1``
+    (``mode``: an index or a name of ``system.modes``; None: ``system.initial_mode(t0, y0)``).
 
     Differentiable (reverse mode by default; ``adjoint=diffrax.ForwardMode()`` for
     ``jax.jacfwd``, nested too; ``adjoint=diffrax.DirectAdjoint()`` allows both modes, so
@@ -453,6 +454,8 @@ def solve(
     if y0.ndim != 1:
         raise ValueError(f"y0 has shape {tuple(y0.shape)}; rollax.solve takes one state "
                          f"(use jax.vmap or rollax.solve_ensemble for many)")
+    if mode is None:
+        mode = _initial_mode(system, t0, y0)
     mode = system.check_mode(mode)
     if mode.ndim != 0:
         raise ValueError(f"mode has shape {tuple(mode.shape)}; rollax.solve takes one mode (an "
@@ -496,6 +499,19 @@ def solve(
     return _solve(system, y0, mode, aux, f(t0, float), f(t1, float), f(rtol, float),
                   f(atol, float), f(jnp.inf if dt_max is None else dt_max, float), jump_ts,
                   ts, opts)
+
+
+def _initial_mode(system, t0, y0):
+    """``system.initial_mode(t0, y0)`` as an int32 index, or a ``ValueError`` naming what it
+    returned when that is concrete and not an index of ``system.modes``."""
+    m = jnp.asarray(system.initial_mode(jnp.asarray(t0, y0.dtype), y0))
+    if m.shape != () or m.dtype.kind not in "iu":
+        raise ValueError(f"initial_mode returned {m!r}; it must be one integer index of "
+                         f"{list(system.modes)}")
+    if not isinstance(m, jax.core.Tracer) and not 0 <= int(m) < len(system.modes):
+        raise ValueError(f"initial_mode returned {int(m)}; it must be an index of "
+                         f"{list(system.modes)}")
+    return m.astype(jnp.int32)
 
 
 def _over_the_gap(system, t0, y0, mode, jump_ts):

@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -34,12 +35,16 @@ _FIELDS = ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "ste
 
 @dataclasses.dataclass(frozen=True)
 class Axis:
-    """One axis of a sweep: a state component or parameter and ``numpy.linspace(lo, hi, n)``."""
+    """One axis of a sweep: a state component or parameter and its ``n`` values from ``lo`` to
+    ``hi``, spaced ``"linear"`` (``numpy.linspace``) or ``"log"`` (``numpy.geomspace``, for
+    ``0 < lo``); or any values, with :meth:`Axis.of`."""
 
     name: str
     lo: float
     hi: float
     n: int
+    spacing: str = "linear"
+    points: tuple[float, ...] | None = None  # the values themselves (Axis.of)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -48,14 +53,44 @@ class Axis:
             v = getattr(self, k)
             if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)):
                 raise ValueError(f"{self.name} {k} = {v!r} must be a finite number")
+        if self.points is not None:
+            return  # checked by Axis.of
         if not self.lo < self.hi:
             raise ValueError(f"{self.name} range = ({self.lo!r}, {self.hi!r}) must have lo < hi")
         if not (isinstance(self.n, (int, np.integer)) and not isinstance(self.n, bool)
                 and self.n >= 2):
             raise ValueError(f"{self.name} grid size = {self.n!r} must be an integer >= 2")
+        if self.spacing not in ("linear", "log"):
+            raise ValueError(f"{self.name} spacing = {self.spacing!r} is not allowed: it must be "
+                             f"'linear' or 'log'")
+        if self.spacing == "log" and not self.lo > 0:
+            raise ValueError(f"{self.name} lo = {self.lo!r} is not allowed with log spacing: it "
+                             f"must be > 0")
+
+    @classmethod
+    def of(cls, name: str, values) -> "Axis":
+        """An axis through the given values (any order: random or Latin-hypercube samples of
+        one variable, a refined stretch, measured values): finite, distinct, at least one."""
+        try:
+            v = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} values = {values!r} must be numbers") from None
+        if v.ndim != 1 or v.size < 1:
+            raise ValueError(f"{name} values have shape {v.shape}; they must be a list of at "
+                             f"least one number")
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{name} values must be finite numbers; got {values!r}")
+        if np.unique(v).size != v.size:
+            raise ValueError(f"{name} values repeat a value; each point must be distinct")
+        return cls(name, float(v.min()), float(v.max()), int(v.size), "points",
+                   tuple(float(x) for x in v))
 
     @property
     def values(self) -> np.ndarray:
+        if self.points is not None:
+            return np.asarray(self.points)
+        if self.spacing == "log":
+            return np.geomspace(self.lo, self.hi, self.n)
         return np.linspace(self.lo, self.hi, self.n)
 
 
@@ -123,7 +158,7 @@ def sweep(
     y0: Sequence[float] | Mapping[str, float] | None = None,
     t0: float = 0.0,
     t1: float,
-    mode: int | str = 0,
+    mode: int | str | None = None,
     chunk_size: int = 1 << 17,
     cache_dir: str | os.PathLike | None = None,
     keep_chunks: bool = False,
@@ -134,7 +169,8 @@ def sweep(
     """Run ``system`` over the grid of ``axes`` (module docstring); returns a :class:`SweepResult`.
 
     ``y0``: the state components not on an axis (a full state vector, or a mapping from
-    ``state_names`` to values). ``solver_options`` go to :func:`rollax.solve_ensemble`
+    ``state_names`` to values). ``mode``: every run's starting mode (None: each start's
+    ``system.initial_mode``). ``solver_options`` go to :func:`rollax.solve_ensemble`
     (``rtol``, ``atol``, ``max_steps``, ``lanes``, ``devices``, ...). ``summary(system, sol)``:
     per-run quantities of one run's :class:`rollax.Solution` (a dict of arrays), computed
     chunk by chunk (so they are saved with the chunks) into ``SweepResult.summary``.
@@ -172,6 +208,11 @@ def sweep(
                 if a.name in system.state_names}
     getters = {a.name: _param_path(system, a.name) for a in axes if a.name not in state_ix}
     base = _base_state(system, y0, set(state_ix))
+    for a in axes:
+        if a.name not in state_ix and not _reaches(system, getters[a.name], base, t0):
+            warnings.warn(f"sweep axis {a.name!r}: {type(system).__name__}'s vector field, "
+                          f"events, reset, initial mode and outcome do not use it, so every "
+                          f"value on this axis gives the same runs", UserWarning, stacklevel=2)
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size = {chunk_size!r} must be an integer >= 1")
     shape = tuple(int(a.n) for a in axes)
@@ -208,7 +249,10 @@ def sweep(
         static=repr(eqx.filter(system, eqx.is_array, inverse=True)),
         params={jax.tree_util.keystr(k): np.asarray(v).tolist() for k, v in
                 jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))},
-        axes=[dataclasses.asdict(a) for a in axes], y0=base.tolist(), t0=t0, t1=t1,
+        # (an axis's default spacing is left out: the keys of chunks saved before it existed)
+        axes=[{k: v for k, v in dataclasses.asdict(a).items()
+               if (k, v) not in (("spacing", "linear"), ("points", None))} for a in axes],
+        y0=base.tolist(), t0=t0, t1=t1,
         mode=str(mode), options={k: repr(v) for k, v in sorted(solver_options.items())},
         summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
         # the system's defaults, which a call may leave out (a new default must not reuse chunks)
@@ -224,6 +268,35 @@ def sweep(
     extra = {k[len("summary."):]: v for k, v in grid.items() if k.startswith("summary.")}
     sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
     return SweepResult(system, axes, outcome, sol, extra)
+
+
+def _reaches(system: AbstractSystem, getter, y, t0) -> bool:
+    """Whether the parameter leaf at ``getter`` is read by the system's vector field, events,
+    reset, initial mode or outcome (traced once, with the mode and event traced so that every
+    branch counts): a structural test, not a value at one state."""
+    from rollax._solution import Solution
+
+    n = len(system.events)
+    leaf = jnp.asarray(getter(system))
+
+    def used(p, t, y, mode, aux, event):
+        s_ = eqx.tree_at(getter, system, p)
+        sol = Solution(t=t, y=y, mode=mode, aux=aux, status=event, event=event,
+                       counts=jnp.zeros(n, jnp.int32), t_first=jnp.zeros(n, y.dtype),
+                       steps=event, resets=event)
+        return (s_.vector_field(t, y, mode), s_.event_values(t, y, mode),
+                s_.reset(t, y, mode, aux, event), s_.initial_mode(t, y),
+                s_.initial_aux(y, mode), s_.outcome(sol))
+
+    try:
+        closed = jax.make_jaxpr(used)(leaf, jnp.asarray(t0, float), jnp.asarray(y, float),
+                                      jnp.int32(0), jnp.zeros(system.n_aux), jnp.int32(0))
+    except Exception:  # a method that cannot be traced this way: no claim, no warning
+        return True
+    jaxpr = closed.jaxpr
+    p_vars = {id(v) for v in jaxpr.invars[:len(jax.tree_util.tree_leaves(leaf))]}
+    return any(id(v) in p_vars for e in jaxpr.eqns for v in e.invars) or \
+        any(id(v) in p_vars for v in jaxpr.outvars)
 
 
 def _row_bytes(system: AbstractSystem, summary) -> int:

@@ -246,6 +246,14 @@ class AbstractSystem(eqx.Module):
         The default (a non-hybrid system) ends the run at every event."""
         return t, y, mode, aux, jnp.asarray(True)
 
+    def initial_mode(self, t0: Float[Array, ""], y0: Float[Array, " d"]) -> Int[Array, ""]:
+        """The mode a run from ``(t0, y0)`` starts in when a call gives none (an index of
+        ``modes``): :func:`rollax.solve`, :func:`rollax.solve_ensemble` and
+        :func:`rollax.sweep` use it for ``mode=None`` (their default). The default is 0; a
+        hybrid system whose modes follow from the state (sticking or slipping, rolling or
+        flying) says so here, so that no start begins in a mode its state contradicts."""
+        return jnp.zeros((), jnp.int32)
+
     def initial_aux(self, y0: Float[Array, " d"], mode: Int[Array, ""]) -> Float[Array, " p"]:
         """The bookkeeping a run starts with (``n_aux`` numbers; zeros by default)."""
         return jnp.zeros((self.n_aux,), jnp.result_type(y0))

@@ -241,6 +241,12 @@ class RimSlipping(AbstractSystem):
         return cls(rim, settings.delta, settings.u_layer, settings.tau_stick, settings.dir_tol,
                    settings.min_dwell, int(settings.max_switches), int(settings.max_short))
 
+    def initial_mode(self, t0, y0):
+        # a state with a slip velocity slips; one without rolls (its slip-onset event then
+        # decides at once whether friction holds it)
+        slips = (y0[4] != 0) | (y0[5] != 0)
+        return jnp.where(slips, _slip.SLIPPING, _slip.ROLLING).astype(jnp.int32)
+
     def vector_field(self, t, y, mode):
         return _slip._hybrid_rhs(y, mode, self.rim)
 
