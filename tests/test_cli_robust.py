@@ -129,8 +129,18 @@ def test_the_cases_of_the_issue(argv, match, capsys):
 
 
 def test_version(capsys):
+    # rollax's version with what a bug report needs: jax, jaxlib, diffrax, equinox, the device
+    import diffrax
+    import equinox
+    import jax
+    import jaxlib
+
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"rollax {rollax.__version__}"
+    out = capsys.readouterr().out.strip()
+    assert out == (f"rollax {rollax.__version__} (jax {jax.__version__}, jaxlib "
+                   f"{jaxlib.__version__}, diffrax {diffrax.__version__}, equinox "
+                   f"{equinox.__version__}; {jax.default_backend()}: {len(jax.devices())} x "
+                   f"{jax.devices()[0].device_kind})")
 
 
 def test_out_naming_a_file_is_refused_before_any_work(tmp_path, capsys):

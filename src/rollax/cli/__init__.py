@@ -20,14 +20,15 @@ _COMMANDS = ("basin", "steady", "floquet", "friction", "robot", "penny", "identi
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser; with ``only``, just that sub-command's module is imported."""
-    from rollax import __version__
     from rollax.cli._args import Parser
 
     parser = Parser(
         prog="rollax",
         description="Simulate rigid bodies rolling, slipping and colliding under nonholonomic contact.",
     )
-    parser.add_argument("--version", action="version", version=f"rollax {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="rollax's version, with those of jax, jaxlib, diffrax and equinox "
+                             "and the device JAX computes on, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMANDS if only is None else (only,):
         try:
@@ -38,6 +39,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             raise
         mod.register(sub)
     return parser
+
+
+def version_line() -> str:
+    """``rollax X (jax ..., jaxlib ..., diffrax ..., equinox ...; cpu: 2 devices)``: what a bug
+    report needs (the device is looked up here, so only ``--version`` pays for it)."""
+    import diffrax
+    import equinox
+    import jax
+    import jaxlib
+
+    from rollax import __version__
+
+    devs = jax.devices()
+    kind = devs[0].device_kind if devs else "none"
+    return (f"rollax {__version__} (jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
+            f"diffrax {diffrax.__version__}, equinox {equinox.__version__}; "
+            f"{jax.default_backend()}: {len(devs)} x {kind})")
+
+
+class _Version(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:
