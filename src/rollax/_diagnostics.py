@@ -21,7 +21,6 @@ import math
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import stats
 
 from rollax import _lm
 
@@ -34,6 +33,8 @@ def goodness(r: np.ndarray, shape: tuple[int, int], names: Sequence[str], n_fit:
     """chi^2, dof, chi^2 per dof, p-value and per-observable whiteness of weighted residuals
     ``r`` (the first ``shape[0] * shape[1]`` are the observations ``(samples, observables)``)."""
     r = np.asarray(r, dtype=float)
+    from scipy import stats  # here: importing it costs 0.5 s of every `import rollax`
+
     chi2 = float(r @ r)
     dof = int(r.shape[0] - n_fit)
     per = r[: shape[0] * shape[1]].reshape(shape)
