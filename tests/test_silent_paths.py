@@ -420,3 +420,41 @@ def test_a_start_just_before_a_jump_time_runs_on(t0):
     assert list(b.status) == [int(rollax.Status.T_MAX)] * 2
     for y in (a.y[0], b.y[0, 0], b.y[1, 0], c[0]):
         assert abs(float(y) - want) < 1e-12
+
+
+def test_every_parameter_refused_as_a_scalar_is_refused_in_a_batch():
+    # every scalar array field of every module inside the conformance systems (the rim, the
+    # robot's body and control, the penny's billiard, the sliding body, the examples): a bad
+    # value that construction refuses alone (nan, +-1e300, -1, 0) is refused as row 1 of a
+    # per-start batch too, in one line (issue 33: batched fields skipped validation)
+    import dataclasses
+
+    import equinox as eqx
+    from test_conformance import CASES
+
+    def modules(obj):
+        if isinstance(obj, eqx.Module):
+            yield obj
+            for f in dataclasses.fields(obj):
+                yield from modules(getattr(obj, f.name, None))
+
+    seen, refused = set(), 0
+    for case in CASES:
+        for m in modules(CASES[case](4)[0]):
+            for f in dataclasses.fields(m):
+                v = getattr(m, f.name, None)
+                if not f.init or not eqx.is_array(v) or np.ndim(v) != 0 \
+                        or (type(m), f.name) in seen:
+                    continue
+                seen.add((type(m), f.name))
+                for bad in (math.nan, -1.0, 0.0, 1e300, -1e300):
+                    try:
+                        dataclasses.replace(m, **{f.name: bad})
+                        continue  # allowed alone: nothing to hold the batch to
+                    except ValueError:
+                        pass
+                    refused += 1
+                    with pytest.raises(ValueError) as err:
+                        dataclasses.replace(m, **{f.name: jnp.array([float(v), bad])})
+                    assert "\n" not in str(err.value), (type(m).__name__, f.name, bad)
+    assert len(seen) >= 25 and refused >= 40, (len(seen), refused)
