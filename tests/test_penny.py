@@ -338,7 +338,10 @@ def test_cli_json(capsys):
 @pytest.mark.slow
 def test_cli_chaos_json(capsys, tmp_path):
     assert rollax.cli.main(["penny", "chaos", "--samples", "3", "--json", "--out", str(tmp_path)]) == 0
-    out = json.loads(capsys.readouterr().out)
+    cap = capsys.readouterr()
+    out = json.loads(cap.out)
+    # the progress bar goes to stderr, naming each batch and reaching 8/8 when all are done
+    assert "penny chaos: 8/8 batches" in cap.err and "plastic ellipse" in cap.err
     assert set(out["cases"]) == {"elastic_circle", "elastic_ellipse", "plastic_circle", "plastic_ellipse"}
     assert out["cases"]["elastic_ellipse"]["impacts_used_nominal"] == 100
     assert (tmp_path / "fig5_elastic_ellipse.png").exists() and (tmp_path / "ftle.json").exists()

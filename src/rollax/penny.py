@@ -236,16 +236,19 @@ class Chaos(NamedTuple):
 
 
 def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
-          n_impacts: int = 100, n_ftle: int = 100) -> Chaos:
+          n_impacts: int = 100, n_ftle: int = 100, progress: bool = False) -> Chaos:
     """Fig. 5 and FTLEs for elastic/plastic impacts on the circle and the ellipse (Sect. VI).
 
     The ensemble: the initial state of Sect. VI-A with theta_dot and phi_dot perturbed uniformly
     by less than 0.005, followed for ``n_impacts`` impacts; positions at the times
     :data:`CHAOS_TIMES` (plastic runs stop earlier: they end grazing the edge). FTLE:
     :func:`ftle` over ``n_ftle`` impacts for the nominal state and each member; also the
-    ensemble's rms position spread at each time.
+    ensemble's rms position spread at each time. ``progress``: a bar on stderr over the eight
+    batches (each case's impact sequences, then its FTLEs), each named as it runs; the first
+    of each kind compiles (minutes on a CPU), the others reuse it.
     """
     import numpy as np
+    from tqdm.auto import tqdm
 
     n_samples = check_integer("n_samples", n_samples, 1)
     n_impacts = check_integer("n_impacts", n_impacts, 1)
@@ -256,9 +259,14 @@ def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
               "perturbation": "uniform in (-0.005, 0.005) on theta_dot and phi_dot",
               "n_impacts_ftle": n_ftle, "cases": {}}
     cases = {}
+    bar = tqdm(total=4 * len(TABLES), desc="penny chaos", unit="batch", disable=not progress,
+               bar_format="{desc}: {n}/{total} batches [{elapsed}<{remaining}] {postfix}")
     for law in ("elastic", "plastic"):
         times = CHAOS_TIMES[law]
         for table in TABLES:
+            first = law == "elastic" and table == TABLES[0]
+            bar.set_postfix_str(f"{law} {table}: {n_samples} impact sequences"
+                                + (" (compiling first)" if first else ""))
             b = paper_billiard(table, law, 1.0, glancing_tol)
             p = b.penny
             s_nom = p.state()
@@ -270,7 +278,11 @@ def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
             for j in range(len(times)):
                 pj = pos[:, j][np.isfinite(pos[:, j, 0])]
                 spread.append(float(np.sqrt(np.mean(np.sum((pj - pj.mean(0)) ** 2, -1)))) if len(pj) else None)
+            bar.update(1)
+            bar.set_postfix_str(f"{law} {table}: {n_samples + 1} FTLEs"
+                                + (" (compiling first)" if first else ""))
             res = ftle_batch(b, jnp.concatenate([s_nom[None], states]), n_ftle)
+            bar.update(1)
             lam_k, lam_t, used = (np.asarray(v) for v in res[:3])
             logs = np.asarray(res.log_stretch[0])
             n_nom = int(used[0])
@@ -294,4 +306,5 @@ def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
                 "members_stopped_no_impact": int(np.sum(np.any(status == 1, axis=1))),
             }
             cases[name] = ChaosCase(b, times, pos)
+    bar.close()
     return Chaos(result, cases)

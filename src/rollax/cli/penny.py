@@ -39,6 +39,9 @@ def register(subparsers) -> None:
                    help="normal approach (metric cosine) below which an impact counts as glancing")
     p.add_argument("--samples", type=integer(1, 1_000_000), default=100, help="chaos: number of perturbed initial conditions")
     p.add_argument("--seed", type=integer(0, 2**32 - 1), default=0, help="chaos: random seed of the perturbations")
+    p.add_argument("--no-progress", action="store_true",
+                   help="chaos: no progress bar (it goes to stderr: eight batches, the first "
+                        "of each kind compiling, minutes on a CPU)")
     p.add_argument("--json", action="store_true", help="print JSON to stdout")
     p.add_argument("--out", metavar="DIR", help="write figures (PNG) and data (json) to DIR")
     p.set_defaults(func=run)
@@ -61,7 +64,8 @@ def run(args) -> int:
             raise ValueError("chaos mode needs --out DIR and/or --json")
         from rollax.penny import chaos
 
-        res = chaos(n_samples=args.samples, seed=args.seed, glancing_tol=args.glancing_tol)
+        res = chaos(n_samples=args.samples, seed=args.seed, glancing_tol=args.glancing_tol,
+                    progress=not args.no_progress)
         result = res.summary
         if args.out:
             from rollax.plotting import plot_penny_chaos
