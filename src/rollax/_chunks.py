@@ -387,6 +387,8 @@ def run_chunked(
     def interrupted():
         return SweepInterrupted(flag["sig"], done, n_chunks, folder)
 
+    after = {"solved": False}  # set by the worker when a chunk's solves are all done
+
     def compute(i, lo, hi, report):
         chunk = np.asarray(make(lo, hi))
         valid = np.ones(width, bool)
@@ -394,7 +396,15 @@ def run_chunked(
             fill = np.repeat(chunk[:1], width - (hi - lo), axis=0)
             chunk = np.concatenate([chunk, fill])
             valid[hi - lo:] = False
-        res = fn(chunk, valid, report)
+
+        def capped(k):
+            # the bar stops one short until the chunk is whole: what follows the solves (the
+            # outcomes, a summary, compiled at the first chunk) is labelled, not shown as 100 %
+            if int(k) >= hi - lo:
+                after["solved"] = True
+            report(min(int(k), hi - lo - 1))
+
+        res = fn(chunk, valid, capped)
         return {k: np.ascontiguousarray(np.asarray(v)[: hi - lo]) for k, v in res.items()}
 
     bar = tqdm(total=n, unit="start", desc=desc, disable=not progress, smoothing=0.1,
@@ -407,6 +417,9 @@ def run_chunked(
             started = True
             bar.set_postfix_str("", refresh=False)
         bar.update(k)
+        if after["solved"]:
+            after["solved"] = False
+            bar.set_postfix_str("solved; outcomes and summaries of the chunk", refresh=True)
     with _signal_flag() as flag:
         try:
             for i in range(n_chunks):
@@ -439,6 +452,8 @@ def run_chunked(
                 for k, v in part.items():
                     out[k][lo:hi] = v
                 done += 1
+                after["solved"] = False
+                bar.set_postfix_str("", refresh=False)
                 shown(bar, hi - lo - seen)
                 if flag["sig"] is not None:
                     raise interrupted()
