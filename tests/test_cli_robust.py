@@ -266,3 +266,26 @@ def test_invalid_values_of_public_constructors_give_one_line_value_errors(case, 
     else:
         # a negative value may be allowed (an angle, a sign); NaN, inf and text never are
         assert isinstance(bad, float) and math.isfinite(bad), (cls.__name__, name, bad)
+
+
+def test_every_option_and_sub_command_has_help_text():
+    # issue 35: options without help text; each says what it is (and its default)
+    import argparse
+
+    from rollax.cli import build_parser
+
+    missing = []
+
+    def walk(parser, path):
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                helped = {c.dest for c in a._choices_actions if c.help}
+                for name, sp in a.choices.items():
+                    if name not in helped and not sp.description:
+                        missing.append(f"{path} {name}")
+                    walk(sp, f"{path} {name}")
+            elif not a.help and a.dest != "help":
+                missing.append(f"{path} {'/'.join(a.option_strings) or a.dest}")
+
+    walk(build_parser(), "rollax")
+    assert not missing, missing

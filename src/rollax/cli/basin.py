@@ -46,8 +46,11 @@ def register(subparsers) -> None:
     p.add_argument("--slip-delta", type=POSITIVE, default=1e-6,
                    help="with --friction: slip speed [m/s] given at the onset of slipping")
     p.add_argument("--t-max", type=POSITIVE, default=60.0, help="time cap [s] (then 'undecided')")
-    p.add_argument("--rtol", type=TOLERANCE, default=1e-9)
-    p.add_argument("--atol", type=TOLERANCE, default=1e-9)
+    p.add_argument("--rtol", type=TOLERANCE, default=1e-9,
+                   help="relative tolerance of the integration (default 1e-9)")
+    p.add_argument("--atol", type=TOLERANCE, default=1e-9,
+                   help="absolute tolerance of the integration, in the state's units (rad, 1/s; "
+                        "default 1e-9)")
     p.add_argument("--max-steps", type=integer(1, 2**31 - 1), default=200_000, help="step limit per start ('failed')")
     p.add_argument("--samples", type=integer(1, 256), default=None, metavar="K",
                    help="event samples per step (default 4; 8 misses no F2 dip on the Figs. 11-13 "

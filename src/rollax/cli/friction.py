@@ -33,21 +33,29 @@ def register(subparsers) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
     law = sub.add_parser("law", help="normalised force Q_eps and torque T_eps (53) of an exact law")
-    law.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform")
+    law.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform",
+                     help="contact pressure: uniform (57)-(60) or Hertz (61)-(63) of the friction paper (default uniform)")
     law.add_argument("--eps", type=NONNEGATIVE, nargs="+", required=True, help="slip-spin ratios (35), >= 0")
     _common(law)
     law.set_defaults(func=_out_first(run_law))
 
     fit = sub.add_parser("fit", help="fit a harmonic or Pade model to an exact law by gradient (optax)")
-    fit.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform")
-    fit.add_argument("--model", choices=("harmonic", "pade"), default="harmonic")
-    fit.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2)
-    fit.add_argument("--rho", choices=("kappa", "R"), default="kappa")
+    fit.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform",
+                     help="contact pressure: uniform (57)-(60) or Hertz (61)-(63) of the friction paper (default uniform)")
+    fit.add_argument("--model", choices=("harmonic", "pade"), default="harmonic",
+                     help="the model fitted: harmonic or Pade (of the friction paper; "
+                          "default harmonic)")
+    fit.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2,
+                     help=f"degree N of the model, 1 to {MAX_DEGREE} (default 2)")
+    fit.add_argument("--rho", choices=("kappa", "R"), default="kappa",
+                     help="the scaling length rho of the slip-spin ratio (5): kappa (39) or the "
+                          "contact radius R (Sect. 5.2; default kappa)")
     _common(fit)
     fit.set_defaults(func=_out_first(run_fit))
 
     ld = sub.add_parser("limit-directions", help="limit directions of the disc / ball at stick (Sect. 7.2)")
-    ld.add_argument("--body", choices=("disc", "ball"), default="disc")
+    ld.add_argument("--body", choices=("disc", "ball"), default="disc",
+                    help="the body: a disc or a ball (default disc)")
     ld.add_argument("--force", type=NONNEGATIVE, default=0.0, help="F/(mu m g), >= 0")
     ld.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2, help="degree N of the harmonic model")
     ld.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
@@ -55,7 +63,8 @@ def register(subparsers) -> None:
     ld.set_defaults(func=_out_first(run_limit_directions))
 
     stop = sub.add_parser("stop", help="simulate a disc/ball sliding and spinning to a stop")
-    stop.add_argument("--body", choices=("disc", "ball"), default="disc")
+    stop.add_argument("--body", choices=("disc", "ball"), default="disc",
+                      help="the body: a disc or a ball (default disc)")
     stop.add_argument(
         "--law",
         default="exact-uniform",
