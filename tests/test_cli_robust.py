@@ -289,3 +289,10 @@ def test_every_option_and_sub_command_has_help_text():
 
     walk(build_parser(), "rollax")
     assert not missing, missing
+    # plain text (no reST markup from module docstrings), and the paper the numbers cite
+    top = build_parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sp in sub.choices.items():
+        text = sp.format_help()
+        assert "``" not in text, name
+        assert "Equation, section and figure numbers refer to" in text, name

@@ -38,7 +38,47 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue  # that capability is not built yet
             raise
         mod.register(sub)
+    for name, sp in sub.choices.items():
+        _plain_help(sp, _PAPERS.get(name))
     return parser
+
+
+# the paper whose equation, section and figure numbers a command's help cites
+# (docs/references.md)
+_PAPERS = {
+    "basin": "the rim paper (Basketball rolling on the rim)",
+    "steady": "the rim paper (Basketball rolling on the rim)",
+    "floquet": "the rim paper (Basketball rolling on the rim)",
+    "identify": "the rim paper (Basketball rolling on the rim)",
+    "friction": "the friction paper (Finite contact friction models)",
+    "robot": "Putkaradze & Rogers on the rolling ball robot (normal force and friction; "
+             "dynamics)",
+    "penny": "Clark & Bloch on the bouncing penny (nonholonomic impacts)",
+}
+
+
+def _plain_help(parser, paper) -> None:
+    """A sub-command's help as plain text (its module docstring's reST markup removed), with
+    the paper its numbers refer to; the same for its own sub-commands."""
+    import re
+
+    def plain(text):
+        if not text:
+            return text
+        text = re.sub(r"``([^`]+)``", r"\1", text)
+        return re.sub(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])", r"\1", text)
+
+    parser.description = plain(parser.description)
+    if paper and not parser.epilog:
+        parser.epilog = (f"Equation, section and figure numbers refer to {paper}; "
+                         f"docs/references.md.")
+    for a in parser._actions:
+        a.help = plain(a.help)
+        if isinstance(a, argparse._SubParsersAction):
+            for c in a._choices_actions:
+                c.help = plain(c.help)
+            for sp in a.choices.values():
+                _plain_help(sp, paper)
 
 
 def version_line() -> str:
