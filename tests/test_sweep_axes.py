@@ -96,3 +96,16 @@ def test_a_parameter_read_only_by_one_mode_or_the_outcome_is_not_warned_about():
         warnings.simplefilter("error")
         rollax.sweep(Judged(), [rollax.Axis("d", 1.0, 3.0, 3)], y0=[1.0], t1=20.0,
                      progress=False, **TOL)
+
+
+def test_a_sweep_result_gives_names_and_a_solution_that_the_helpers_take():
+    # the README's sweep paragraph: outcome and status names with the grid's shape, and a
+    # batched Solution that rollax.classify and outcome_name take (a new user's stumble)
+    ball = BouncingBall(n_bounces=1)
+    res = rollax.sweep(ball, [rollax.Axis("z", 0.5, 2.0, 3), rollax.Axis("e", 0.3, 0.9, 2)],
+                       y0={"v": 0.0}, t1=10.0, progress=False, **TOL)
+    assert res.outcome_name.shape == (3, 2) and set(res.outcome_name.ravel()) == {"DONE"}
+    assert res.status_name.shape == (3, 2) and set(res.status_name.ravel()) == {"EVENT"}
+    sol = res.as_solution()
+    np.testing.assert_array_equal(np.asarray(rollax.classify(ball, sol)), res.outcome)
+    np.testing.assert_array_equal(ball.outcome_name(sol), res.outcome_name)

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._chunks import run_chunked, sweep_key
-from rollax._solution import Status
+from rollax._solution import Solution, Status, code_names
 from rollax._system import AbstractSystem, classify
 
 _FIELDS = ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets")
@@ -104,6 +104,22 @@ class SweepResult:
     solution: dict[str, np.ndarray]  # the fields of rollax.Solution per run
     summary: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # see sweep()
 
+    @property
+    def outcome_name(self) -> np.ndarray:
+        """:attr:`outcome` as the names of the system's ``outcomes`` enumeration (of
+        :class:`rollax.Status` if it has none), with the grid's shape."""
+        return code_names(self.outcome, self.system.outcomes or Status)
+
+    @property
+    def status_name(self) -> np.ndarray:
+        """Every run's :class:`rollax.Status` as its name, with the grid's shape."""
+        return code_names(self.solution["status"], Status)
+
+    def as_solution(self) -> Solution:
+        """The runs as one :class:`rollax.Solution` with the grid's shape first (for
+        :func:`rollax.classify` and the other functions of a solution)."""
+        return Solution(**{f: self.solution[f] for f in _FIELDS})
+
     def counts(self) -> dict[str, int]:
         """Runs per outcome (by the names of the system's ``outcomes`` enumeration)."""
         names = self.system.outcomes or Status
@@ -166,7 +182,9 @@ def sweep(
     summary=None,
     **solver_options,
 ) -> SweepResult:
-    """Run ``system`` over the grid of ``axes`` (module docstring); returns a :class:`SweepResult`.
+    """Run ``system`` over the grid of ``axes`` (the Cartesian product of the axes, row-major,
+    the first axis slowest; each axis a state component or a parameter field, dotted for a
+    nested module: ``"rim.mu"``); returns a :class:`SweepResult`.
 
     ``y0``: the state components not on an axis (a full state vector, or a mapping from
     ``state_names`` to values). ``mode``: every run's starting mode (None: each start's

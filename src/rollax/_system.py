@@ -93,12 +93,22 @@ def crossing(name: str, target: int = 1, direction: int = 0) -> Event:
 
 
 class AbstractSystem(eqx.Module):
-    """A dynamical system with events, and optionally modes and a reset map (module docstring).
+    """A dynamical system with events, and optionally modes and a reset map.
 
     Subclasses set the class attributes ``state_names`` (one name per state component; its
     length is the state dimension), ``events`` (a tuple of :class:`Event`, or a property that
     derives them from static fields), and for hybrid systems ``modes``, ``n_aux`` and the
-    methods ``reset`` and ``initial_aux``. ``outcomes`` is the enumeration ``outcome`` returns.
+    methods ``reset``, ``initial_aux`` and ``initial_mode``. ``outcomes`` is the enumeration
+    ``outcome`` returns. Methods: ``vector_field(t, y, mode)``, ``event_values(t, y, mode)``
+    (one value per event: a boundary is valid while > 0, a crossing fires at its target-th
+    sign change), ``reset(t, y, mode, aux, event) -> (t, y, mode, aux, terminal)``,
+    ``outcome(solution)``; optionally ``field_and_events``, ``flow`` and ``flow_step``.
+
+    Event times are differentiated by the implicit function theorem with the slope of the
+    event function along the vector field, so within a mode the field must be smooth where an
+    event fires: a field that jumps on an event's surface (a friction direction that flips
+    exactly where a 'lock' event fires) gives right event times but wrong gradients. Make the
+    jump a mode switch (a reset) instead.
     """
 
     state_names: ClassVar[tuple[str, ...]] = ()
@@ -268,7 +278,7 @@ class AbstractSystem(eqx.Module):
         """The system's classification of one finished run (an ``outcomes`` value).
 
         The default is the run's :class:`rollax.Status`. Batches are classified with
-        :func:`rollax.outcomes`."""
+        :func:`rollax.classify`."""
         return solution.status
 
     def outcome_name(self, solution):
@@ -290,7 +300,7 @@ class AbstractSystem(eqx.Module):
         mode = self.modes[m] if 0 <= m < len(self.modes) else str(m)
         return (f"{code_names(solution.status, Status)} at t = {float(solution.t):.10g}:"
                 f" {event}, mode {mode!r}; outcome {self.outcome_name(solution)}; "
-                f"{int(solution.steps)} steps, {int(solution.resets)} resets")
+                f"{int(solution.steps)} steps, {int(solution.resets)} resets before the end")
 
     # ------------------------------------------------------------------ helpers
     @property
