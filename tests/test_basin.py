@@ -1,6 +1,5 @@
 """Basin maps of the ball on the rim (rollax.basin): outcomes, sweeps, resumption, CLI."""
 
-import dataclasses
 
 import jax
 import jax.numpy as jnp

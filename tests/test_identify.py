@@ -20,7 +20,7 @@ from rollax.friction.sliding import SlidingBody
 from rollax.identification import (fit_rim, fit_slide, read_rim_csv, rim_observations,
                                    write_rim_csv)
 from rollax.rim import Rim
-from rollax.systems import RimTracked, Sliding
+from rollax.systems import RimTracked
 
 HZ = 240.0
 NOISE = np.array([1e-3, 1e-3, 2e-3])  # d, z [m], alpha [rad]

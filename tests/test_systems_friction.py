@@ -1,7 +1,6 @@
 """rollax.systems.SlidingStop against rollax.friction.sliding.simulate_stop (the same model)."""
 
 import jax.numpy as jnp
-import numpy as np
 
 import rollax
 from rollax.friction import exact_law

@@ -21,44 +21,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 
-def _one(name: str, lower_only: bool, q) -> None:
-    import rollax
-    import test_conformance as tc
-
-    system, y0s, t1, opts = tc.CASES[name](4)
-    tic = time.perf_counter()
-    lowered = rollax.fused_program(system, y0s, 0.0, t1, platform="cuda" if lower_only else None,
-                                   **{**tc.TOL, **opts})
-    row = dict(case=name, ir_bytes=len(lowered.as_text()),
-               lower_s=round(time.perf_counter() - tic, 1))
-    q.put(row)
-    if lower_only:
-        return
-    tic = time.perf_counter()
-    lowered.compile()
-    row["compile_s"] = round(time.perf_counter() - tic, 1)
-    q.put(row)
-
-
 PHASES = ("setup", "run", "serve", "finish")  # rollax.fused_program's phases
 
 
-def _phase(name: str, phase: str, lower_only: bool, q) -> None:
-    # one phase's kernel alone: which of the four kernels takes the compile time
+def _one(name: str, lower_only: bool, q, phase: str | None = None) -> None:
+    # the whole program, or one phase's kernel alone (which of the four takes the time)
     import rollax
     import test_conformance as tc
 
     system, y0s, t1, opts = tc.CASES[name](4)
+    row = dict(case=name) if phase is None else dict(case=name, phase=phase)
     tic = time.perf_counter()
     try:
         lowered = rollax.fused_program(system, y0s, 0.0, t1, phase=phase,
                                        platform="cuda" if lower_only else None,
                                        **{**tc.TOL, **opts})
     except ValueError as e:  # no such kernel (serve without a reset map)
-        q.put(dict(case=name, phase=phase, compile_s=str(e)[:80]))
+        q.put({**row, "compile_s": str(e)[:80]})
         return
-    row = dict(case=name, phase=phase, ir_bytes=len(lowered.as_text()),
-               lower_s=round(time.perf_counter() - tic, 1))
+    row.update(ir_bytes=len(lowered.as_text()), lower_s=round(time.perf_counter() - tic, 1))
     q.put(row)
     if lower_only:
         return
@@ -82,7 +63,7 @@ def main() -> int:
         for name in args.cases.split(","):
             for ph in PHASES:
                 q = ctx.Queue()
-                p = ctx.Process(target=_phase, args=(name, ph, args.lower_only, q))
+                p = ctx.Process(target=_one, args=(name, args.lower_only, q, ph))
                 p.start()
                 jobs.append((name, ph, p, q))
         t_end = time.monotonic() + args.limit

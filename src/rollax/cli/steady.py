@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from rollax.cli._args import POSITIVE, dump, dumps, real
+from rollax.cli._args import POSITIVE, dumps, real
 
 FIGURES = (3, 5, 6, 7, 8)  # rollax.steady.FIGURES (not imported here: --help stays light)
 

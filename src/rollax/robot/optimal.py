@@ -305,7 +305,7 @@ def _whitening(K: int) -> np.ndarray:
 
 def _terminal(man: Manoeuvre, y):
     """The terminal equality constraints at ``y = y(T)``."""
-    model, n = man.model, man.model.n
+    model = man.model
     if isinstance(model, Disk):
         _, _, phi, phid = model.split(y)
         return jnp.stack([phi - man.target[0], phid])

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import enum
 
-import equinox as eqx
 import jax.numpy as jnp
 
 from rollax._solution import Status
