@@ -350,18 +350,14 @@ def _runner(pb, shapes: tuple, mode: str, B: int, num_warps: int) -> Callable:
         shared = (sargs, sc)
         lane_example = (y0s[0], aux0s[0], valid[0], tuple(b[0] for b in bl))
 
-        def ph_of(sargs, sc):
-            return phases(pb, sargs, sc)
-
-        setup = pallas_map(lambda y0, a0, v, b, sa, s_: ph_of(sa, s_).setup(y0, a0, v != 0, b),
-                           lane_example, shared, B, **kw)
+        fns = _phase_fns(pb)
+        setup = pallas_map(fns["setup"], lane_example, shared, B, **kw)
         lane = setup((y0s, aux0s, valid, bl), shared)
         one = jax.tree.map(lambda x: x[0], lane)
-        go_run = pallas_map(lambda ln, sa, s_: ph_of(sa, s_).run(ln), (one,), shared, B, **kw)
+        go_run = pallas_map(fns["run"], (one,), shared, B, **kw)
         hybrid = pb.reset is not None
         if hybrid:
-            go_serve = pallas_map(lambda ln, sa, s_: ph_of(sa, s_).serve(ln), (one,), shared, B,
-                                  **kw)
+            go_serve = pallas_map(fns["serve"], (one,), shared, B, **kw)
 
         def body(lane):
             if hybrid:
@@ -369,7 +365,7 @@ def _runner(pb, shapes: tuple, mode: str, B: int, num_warps: int) -> Callable:
             return go_run((lane,), shared)
 
         lane = jax.lax.while_loop(lambda ln: jnp.any(jax.vmap(_going)(ln)), body, lane)
-        finish = pallas_map(lambda ln, sa, s_: ph_of(sa, s_).finish(ln), (one,), shared, B, **kw)
+        finish = pallas_map(fns["finish"], (one,), shared, B, **kw)
         return finish((lane,), shared)
 
     return jax.jit(run)
@@ -438,26 +434,32 @@ def solve(pb, y0s: np.ndarray, aux: np.ndarray, valid: np.ndarray, bargs: tuple,
 PHASES = ("setup", "run", "serve", "finish")
 
 
+def _phase_fns(pb) -> dict:
+    """Each phase of :func:`phases` as a per-start function of ``pallas_map``: the set-up of
+    ``(y0, aux0, valid, bl, sargs, sc)``, the others of ``(lane, sargs, sc)``."""
+    def ph(sargs, sc):
+        return phases(pb, sargs, sc)
+
+    return {"setup": lambda y0, a0, v, b, sa, s_: ph(sa, s_).setup(y0, a0, v != 0, b),
+            "run": lambda ln, sa, s_: ph(sa, s_).run(ln),
+            "serve": lambda ln, sa, s_: ph(sa, s_).serve(ln),
+            "finish": lambda ln, sa, s_: ph(sa, s_).finish(ln)}
+
+
 def _phase_program(pb, phase: str, shapes, B: int, num_warps: int) -> Callable:
     # one phase's kernel alone on lanes as the set-up makes them (rollax.fused_program)
-    def ph_of(sargs, sc):
-        return phases(pb, sargs, sc)
+    fns = _phase_fns(pb)
 
     def program(y0s, aux0s, valid, bl, sargs, sc):
         shared = (sargs, sc)
         ex = (y0s[0], aux0s[0], valid[0], tuple(b[0] for b in bl))
-        setup = lambda y0, a0, v, b, sa, s_: ph_of(sa, s_).setup(y0, a0, v != 0, b)  # noqa
         if phase == "setup":
-            return pallas_map(setup, ex, shared, B, num_warps=num_warps)(
+            return pallas_map(fns["setup"], ex, shared, B, num_warps=num_warps)(
                 (y0s, aux0s, valid, bl), shared)
-        one = jax.eval_shape(lambda: ph_of(sargs, sc).setup(y0s[0], aux0s[0], valid[0] != 0,
-                                                            tuple(b[0] for b in bl)))
+        one = jax.eval_shape(lambda: fns["setup"](*ex, sargs, sc))
         one = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), one)
         lanes = jax.tree.map(lambda a: jnp.zeros((y0s.shape[0],) + a.shape, a.dtype), one)
-        fn = {"run": lambda ln, sa, s_: ph_of(sa, s_).run(ln),
-              "serve": lambda ln, sa, s_: ph_of(sa, s_).serve(ln),
-              "finish": lambda ln, sa, s_: ph_of(sa, s_).finish(ln)}[phase]
-        return pallas_map(fn, (one,), shared, B, num_warps=num_warps)((lanes,), shared)
+        return pallas_map(fns[phase], (one,), shared, B, num_warps=num_warps)((lanes,), shared)
 
     return jax.jit(program)
 
