@@ -61,7 +61,10 @@ def _control(y, k):
                            (0.0, 1.0))
     # a loop vmapped inside the program (its predicate has a shape)
     v = jax.vmap(lambda a: jax.lax.while_loop(lambda c: c < a, lambda c: c + 0.3, 0.0))(y)
-    return r, w, s, f, n, v
+    # a scan with a constant, a carry, inputs and outputs, forwards and in reverse
+    sc = [jax.lax.scan(lambda c, x: (c * y[3] + x, c - x), y[0], y[1:], reverse=rev)
+          for rev in (False, True)]
+    return r, w, s, f, n, v, sc
 
 
 def _linalg(y, k):
@@ -84,6 +87,25 @@ def test_structure_of_arrays_computes_what_vmap_computes(fn, seed):
     for i, (r, g) in enumerate(zip(ref, got)):
         np.testing.assert_allclose(g.astype(float), r.astype(float), rtol=1e-13, atol=1e-13,
                                    err_msg=f"{fn.__name__}: output {i}")
+
+
+def test_scan_counts_are_read_from_either_jax_layout():
+    """jax <= 0.10 gives a scan equation ``num_consts``/``num_carry``; jax 0.11 packs the
+    (consts, carry, xs) groups into ``ft_in`` (the penny's fused kernel failed on the GPU
+    machine's jax 0.11.2 with ``KeyError: 'num_consts'``)."""
+
+    class _Packed:  # the part of jax 0.11's flat-tree object that is read
+        def __init__(self, *groups):
+            self.groups = groups
+
+        def unpack(self):
+            return self.groups
+
+    assert _soa._scan_split({"num_consts": 2, "num_carry": 3}) == (2, 3)
+    assert _soa._scan_split({"ft_in": _Packed((None,) * 2, (None,) * 3, (None,))}) == (2, 3)
+    eqn = jax.make_jaxpr(lambda c, xs: jax.lax.scan(lambda c, x: (c + x, c), c, xs))(
+        1.0, jnp.ones(3)).eqns[0]
+    assert _soa._scan_split(eqn.params) == (0, 1)
 
 
 def test_an_unsupported_primitive_is_named():

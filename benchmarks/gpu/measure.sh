@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -52,6 +52,40 @@ elif [ "$what" = fused5 ]; then
   step 60 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_fused.json"
   step 60 env ROLLAX_FUSED_ROLLED=1 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_rolled.json"
   step 180 python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_slipping,sliding,rim_rolling,oscillator,bouncing_ball,penny,robot
+elif [ "$what" = fused6 ]; then
+  # stop 35 (one call, 900 s of device time): fused5 with the CPU-bound work in parallel on the
+  # 16 cores: the conformance of all 7 systems and each slipping kernel's compile time alone run
+  # in the background (their GPU work is 256 starts, milliseconds) while the slipping panel
+  # compiles and runs; then the 1000 x 1000 no-slip panel, stages unrolled and rolled
+  bg() { local limit=$1 log=$2; shift 2; ( t0=$SECONDS; timeout "$limit" "$@" >"$OUT/$log" 2>&1;
+    echo "   (rc $?, $((SECONDS - t0)) s)" >>"$OUT/$log" ) & }
+  bg 330 conformance.log python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_slipping,sliding,rim_rolling,oscillator,bouncing_ball,penny,robot
+  bg 300 phases.log python3 benchmarks/gpu/compile_fused.py --phases --cases rim_slipping,rim_rolling --limit 280
+  step 240 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_fused.json"
+  step 60 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_fused.json"
+  step 60 env ROLLAX_FUSED_ROLLED=1 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_rolled.json"
+  wait
+  echo "== phases"; grep "^{" "$OUT/phases.log"
+  echo "== conformance"; grep -v "^WARNING\|^W0000\|^I0000" "$OUT/conformance.log" | tail -n 20
+elif [ "$what" = fused7 ]; then
+  # stop 35, second call: the tuning pass (starts per program and warps) on both panels
+  for bw in "64 2" "128 4" "256 8"; do set -- $bw
+    step 60 env ROLLAX_FUSED_BLOCK=$1 ROLLAX_FUSED_WARPS=$2 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_b$1.json"
+  done
+  for bw in "64 2" "128 4"; do set -- $bw
+    step 90 env ROLLAX_FUSED_BLOCK=$1 ROLLAX_FUSED_WARPS=$2 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_b$1.json"
+  done
+elif [ "$what" = fused8 ]; then
+  # stop 35, third call: where the time goes (device kernels by name against the wall time,
+  # jax.profiler), the no-slip 1000 x 1000 and the mu = 1 360 x 240 panels; the penny's
+  # conformance (its scan rule fixed for jax 0.11) in the background
+  bg() { local limit=$1 log=$2; shift 2; ( t0=$SECONDS; timeout "$limit" "$@" >"$OUT/$log" 2>&1;
+    echo "   (rc $?, $((SECONDS - t0)) s)" >>"$OUT/$log" ) & }
+  bg 150 conformance.log python3 benchmarks/gpu/conformance_fused.py --n 256 --cases penny
+  step 80 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
+  step 80 python3 benchmarks/gpu/profile_fused.py --grid 360 240 --mu 1 --json "$OUT/profile_mu1.json"
+  wait
+  echo "== conformance"; grep -v "^WARNING\|^W0000\|^I0000" "$OUT/conformance.log" | tail -n 5
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
   # sizes: benchmarks/gpu/compile_fused.py --lower-only), 90 s per system at most

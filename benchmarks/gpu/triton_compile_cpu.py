@@ -78,8 +78,22 @@ def compile_one(path: str, passes: bool) -> dict:
     t0 = time.perf_counter()
     k = triton.compile(path, target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 1, "num_stages": 1})
-    return dict(compile_s=round(time.perf_counter() - t0, 1), stages=times,
-                ptx_bytes=len(k.asm["ptx"]))
+    out = dict(compile_s=round(time.perf_counter() - t0, 1), stages=times,
+               ptx_bytes=len(k.asm["ptx"]))
+    # registers and spills per thread, from ptxas -v on the same PTX (Triton's own ptxas)
+    from triton.backends.nvidia.compiler import get_ptxas
+    ptx = Path(path).with_suffix(".ptx")
+    ptx.write_text(k.asm["ptx"])
+    r = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name", "sm_90a", str(ptx), "-o",
+                        str(ptx.with_suffix(".cubin"))], capture_output=True, text=True)
+    m = re.search(r"Used (\d+) registers", r.stderr)
+    sp = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)
+    st = re.search(r"(\d+) bytes stack frame", r.stderr)
+    out.update(registers=int(m.group(1)) if m else None,
+               spill_store_bytes=int(sp.group(1)) if sp else None,
+               spill_load_bytes=int(sp.group(2)) if sp else None,
+               stack_bytes=int(st.group(1)) if st else None)
+    return out
 
 
 def main() -> int:

@@ -82,6 +82,16 @@ def lane_array(xs: list, shape) -> np.ndarray:
     return out
 
 
+def _scan_split(p) -> tuple[int, int]:
+    """(consts, carry) counts of a scan equation: jax <= 0.10 names them ``num_consts`` and
+    ``num_carry``; jax 0.11 packs them into ``ft_in`` (consts, carry, xs) (found on the GPU
+    machine's jax 0.11.2: the penny's fused kernel failed with ``KeyError: 'num_consts'``)."""
+    if "num_consts" in p:
+        return int(p["num_consts"]), int(p["num_carry"])
+    nc, ncar, _ = (len(x) for x in p["ft_in"].unpack())
+    return nc, ncar
+
+
 class _Eval:
     def __init__(self, B: int):
         self.B = B
@@ -664,13 +674,14 @@ class _Eval:
         return res
 
     def r_scan(self, ins, p, eqn):
-        nc, ncar = p["num_consts"], p["num_carry"]
+        nc, ncar = _scan_split(p)
         consts, carry, xs = ins[:nc], list(ins[nc:nc + ncar]), ins[nc + ncar:]
         length = p["length"]
         ys_steps = []
         order = range(length - 1, -1, -1) if p["reverse"] else range(length)
         for i in order:
-            out = self.closed(p["jaxpr"], list(consts) + carry + [x[i] for x in xs])
+            # x[i, ...]: a 0-d object array for a 1-D x (x[i] would be its bare element)
+            out = self.closed(p["jaxpr"], list(consts) + carry + [x[i, ...] for x in xs])
             carry, ys = out[:ncar], out[ncar:]
             ys_steps.append((i, ys))
         ys_steps.sort(key=lambda t: t[0])
@@ -680,7 +691,7 @@ class _Eval:
             shape = tuple(eqn.outvars[ncar + k].aval.shape)
             o = _obj(shape)
             for i, ys in ys_steps:
-                o[i] = ys[k]
+                o[i, ...] = ys[k]
             stacked.append(o)
         return carry + stacked
 
