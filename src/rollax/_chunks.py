@@ -444,13 +444,16 @@ def run_chunked(
                                                functools.partial(shown, bar))
                     if path is not None:
                         save_chunk(path, part, _meta(key, i, hi - lo, part))
-                if out is None:
-                    out = {k: np.empty((n,) + v.shape[1:], v.dtype) for k, v in part.items()}
-                if set(part) != set(out):
-                    raise RuntimeError(f"chunk {i} has fields {sorted(part)}, chunk 0 has "
-                                       f"{sorted(out)}")
-                for k, v in part.items():
-                    out[k][lo:hi] = v
+                if out is None and n_chunks == 1:  # the part is the whole: no copy
+                    out = dict(part)
+                else:
+                    if out is None:
+                        out = {k: np.empty((n,) + v.shape[1:], v.dtype) for k, v in part.items()}
+                    if set(part) != set(out):
+                        raise RuntimeError(f"chunk {i} has fields {sorted(part)}, chunk 0 has "
+                                           f"{sorted(out)}")
+                    for k, v in part.items():
+                        out[k][lo:hi] = v
                 done += 1
                 after["solved"] = False
                 bar.set_postfix_str("", refresh=False)

@@ -175,7 +175,8 @@ def solve_ensemble(
     n_samples = system.n_samples if n_samples is None else n_samples
     solver = ensemble.check_solver(system.solver if solver is None else solver)
     d = system.state_dim
-    y0s = np.asarray(system.check_state(y0s, "y0s", _valid_rows(valid, y0s)), dtype=np.float64)
+    y0s = np.asarray(system.check_state(y0s, "y0s", _valid_rows(valid, y0s), host=True),
+                     dtype=np.float64)
     if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
         raise ValueError(f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
                          f"with N >= 1 ({', '.join(system.state_names)})")

