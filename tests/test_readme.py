@@ -63,10 +63,27 @@ def test_the_new_system_example_defines_a_system_that_solves():
     assert sol.status_name == "EVENT" and float(sol.t) == pytest.approx(5.5 * np.pi, abs=1e-6)
 
 
+def test_the_event_history_example_prints_the_closed_form_impacts(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+
+    monkeypatch.chdir(README.parent)
+    ns = {"rollax": rollax, "jax": jax, "jnp": jnp}
+    out = _run(_blocks()[2], ns)
+    ball = ns["ball"]
+    ref = ball.impact_times(1.0, 4)
+    np.testing.assert_allclose(ns["sol"].events.t[:4], ref, atol=1e-8)
+    assert out.splitlines()[2] == "4 False"
+    # d t_3 / d e = 2 T0 (1 + 2 e), T0 = sqrt(2 z0 / g)
+    assert float(ns["dt3"]) == pytest.approx(2 * np.sqrt(2 / 9.81) * (1 + 2 * 0.8), rel=1e-6)
+    for i, z0 in enumerate((0.5, 1.0, 2.0)):
+        np.testing.assert_allclose(ns["ens"].events.t[i], ball.impact_times(z0, 4), atol=1e-8)
+
+
 def test_the_basin_example_runs_at_a_small_size(tmp_path, monkeypatch):
     # the preset's call, on a 12 x 8 grid instead of 360 x 240, saved under a temporary folder
     monkeypatch.chdir(tmp_path)
-    code = _blocks()[2].replace("360", "12").replace("240", "8")
+    code = _blocks()[3].replace("360", "12").replace("240", "8")
     from rollax.rim import Rim
 
     out = _run(code, {"Rim": Rim})
@@ -79,7 +96,7 @@ def test_the_identification_example_reads_the_shipped_data(monkeypatch):
     # the path it names exists (relative to the repository root) and the fit runs on it
     root = README.parent
     monkeypatch.chdir(root)
-    code = _blocks()[3]
+    code = _blocks()[4]
     path = re.search(r'read_rim_csv\("([^"]+)"\)', code).group(1)
     assert (root / path).exists(), path
     ns: dict = {}

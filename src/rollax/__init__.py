@@ -21,6 +21,7 @@ from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rolla
 from rollax._chunks import ChunkWarning, SweepInterrupted
 from rollax._config import configure
 from rollax._ensemble import fused_program, solve_ensemble
+from rollax._eventlog import EventLog
 from rollax._identify import Fit, IdentifiabilityWarning, Observations, identify
 from rollax._solution import Solution, Status
 from rollax._solve import solve
@@ -31,7 +32,7 @@ from rollax._system import (AbstractSystem, Event, EventKind, boundary, classify
 __version__ = "0.1.0"
 
 __all__ = [
-    "AbstractSystem", "Axis", "ChunkWarning", "Event", "EventKind", "Fit",
+    "AbstractSystem", "Axis", "ChunkWarning", "Event", "EventKind", "EventLog", "Fit",
     "IdentifiabilityWarning", "Observations", "Solution", "Status", "SweepInterrupted",
     "SweepResult", "boundary", "classify", "configure", "crossing", "fused_program", "identify",
     "parameter",

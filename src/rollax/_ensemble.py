@@ -31,11 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax import _fused, ensemble
-from rollax._solution import Solution
+from rollax import _eventlog, _fused, ensemble
+from rollax._eventlog import SAVE_EVENTS_MAX
+from rollax._solution import Solution, Status
 from rollax._solve import SAMPLES_MAX, check_options
 from rollax._system import AbstractSystem
-from rollax._validate import _show, check_jump_ts, past_jump
+from rollax._validate import _show, check_integer, check_jump_ts, past_jump
 from rollax.events import EventSet
 
 
@@ -46,6 +47,8 @@ class _Adapter:
 
     static: Any
     d: int
+    p: int = 0  # the system's own aux (with an event log: the log follows it in aux)
+    K: int = 0  # rows of the event log (save_events)
 
     def system(self, dyn) -> AbstractSystem:
         return eqx.combine(dyn, self.static)
@@ -77,10 +80,16 @@ class _Adapter:
 
     def reset(self, t, z, aux, event, dyn):
         y, mode = self._split(z)
-        t_n, y_n, mode_n, aux_n, term = self.system(dyn).reset(t, y, mode, aux, event)
+        own = aux[: self.p] if self.K else aux
+        t_n, y_n, mode_n, aux_n, term = self.system(dyn).reset(t, y, mode, own, event)
+        aux_n = jnp.asarray(aux_n, aux.dtype)
+        if self.K:  # the event log rides in aux, after the system's own (rollax._eventlog)
+            n, rows = _eventlog.write(aux[self.p], aux[self.p + 1:], True, t, event, mode, y,
+                                      t_n, mode_n, y_n)
+            aux_n = jnp.concatenate([aux_n, n[None], rows])
         z_n = jnp.concatenate([jnp.asarray(y_n, z.dtype),
                                jnp.asarray(mode_n).astype(z.dtype)[None]])
-        return jnp.asarray(t_n, t.dtype), z_n, jnp.asarray(aux_n, aux.dtype), term
+        return jnp.asarray(t_n, t.dtype), z_n, aux_n, term
 
 
 #: At most this many lanes per device: each holds a few kB of state and records (a typo such
@@ -99,10 +108,10 @@ def _lanes_used(lanes: int, N: int, n_dev: int) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _adapter(static, d: int) -> _Adapter:
+def _adapter(static, d: int, p: int = 0, K: int = 0) -> _Adapter:
     # one adapter object per structure: bound methods compare their instances by identity,
     # and the kernel cache compares the adapter's bound methods
-    return _Adapter(static, d)
+    return _Adapter(static, d, p, K)
 
 
 def _batched_leaves(system: AbstractSystem, dyn) -> Any:
@@ -135,6 +144,7 @@ def solve_ensemble(
     progress=None,
     jump_ts=None,
     backend: str = "auto",
+    save_events: int = 0,
 ) -> Solution:
     """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
     the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
@@ -157,6 +167,10 @@ def solve_ensemble(
 
     ``jump_ts``: times where the vector field or its derivatives jump (default:
     ``system.jump_times()``); as in :func:`rollax.solve`, no step straddles one.
+
+    ``save_events``: keep each start's first ``save_events`` events (``Solution.events``, a
+    :class:`rollax.EventLog` with a leading axis N, as :func:`rollax.solve`'s; they ride in the
+    start's ``aux``, so each event costs ``5 + 2 d`` numbers of lane memory).
 
     ``backend``: ``"queue"`` (the work queue: few wide lanes refilled as starts finish; the CPU
     path), ``"fused"`` (each start integrated from start to end by one GPU thread of one
@@ -212,9 +226,11 @@ def solve_ensemble(
     except TypeError:
         raise ValueError(f"the static fields of {type(system).__name__} must be hashable "
                          f"(they key the compiled kernel)") from None
-    ad = _adapter(static, d)
-    marks = _batched_leaves(system, dyn)
+    save_events = int(check_integer("save_events", save_events, 0, SAVE_EVENTS_MAX))
     p = system.n_aux
+    hybrid = system.hybrid
+    ad = _adapter(static, d, p, save_events if hybrid else 0)
+    marks = _batched_leaves(system, dyn)
     if aux is None:
         axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
         aux = np.asarray(_initial_aux(system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes)))
@@ -233,7 +249,10 @@ def solve_ensemble(
         y0s = np.asarray(_euler(system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes),
                                 float(t0), t0n - float(t0)))
         t0 = t0n
-    hybrid = system.hybrid
+    if ad.K:  # the event log's count and rows, after the system's own aux
+        n0, rows0 = _eventlog.empty(ad.K, d, np.float64)
+        aux = np.concatenate([aux, np.zeros((N, 1)), np.broadcast_to(np.asarray(rows0),
+                                                                    (N, rows0.shape[0]))], 1)
     events = EventSet(ad.event_values, system.event_set.kinds, system.event_set.targets,
                       system.event_set.dirs)
     z0 = np.concatenate([y0s, modes[:, None].astype(np.float64)], axis=1)
@@ -255,14 +274,38 @@ def solve_ensemble(
         jump_ts=system.jump_times() if jump_ts is None else jump_ts,
         runner=_RUNNER.get() or (_fused.run if backend == "fused" else None),
     )
+    mode_end = np.rint(res.y[:, d]).astype(np.int32)
+    status = res.status.astype(np.int32)
+    # y contiguous: a strided view is transposed on the host whenever it goes to a device
+    # (35 ms of the 1000 x 1000 panel's classification on an H100 host)
+    y_end = np.ascontiguousarray(res.y[:, :d])
+    aux_end = res.aux if hybrid else aux
+    log = None
+    if ad.K:
+        log = _eventlog.read(aux_end[:, p], np.ascontiguousarray(aux_end[:, p + 1:]), d)
+        aux_end = np.ascontiguousarray(aux_end[:, :p])
+    elif save_events:  # no reset map: the terminal event is the only one
+        log = _terminal_log(save_events, status, res.event, res.t, mode_end, y_end)
     return Solution(
-        # y contiguous: a strided view is transposed on the host whenever it goes to a
-        # device (35 ms of the 1000 x 1000 panel's classification on an H100 host)
-        t=res.t, y=np.ascontiguousarray(res.y[:, :d]), mode=np.rint(res.y[:, d]).astype(np.int32),
-        aux=res.aux if hybrid else aux, status=res.status.astype(np.int32),
+        t=res.t, y=y_end, mode=mode_end, aux=aux_end, status=status,
         event=res.event, counts=res.counts.astype(np.int32), t_first=res.t_first,
-        steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32),
+        steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32), events=log,
     )
+
+
+def _terminal_log(K: int, status, event, t, mode, y) -> _eventlog.EventLog:
+    """The event log of runs without a reset map: the event that ended a run, if one did."""
+    N, d = y.shape
+    hit = status == Status.EVENT
+    rows = np.full((N, K, _eventlog.width(d)), np.nan)
+    rows[hit, 0, 0] = t[hit]
+    rows[hit, 0, 1] = event[hit]
+    rows[hit, 0, 2] = mode[hit]
+    rows[hit, 0, 3] = t[hit]
+    rows[hit, 0, 4] = mode[hit]
+    rows[hit, 0, 5:5 + d] = y[hit]
+    rows[hit, 0, 5 + d:] = y[hit]
+    return _eventlog.read(hit.astype(np.float64), rows.reshape(N, -1), d)
 
 
 # a scoped replacement of the fused path's runner (fused_program lowers instead of running)

@@ -8,6 +8,8 @@ import equinox as eqx
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from rollax._eventlog import EventLog
+
 
 class Status(enum.IntEnum):
     """How a run ended. (``rollax.ensemble`` uses the same codes.)"""
@@ -50,6 +52,7 @@ class Solution(eqx.Module):
     steps: Int[Array, "*b"]  # steps taken, all segments
     resets: Int[Array, "*b"]  # non-terminal resets
     ys: Float[Array, "*b m d"] | None = None  # states at the save times ``ts`` (rollax.solve)
+    events: EventLog | None = None  # the first events of the run (``save_events``)
 
     @property
     def status_name(self):

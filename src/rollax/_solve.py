@@ -57,10 +57,12 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Float, Int
 
-from rollax import dopri5
+from rollax import _eventlog, dopri5
+from rollax._eventlog import SAVE_EVENTS_MAX
 from rollax._solution import Solution, Status
 from rollax._system import AbstractSystem
-from rollax._validate import ATOL_MIN, RTOL_MIN, _show, check_jump_ts, past_jump
+from rollax._validate import (ATOL_MIN, RTOL_MIN, _show, check_integer, check_jump_ts,
+                              past_jump)
 from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
 
 
@@ -399,6 +401,7 @@ class _Options(eqx.Module):
     n_samples: int = eqx.field(static=True)
     # some of t0, t1, rtol, atol, dt_max are traced: checked in the compiled run (error_if)
     traced: bool = eqx.field(static=True, default=False)
+    save_events: int = eqx.field(static=True, default=0)  # rows of the event log
 
 
 def solve(
@@ -419,6 +422,7 @@ def solve(
     adjoint: diffrax.AbstractAdjoint | None = None,
     jump_ts: Float[Array, " k"] | None = None,
     ts: Float[Array, " m"] | None = None,
+    save_events: int = 0,
 ) -> Solution:
     """Integrate ``system`` from ``(t0, y0)`` in ``mode`` until a terminal event or ``t1``
     (``mode``: an index or a name of ``system.modes``; None: ``system.initial_mode(t0, y0)``).
@@ -441,7 +445,10 @@ def solve(
     starts just after it, with the field evaluated afresh; :func:`rollax.solve_ensemble` too).
     ``ts``: non-decreasing times in ``[t0, t1]`` at which to save the state (``Solution.ys``,
     from each step's dense output; nan after the run ended; a time at a reset gets the state
-    after it). Returns a :class:`rollax.Solution`.
+    after it). ``save_events``: keep the first ``save_events`` events of the run
+    (``Solution.events``, a :class:`rollax.EventLog`: each event's time, index, mode and state
+    before the reset map and what it returned; differentiable like ``Solution.t``; more events
+    are counted in ``EventLog.n`` and dropped). Returns a :class:`rollax.Solution`.
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
@@ -491,8 +498,9 @@ def solve(
         jump_ts = jnp.asarray(jump_ts, dtype=float).reshape(-1)
     if ts is not None:
         ts = _check_ts(ts, t0, t1)
+    save_events = check_integer("save_events", save_events, 0, SAVE_EVENTS_MAX)
     traced = any(isinstance(v, jax.core.Tracer) for v in (t0, t1, rtol, atol, dt_max))
-    opts = _Options(solver, adjoint, max_steps, max_resets, n_samples, traced)
+    opts = _Options(solver, adjoint, max_steps, max_resets, n_samples, traced, int(save_events))
     if jump_ts is not None:
         t0, y0 = _over_the_gap(system, t0, y0, mode, jump_ts)
     f = jnp.asarray
@@ -641,6 +649,8 @@ class _State(NamedTuple):
     steps: Int[Array, ""]
     resets: Int[Array, ""]
     ys: Float[Array, "m d"]  # saved states (m = 0 without ts)
+    log_n: Float[Array, ""]  # events so far (the event log, _eventlog)
+    log: Float[Array, " Kw"]  # the first K of them, flat
 
 
 @eqx.filter_jit
@@ -658,7 +668,8 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
                                    f"dt_max > 0")
     st = _State(t0, y0, mode, aux, jnp.int32(-1), jnp.int32(-1), jnp.zeros(n, jnp.int32),
                 jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0),
-                jnp.full((m,) + y0.shape, jnp.nan, y0.dtype))
+                jnp.full((m,) + y0.shape, jnp.nan, y0.dtype),
+                *_eventlog.empty(opts.save_events, y0.shape[0], y0.dtype))
     run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, ts, opts)  # noqa: E731
     if not system.hybrid:
         st = run(st)
@@ -669,7 +680,9 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
                              max_steps=None if kind == "lax" else opts.max_resets + 2, kind=kind)
     return Solution(t=st.t, y=st.y, mode=st.mode, aux=st.aux, status=st.status, event=st.event,
                     counts=st.counts, t_first=st.t_first, steps=st.steps, resets=st.resets,
-                    ys=None if ts is None else st.ys)
+                    ys=None if ts is None else st.ys,
+                    events=_eventlog.read(st.log_n, st.log, y0.shape[0]) if opts.save_events
+                    else None)
 
 
 # the length of the stand-in step redone where no event fired (relative to max(1, |t0|)):
@@ -875,6 +888,10 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     if ts is not None:
         inside = (ts >= t0) & (ts <= t_out)  # a failed run keeps what it reached
         ys = jnp.where(inside[:, None], sol.ys[1], ys)
+    log_n, log = s.log_n, s.log
+    if opts.save_events:  # every event the reset map saw (static: none without a log)
+        log_n, log = _eventlog.write(log_n, log, event_now, t_out, e, mode, y_out, t_r, mode_r,
+                                     y_r)
     keep = lambda a, b: jnp.where(event_now, a, b)  # noqa: E731
     return _State(
         t=keep(jnp.asarray(t_r, t_out.dtype), t_out),
@@ -890,6 +907,8 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
         steps=steps,
         resets=resets,
         ys=ys,
+        log_n=log_n,
+        log=log,
     )
 
 

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._chunks import run_chunked, sweep_key
+from rollax._eventlog import EventLog
 from rollax._solution import Solution, Status, code_names
 from rollax._system import AbstractSystem, classify
 
@@ -118,7 +119,14 @@ class SweepResult:
     def as_solution(self) -> Solution:
         """The runs as one :class:`rollax.Solution` with the grid's shape first (for
         :func:`rollax.classify` and the other functions of a solution)."""
-        return Solution(**{f: self.solution[f] for f in _FIELDS})
+        return Solution(**{f: self.solution[f] for f in _FIELDS}, events=self.events)
+
+    @property
+    def events(self) -> EventLog | None:
+        """The runs' event logs (``save_events``) with the grid's shape first, or None."""
+        log = {k[len("events."):]: v for k, v in self.solution.items()
+               if k.startswith("events.")}
+        return EventLog(**log) if log else None
 
     def counts(self) -> dict[str, int]:
         """Runs per outcome (by the names of the system's ``outcomes`` enumeration)."""
@@ -252,6 +260,9 @@ def sweep(
         sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid,
                              progress=report, **solver_options)
         out = {f: np.asarray(getattr(sol, f)) for f in _FIELDS}
+        if sol.events is not None:  # save_events: the log's fields, stored with the chunk
+            out.update({f"events.{f.name}": np.asarray(getattr(sol.events, f.name))
+                        for f in dataclasses.fields(EventLog)})
         if summary is None:
             out["outcome"] = np.asarray(classify(sys_b, sol))
         else:
@@ -279,7 +290,9 @@ def sweep(
         # version 4: the kernel steps to the jump times (a robot's runs changed at rounding level)
         chunk_size=chunk_size, version=4))
     out = run_chunked(run, points, n=n, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
-                      keep_chunks=keep_chunks, row_bytes=_row_bytes(system, summary),
+                      keep_chunks=keep_chunks,
+                      row_bytes=_row_bytes(system, summary,
+                                           int(solver_options.get("save_events") or 0)),
                       progress=progress, desc=type(system).__name__)
     outcome = out.pop("outcome").reshape(shape)
     grid = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
@@ -317,12 +330,14 @@ def _reaches(system: AbstractSystem, getter, y, t0) -> bool:
         any(id(v) in p_vars for v in jaxpr.outvars)
 
 
-def _row_bytes(system: AbstractSystem, summary) -> int:
+def _row_bytes(system: AbstractSystem, summary, save_events: int = 0) -> int:
     """Bytes of the results of one run (the Solution fields and the outcome; a generous 128
-    for a summary), to refuse a sweep that cannot fit before any work."""
+    for a summary; the event log's rows), to refuse a sweep that cannot fit before any work."""
     n_ev = len(system.events)
-    row = 8 + 8 * system.state_dim + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4
-    return row + (128 if summary is not None else 0)
+    d = system.state_dim
+    row = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4
+    log = 4 + save_events * (8 + 4 + 4 + 8 + 4 + 16 * d) if save_events else 0
+    return row + log + (128 if summary is not None else 0)
 
 
 @functools.lru_cache(maxsize=64)

@@ -483,7 +483,8 @@ def classify(system: AbstractSystem, solution) -> Int[Array, "*b"]:
     ``system`` may carry per-start parameters (a leading batch axis on some fields, as given
     to :func:`rollax.solve_ensemble`); each run is classified with its own parameters."""
     fields = {f.name: None if getattr(solution, f.name) is None
-              else jnp.asarray(getattr(solution, f.name)) for f in dataclasses.fields(solution)}
+              else jax.tree_util.tree_map(jnp.asarray, getattr(solution, f.name))
+              for f in dataclasses.fields(solution)}
     return _classify(system, type(solution)(**fields))
 
 
