@@ -1,7 +1,8 @@
 """rollax: rigid bodies rolling, slipping, separating and colliding under nonholonomic contact.
 
 Differentiable, batched, float64 simulation built on JAX, equinox and diffrax.
-Importing rollax enables float64 in JAX (see :mod:`rollax._setup`).
+Importing rollax enables float64 in JAX (see :mod:`rollax._setup`). The names below are
+loaded on first use (PEP 562), so ``import rollax`` and ``rollax --help`` do not load JAX.
 
 The public API:
 
@@ -17,24 +18,62 @@ The public API:
   (:class:`Observations`), with error bars (:class:`Fit`, :class:`IdentifiabilityWarning`).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
-from rollax._chunks import ChunkWarning, SweepInterrupted
-from rollax._config import configure
-from rollax._ensemble import fused_program, solve_ensemble
-from rollax._eventlog import EventLog
-from rollax._identify import Fit, IdentifiabilityWarning, Observations, identify
-from rollax._solution import Solution, Status
-from rollax._solve import solve
-from rollax._sweep import Axis, SweepResult, sweep
-from rollax._system import (AbstractSystem, Event, EventKind, boundary, classify, crossing,
-                            parameter)
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AbstractSystem", "Axis", "ChunkWarning", "Event", "EventKind", "EventLog", "Fit",
-    "IdentifiabilityWarning", "Observations", "Solution", "Status", "SweepInterrupted",
-    "SweepResult", "boundary", "classify", "configure", "crossing", "fused_program", "identify",
-    "parameter",
-    "solve", "solve_ensemble", "sweep",
-]
+# public name -> the private module that defines it
+_EXPORTS = {
+    "ChunkWarning": "rollax._chunks", "SweepInterrupted": "rollax._chunks",
+    "configure": "rollax._config",
+    "fused_program": "rollax._ensemble", "solve_ensemble": "rollax._ensemble",
+    "EventLog": "rollax._eventlog",
+    "Fit": "rollax._identify", "IdentifiabilityWarning": "rollax._identify",
+    "Observations": "rollax._identify", "identify": "rollax._identify",
+    "Solution": "rollax._solution", "Status": "rollax._solution",
+    "solve": "rollax._solve",
+    "Axis": "rollax._sweep", "SweepResult": "rollax._sweep", "sweep": "rollax._sweep",
+    "AbstractSystem": "rollax._system", "Event": "rollax._system",
+    "EventKind": "rollax._system", "boundary": "rollax._system", "classify": "rollax._system",
+    "crossing": "rollax._system", "parameter": "rollax._system",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """A public name, or a submodule (``rollax.rim``), loaded on first use."""
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("__"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # what the loaders above give, for type checkers and editors
+    from rollax._chunks import ChunkWarning, SweepInterrupted
+    from rollax._config import configure
+    from rollax._ensemble import fused_program, solve_ensemble
+    from rollax._eventlog import EventLog
+    from rollax._identify import Fit, IdentifiabilityWarning, Observations, identify
+    from rollax._solution import Solution, Status
+    from rollax._solve import solve
+    from rollax._sweep import Axis, SweepResult, sweep
+    from rollax._system import (AbstractSystem, Event, EventKind, boundary, classify,
+                                crossing, parameter)

@@ -100,6 +100,13 @@ def version_line() -> str:
 
 class _Version(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
+        from rollax._config import configure
+
+        try:
+            configure()  # the devices the commands would use
+        except ValueError as err:
+            print(f"rollax: error: {err}", file=sys.stderr)
+            parser.exit(2)
         print(version_line())
         parser.exit()
 
@@ -127,14 +134,8 @@ def _quiet_stdout() -> None:
 def _main(argv: list[str]) -> int:
     prog = "rollax"
     try:
-        import rollax
         from rollax._chunks import SweepInterrupted, terminate_as_interrupt
 
-        try:
-            rollax.configure()  # CPU devices and compile cache, before any JAX work
-        except ValueError as err:
-            print(f"rollax: error: {err}", file=sys.stderr)
-            return 2
         def on_term(signum, frame):
             _backstop(signum)
             terminate_as_interrupt(signum, frame)
@@ -150,6 +151,14 @@ def _main(argv: list[str]) -> int:
             if args.command is None:
                 parser.print_help()
                 return 0
+            # after parsing (--help loads no JAX), before any JAX work
+            from rollax._config import configure
+
+            try:
+                configure()  # CPU devices and compile cache
+            except ValueError as err:
+                print(f"rollax: error: {err}", file=sys.stderr)
+                return 2
             prog = f"rollax {args.command}"
             old_format = warnings.formatwarning
             # a warning is one line on the command line (Python's default adds the source line)
