@@ -60,3 +60,9 @@ def test_the_cli_degree_limit_is_the_models():
     from rollax.friction.harmonic import MAX_DEGREE as MODEL
 
     assert MAX_DEGREE == MODEL
+
+
+def test_all_lists_exactly_the_loaded_names():
+    import rollax
+
+    assert sorted(rollax.__all__) == sorted(rollax._EXPORTS)

@@ -43,7 +43,12 @@ _EXPORTS = {
     "crossing": "rollax._system", "parameter": "rollax._system",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AbstractSystem", "Axis", "ChunkWarning", "Event", "EventKind", "EventLog", "Fit",
+    "IdentifiabilityWarning", "Observations", "Solution", "Status", "SweepInterrupted",
+    "SweepResult", "boundary", "classify", "configure", "crossing", "fused_program",
+    "identify", "parameter", "solve", "solve_ensemble", "sweep",
+]
 
 
 def __getattr__(name: str):
