@@ -188,3 +188,27 @@ def test_basin_map_passes_and_records_its_event_samples(tmp_path):
     for bad in (0, 2.5, True):
         with pytest.raises(ValueError, match="n_samples = "):
             basin_map(rim, n_samples=bad, **kw)
+
+
+def test_the_figure_names_what_differs_and_uses_colour_blind_safe_colours():
+    from matplotlib.colors import to_rgb
+
+    from rollax.plotting import OUTCOME_COLOURS, basin_title
+    from rollax.slip import SlipSettings
+
+    small = dict(x=Axis("beta", 0.8, 1.8, 3), y=Axis("omega1", -20, 20, 2),
+                 fixed={"omega2": 35.0, "omega3": 10.0}, progress=False)
+    t = basin_title(basin_map(Rim(k_d=0.02, R=0.23, g=9.7), **small))
+    assert "R = 0.23 m" in t and "$k_d$ = 0.02 1/s" in t and "g = 9.7" in t
+    assert "r =" not in t and "mu" not in t  # defaults and the rolling model's unused mu
+    t = basin_title(basin_map(Rim(mu=0.5), slip=SlipSettings(), **small))
+    assert r"slipping, $\mu$ = 0.5" in t
+    # periodic, in and out stay apart for a red-green colour-blind reader, who sees mostly
+    # lightness and the blue-yellow axis: each pair differs in one of them (the old green
+    # #2ca02c and red #d62728 differed by 0.08 and 0.11: they failed this)
+    cols = [np.array(to_rgb(c)) for c in OUTCOME_COLOURS[:3]]
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        ca, cb = cols[a], cols[b]
+        light = abs(ca @ [0.299, 0.587, 0.114] - cb @ [0.299, 0.587, 0.114])
+        blue_yellow = abs((ca[2] - (ca[0] + ca[1]) / 2) - (cb[2] - (cb[0] + cb[1]) / 2))
+        assert light > 0.15 or blue_yellow > 0.3, (a, b)

@@ -66,3 +66,13 @@ def test_all_lists_exactly_the_loaded_names():
     import rollax
 
     assert sorted(rollax.__all__) == sorted(rollax._EXPORTS)
+
+
+def test_help_names_the_public_path():
+    import pydoc
+
+    import rollax
+
+    assert "in module rollax\n" in pydoc.render_doc(rollax.solve) + "\n"
+    assert rollax.Solution.__module__ == "rollax" and repr(rollax.Solution) == \
+        "<class 'rollax.Solution'>"

@@ -56,6 +56,10 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is not None:
         value = getattr(importlib.import_module(module), name)
+        if getattr(value, "__module__", None) == module:
+            # help() and reprs name the public path (rollax.solve), not the private module
+            # (pickles resolve it through this function)
+            value.__module__ = __name__
         globals()[name] = value
         return value
     if not name.startswith("__"):

@@ -22,9 +22,39 @@ from matplotlib.patches import Patch  # noqa: E402
 from rollax.outcomes import OUTCOMES  # noqa: E402
 
 # periodic, in, out, undecided, failed, chattering
-OUTCOME_COLOURS = ("#2ca02c", "#1f77b4", "#d62728", "#bbbbbb", "#000000", "#ff7f0e")
+#: periodic, in, out, undecided, failed, chattering: the Okabe-Ito colours (bluish green, blue,
+#: vermillion, grey, black, orange), told apart by readers with any common colour-vision
+#: deficiency (the previous green and red were not, for deuteranopes)
+OUTCOME_COLOURS = ("#009E73", "#0072B2", "#D55E00", "#BBBBBB", "#000000", "#E69F00")
 LABELS = {"beta": r"$\beta$ [rad]", "omega1": r"$\omega_1$ [1/s]", "omega2": r"$\omega_2$ [1/s]",
           "omega3": r"$\omega_3$ [1/s]"}
+
+
+#: the units of the rim's parameters, for titles
+_RIM_UNITS = {"r": "m", "a": "m", "R": "m", "j": "", "g": "m/s$^2$", "mu": "", "m": "kg",
+              "k_d": "1/s", "k_r": "1/s"}
+
+
+def basin_title(bmap) -> str:
+    """The fixed state components, the dissipation rates, every rim parameter that differs
+    from :class:`rollax.rim.Rim`'s defaults (with units) and, when slipping was simulated, the
+    friction coefficient: what a reader needs to know which map this is."""
+    import dataclasses
+
+    from rollax.rim import Rim
+
+    parts = [f"{LABELS[k].split(' ')[0]} = {v:g}" for k, v in bmap.fixed.items()]
+    default = Rim()
+    shown = {"k_d", "k_r"} if (float(bmap.rim.k_d) > 0 or float(bmap.rim.k_r) > 0) else set()
+    for f in dataclasses.fields(Rim):
+        v = float(getattr(bmap.rim, f.name))
+        if f.name in shown or (f.name != "mu" and v != float(getattr(default, f.name))):
+            unit = _RIM_UNITS.get(f.name, "")
+            name = {"mu": r"$\mu$", "k_d": "$k_d$", "k_r": "$k_r$"}.get(f.name, f.name)
+            parts.append(f"{name} = {v:g}" + (f" {unit}" if unit else ""))
+    if getattr(bmap, "slip", None) is not None:
+        parts.append(rf"slipping, $\mu$ = {float(bmap.rim.mu):g}")
+    return "Ball on the rim: " + ", ".join(parts)
 
 
 def plot_basin(bmap, path: str | os.PathLike, title: str | None = None,
@@ -46,14 +76,10 @@ def plot_basin(bmap, path: str | os.PathLike, title: str | None = None,
             pt = (b0, 0.0) if bmap.x.name == "beta" else (0.0, b0)
             ax.plot(*pt, marker="*", color="yellow", markeredgecolor="k", markersize=14)
         handles.append(plt.Line2D([], [], marker="*", color="yellow", markeredgecolor="k",
-                                  linestyle="", markersize=12, label="steady motion (47)"))
+                                  linestyle="", markersize=12, label="steady motion, eq. (47)"))
     ax.set_xlabel(LABELS[bmap.x.name])
     ax.set_ylabel(LABELS[bmap.y.name])
-    fixed = ", ".join(f"{LABELS[k].split(' ')[0]} = {v:g}" for k, v in bmap.fixed.items())
-    diss = ""
-    if float(bmap.rim.k_d) > 0 or float(bmap.rim.k_r) > 0:
-        diss = f", $k_d$ = {float(bmap.rim.k_d):g}, $k_r$ = {float(bmap.rim.k_r):g} 1/s"
-    ax.set_title(title or f"Ball on the rim: {fixed}{diss}", fontsize=10)
+    ax.set_title(title or basin_title(bmap), fontsize=10)
     ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.85)
     fig.tight_layout()
     fig.savefig(path)
