@@ -17,10 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import rollax
-from rollax import dopri5, ensemble
-from rollax.basin import ROLLING_EVENTS, Axis, rolling_event_values, rolling_field, section_starts
+from rollax import dopri5
+from rollax.basin import Axis, section_starts
 from rollax.fastmath import sincos
 from rollax.rim import Rim
+from rollax.systems import RimRolling
 
 rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
@@ -41,7 +42,7 @@ def main() -> None:
     out["sincos_ns_per_elem"] = {"xla": per_call(xla, a) / a.size * 1e9,
                                  "fastmath": per_call(poly, a) / a.size * 1e9}
 
-    rim = jax.tree_util.tree_map(jnp.asarray, Rim())
+    system = RimRolling(Rim(), w1_target=2)
     L = 512
     y = jnp.asarray(np.random.default_rng(1).random((L, 4)) + np.array([1, 0, 35, 10]))
     h = jnp.full(L, 1e-2)
@@ -52,8 +53,8 @@ def main() -> None:
 
         return jax.jit(lambda y: jax.lax.fori_loop(0, 200, body, y))
 
-    f = lambda t, y: rolling_field(t, y, rim)  # noqa: E731
-    g = lambda t, y: rolling_event_values(t, y, rim)  # noqa: E731
+    f = lambda t, y: system.vector_field(t, y, 0)  # noqa: E731
+    g = lambda t, y: system.event_values(t, y, 0)  # noqa: E731
     out["dopri5_step_ns_per_lane"] = per_call(steps(f, g), y, n=3) / 200 / L * 1e9
 
     y0 = section_starts(Axis("beta", 0.8, 1.8, 360), Axis("omega1", -20, 20, 240),
@@ -61,8 +62,8 @@ def main() -> None:
     panel = {}
     for devices in (1, 2):
         for lanes in (256, 512, 1024, 2048):
-            run = lambda: ensemble.solve_ensemble(  # noqa: E731
-                rolling_field, ROLLING_EVENTS, y0, rim, t_max=60.0, lanes=lanes, devices=devices)
+            run = lambda: rollax.solve_ensemble(  # noqa: E731
+                system, y0, 0.0, 60.0, lanes=lanes, devices=devices, backend="queue")
             run()
             panel[f"devices={devices} lanes={lanes}"] = min(
                 per_call(lambda: run().t, n=1) for _ in range(3))

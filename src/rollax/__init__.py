@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING
 
 from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
 
-__version__ = "0.1.0"
+try:  # the installed distribution's version (pyproject.toml), not a copy of it
+    from importlib.metadata import PackageNotFoundError, version
+
+    __version__ = version("rollax")
+except PackageNotFoundError:  # run from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
 
 # public name -> the private module that defines it
 _EXPORTS = {

@@ -178,8 +178,8 @@ def solve_ensemble(
     (fused on a GPU, the queue elsewhere). The results agree to rounding (docs/fused.md).
 
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
-    meaningless (the padding of a chunk). ``progress(finished)``: called about every quarter
-    second with the number of starts finished so far (the results do not change); an
+    meaningless (the padding of a chunk). ``progress(finished)``: called about every second
+    (the queue's slices) with the number of starts finished so far (the results do not change); an
     exception it raises stops the solve. Returns a :class:`rollax.Solution` of NumPy arrays
     with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """

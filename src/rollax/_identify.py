@@ -859,12 +859,17 @@ def _reporter(progress):
     if callable(progress):
         return progress
     if progress:
-        last = {"stage": None}
+        import time
+
+        last = {"stage": None, "t0": time.perf_counter()}
+        print("identify: compiling the record's solves (the first lines wait for it)",
+              flush=True)
 
         def show(rec):
+            el = time.perf_counter() - last["t0"]
             if rec.get("stage") == "start":
                 print(f"identify: best of {rec['candidates']} starting guesses, cost "
-                      f"{rec['cost']:.6g}", flush=True)
+                      f"{rec['cost']:.6g} ({el:.0f} s)", flush=True)
                 return
             # the first iteration of each stage (a window, the whole record, the profiles),
             # then every 5th
@@ -872,7 +877,7 @@ def _reporter(progress):
                 last["stage"] = rec["stage"]
                 print(f"identify: {rec['stage']:>16s}  iteration {rec['iteration']:3d}  "
                       f"lanes {rec.get('lanes', 1):2d}  cost {rec['cost']:.10g}  "
-                      f"lambda {rec['lambda']:.2g}  scaled gradient {rec['gradient']:.3g}",
-                      flush=True)
+                      f"lambda {rec['lambda']:.2g}  scaled gradient {rec['gradient']:.3g}  "
+                      f"({el:.0f} s)", flush=True)
         return show
     return lambda rec: None

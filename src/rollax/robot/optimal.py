@@ -459,23 +459,38 @@ def _starts(prob: _Problem, starts: int, seed: int):
     return z
 
 
-def _progress_printer(enabled, starts, n):
+def _progress_printer(enabled, starts, n, max_iter: int | None = None):
     """``progress`` for :func:`rollax._nlp.minimize` run on the rows ``starts`` of ``n`` starts
-    (``info["start"]`` made the start's index among all ``n``)."""
+    (``info["start"]`` made the start's index among all ``n``). Printed lines say the time so
+    far and, from the mean time per iteration, the most the rest can take (the iteration
+    limit ``max_iter``; SLSQP usually stops well before it)."""
     if not enabled:
         return None
     starts = list(starts)
     if enabled is True:
         import sys
 
+        t0 = time.perf_counter()
+        if max_iter is not None:
+            print(f"  {len(starts)} start(s) of at most {max_iter} iterations each; the first "
+                  f"iteration includes compiling the problem", file=sys.stderr, flush=True)
+
         def show(k, info):
             if k % 10 == 0:
+                el = time.perf_counter() - t0
+                left = "" if max_iter is None else \
+                    f"; at most {_duration(el / (k + 1) * (max_iter - k - 1))} left"
                 print(f"  start {info['start'] + 1}/{n}, iteration {k + 1}: "
-                      f"objective {info['f']:.6g}, violation = {info['violation']:.2e}",
-                      file=sys.stderr, flush=True)
+                      f"objective {info['f']:.6g}, violation = {info['violation']:.2e} "
+                      f"({_duration(el)} so far{left})", file=sys.stderr, flush=True)
     else:
         show = enabled
     return lambda k, info: show(k, {**info, "start": starts[info["start"]]})
+
+
+def _duration(s: float) -> str:
+    """``s`` seconds as ``"42 s"``, ``"3.5 min"`` or ``"1.2 h"``."""
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
 @eqx.filter_jit
@@ -502,14 +517,15 @@ def _run(man: Manoeuvre, *, free_mu: bool, cost: str, knots: int, starts: int, s
     first = dataclasses.replace(prob, cost="effort")
     x0 = _starts(first, starts, seed) if x0 is None else np.atleast_2d(x0)
     t_start = time.perf_counter()
+    show = _progress_printer(progress, range(len(x0)), len(x0), max_iter)
     results = _nlp.minimize(_fun, x0, first, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
-                            progress=_progress_printer(progress, range(len(x0)), len(x0)))
+                            progress=show)
     if prob.cost != first.cost:
         X = np.stack([r.x for r in results])
         if prob.cost == "time":
             X = np.concatenate([X, np.zeros((len(X), 1))], axis=1)  # T = T_0
         results = _nlp.minimize(_fun, X, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
-                                progress=_progress_printer(progress, range(len(x0)), len(x0)))
+                                progress=show)
     # between the grid's times a constraint can dip below its bound: check on an 8x finer
     # grid and, if it does by more than tol, solve again from there on a 4x finer grid (once)
     X = np.stack([r.x for r in results])
@@ -520,7 +536,7 @@ def _run(man: Manoeuvre, *, free_mu: bool, cost: str, knots: int, starts: int, s
         finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
         again = _nlp.minimize(_fun, X[redo], finer, tol=tol, kkt_tol=kkt_tol,
                               max_iter=max_iter,
-                              progress=_progress_printer(progress, redo, len(x0)))
+                              progress=_progress_printer(progress, redo, len(x0), max_iter))
         for i, r in zip(redo, again):
             results[i] = r
     wall = time.perf_counter() - t_start
