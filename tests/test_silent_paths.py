@@ -371,6 +371,33 @@ def test_a_swallowed_sigterm_still_ends_the_program():
     assert "terminated by SIGTERM" in r.stderr
 
 
+def test_a_sigterm_ends_a_main_thread_blocked_in_compiled_code_within_about_a_second():
+    # the main thread inside one long call that does not return to Python (as an XLA compile
+    # or a long JAX computation: an identification once took 65 s to stop): the handler's
+    # exception cannot be raised there, and the default backstop ends the process
+    code = (
+        "import os, signal, sys, threading, rollax.cli as c\n"
+        "def work(args):\n"
+        "    import jax\n"
+        "    f = jax.jit(lambda x: jax.lax.fori_loop(0, 10**11, lambda i, a: a * 1.0000001, x))\n"
+        "    threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()\n"
+        "    f(1.0).block_until_ready()  # minutes, waited for outside Python\n"
+        "    return 0\n"
+        "import rollax.cli.penny as p\n"
+        "p.run = work\n"
+        "sys.argv = ['rollax', 'penny']\n"
+        "raise SystemExit(c.main())\n"
+    )
+    import time
+
+    t0 = time.time()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    took = time.time() - t0
+    assert r.returncode == 143, (r.returncode, r.stderr)
+    assert "terminated by SIGTERM" in r.stderr
+    assert took < 20  # start-up, 2 s, the backstop's 1 s (the computation alone: minutes)
+
+
 def test_identify_refuses_records_it_cannot_finish():
     from rollax._identify import MAX_ROWS, Observations
 

@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit code: 0, 2 (bad input), 130/143 (SIGINT/SIGTERM),
     141 (broken pipe: the reader went away). Never a traceback for these."""
     _program[0] = argv is None
+    if _program[0]:
+        _watch_sigterm()
     code = _main(sys.argv[1:] if argv is None else list(argv))
     if _program[0]:
         try:
@@ -193,8 +195,37 @@ def _main(argv: list[str]) -> int:
 
 #: Seconds after SIGTERM at which the program ends even if the exception the handler raised
 #: was swallowed (it once was, inside a garbage-collection callback of JAX's, and the process
-#: ran on). An interrupted sweep keeps its chunks well within this (0.03-0.08 s measured).
-BACKSTOP_S = 5.0
+#: ran on) or cannot be raised yet (the main thread inside a long compile or JAX call: an
+#: identification once took 65 s to stop). An interrupted sweep keeps its chunks well within
+#: this (0.03-0.08 s measured); the chunk being computed is lost either way.
+BACKSTOP_S = 1.0
+
+
+def _watch_sigterm() -> None:
+    """Start the backstop as soon as SIGTERM arrives, even while the main thread is inside a
+    long call that does not return to Python (an XLA compile, a JAX computation waited for):
+    Python runs a signal handler only between bytecodes of the main thread, but the C-level
+    handler writes the signal's number to the wakeup fd at once, and a thread waiting on it
+    (without the GIL) wakes. Only when this process is the rollax program (one watcher)."""
+    import threading
+
+    try:
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):  # not the main thread, or no pipe: the handler's backstop
+        return
+
+    def watch():
+        while True:
+            data = os.read(r, 64)
+            if not data:
+                return
+            if int(signal.SIGTERM) in data:
+                _backstop(signal.SIGTERM)
+                return
+
+    threading.Thread(target=watch, daemon=True, name="rollax-sigterm-watch").start()
 
 
 def _backstop(signum: int) -> None:
