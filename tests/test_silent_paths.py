@@ -485,3 +485,43 @@ def test_every_parameter_refused_as_a_scalar_is_refused_in_a_batch():
                         dataclasses.replace(m, **{f.name: jnp.array([float(v), bad])})
                     assert "\n" not in str(err.value), (type(m).__name__, f.name, bad)
     assert len(seen) >= 25 and refused >= 40, (len(seen), refused)
+
+
+def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from rollax.basin import Axis, basin_map
+    from rollax.cli import main
+    from rollax.cli._args import dump
+    from rollax.rim import Rim
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    # the CLI's JSON files: the write error names the file
+    class Full:
+        name = str(tmp_path / "x.json")
+
+        def write(self, s):
+            full()
+
+        def flush(self):
+            pass
+
+    with pytest.raises(OSError) as err:
+        dump({"a": 1}, Full())
+    assert err.value.filename == str(tmp_path / "x.json")
+    # a basin map's npz: named, and no temporary file left behind
+    bmap = basin_map(Rim(), x=Axis("beta", 0.8, 1.8, 2), y=Axis("omega1", -20, 20, 2),
+                     fixed={"omega2": 35.0, "omega3": 10.0}, progress=False)
+    monkeypatch.setattr(np, "savez_compressed", full)
+    with pytest.raises(OSError) as err:
+        bmap.save(tmp_path / "out")
+    assert err.value.filename == str(tmp_path / "out" / "basin.npz")
+    assert list((tmp_path / "out").iterdir()) == []
+    # and the command says so in one line
+    rc = main(["basin", "--grid", "2", "2", "--no-progress", "--out", str(tmp_path / "cli")])
+    assert rc == 2
+    msg = capsys.readouterr().err.strip().splitlines()
+    assert len(msg) == 1 and str(tmp_path / "cli" / "basin.npz") in msg[0] and \
+        "No space left" in msg[0]

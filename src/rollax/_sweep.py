@@ -30,6 +30,7 @@ from rollax._chunks import run_chunked, sweep_key
 from rollax._eventlog import EventLog
 from rollax._solution import Solution, Status, code_names
 from rollax._system import AbstractSystem, classify
+from rollax._validate import naming_file
 
 _FIELDS = ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets")
 
@@ -142,12 +143,13 @@ class SweepResult:
         path.parent.mkdir(parents=True, exist_ok=True)
         params = {jax.tree_util.keystr(k): np.asarray(v) for k, v in
                   jax.tree_util.tree_leaves_with_path(eqx.filter(self.system, eqx.is_array))}
-        np.savez_compressed(
-            path, outcome=self.outcome, **self.solution,
-            **{f"axis.{a.name}": a.values for a in self.axes},
-            axes=np.array([a.name for a in self.axes]),
-            **{f"param{k}": v for k, v in params.items()},
-        )
+        with naming_file(path):
+            np.savez_compressed(
+                path, outcome=self.outcome, **self.solution,
+                **{f"axis.{a.name}": a.values for a in self.axes},
+                axes=np.array([a.name for a in self.axes]),
+                **{f"param{k}": v for k, v in params.items()},
+            )
         return path
 
 

@@ -281,3 +281,21 @@ def past_jump(t0, jump_ts):
     if isinstance(t0, (int, float)) and isinstance(jump_ts, tuple):
         return float(moved)
     return moved
+
+
+class naming_file:
+    """``with naming_file(path): ...``: an ``OSError`` raised inside that names no file (a full
+    disk while writing) is re-raised naming ``path``."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, err, tb) -> bool:
+        if isinstance(err, OSError) and err.filename is None:
+            import os
+
+            err.filename = os.fspath(self.path)
+        return False

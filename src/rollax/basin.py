@@ -35,7 +35,7 @@ import numpy as np
 from rollax._ensemble import solve_ensemble
 from rollax._sweep import Axis as SweepAxis
 from rollax._sweep import _per_run, sweep
-from rollax._validate import check_integer
+from rollax._validate import check_integer, naming_file
 from rollax.outcomes import CHATTERING, FAILED, IN, OUT, OUTCOMES, PERIODIC, UNDECIDED  # noqa: F401
 from rollax.rim import Rim
 from rollax.systems.rim import (RimRolling, RimSlipping, rolling_result, slip_max_resets,
@@ -110,6 +110,25 @@ class BasinMap:
                          **{f"slip_{f.name}": float(getattr(self.slip, f.name))
                             for f in dataclasses.fields(self.slip)})
         tmp = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.tmp.npz"
+        try:
+            with naming_file(out / "basin.npz"):
+                self._write_npz(tmp, params, extra)
+            os.replace(tmp, out / "basin.npz")  # atomic: safe to share OUT
+        finally:
+            tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing
+        if figure:
+            from rollax.plotting import plot_basin
+
+            png = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.png"
+            try:
+                with naming_file(out / "basin.png"):
+                    plot_basin(self, png, steady=self.steady_betas())
+                os.replace(png, out / "basin.png")
+            finally:
+                png.unlink(missing_ok=True)
+        return out / "basin.npz"
+
+    def _write_npz(self, tmp, params, extra) -> None:
         np.savez_compressed(
             tmp,
             outcome=self.outcome.astype(np.int8),
@@ -128,17 +147,6 @@ class BasinMap:
             **{f"param_{k}": v for k, v in params.items()},
             **extra,
         )
-        os.replace(tmp, out / "basin.npz")  # atomic: safe to share OUT
-        if figure:
-            from rollax.plotting import plot_basin
-
-            png = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.png"
-            try:
-                plot_basin(self, png, steady=self.steady_betas())
-                os.replace(png, out / "basin.png")
-            finally:
-                png.unlink(missing_ok=True)
-        return out / "basin.npz"
 
 
 def section_starts(x: Axis, y: Axis, fixed: Mapping[str, float]) -> np.ndarray:

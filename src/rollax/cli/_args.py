@@ -163,7 +163,15 @@ def dumps(obj, **kwargs) -> str:
 
 
 def dump(obj, fh, **kwargs) -> None:
-    fh.write(dumps(obj, **kwargs))
+    """``obj`` as strict JSON into the open file ``fh``, flushed here, so that a full disk is
+    reported naming the file (a write error carries no file name by itself)."""
+    try:
+        fh.write(dumps(obj, **kwargs))
+        fh.flush()
+    except OSError as err:
+        if err.filename is None:
+            err.filename = getattr(fh, "name", None)
+        raise
 
 
 def print_error(prog: str, message: str) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from rollax.cli._args import dumps, real
+from rollax.cli._args import dump, dumps, real
 
 RIM_FIELDS = ("r", "a", "R", "j", "g", "k_d", "k_r")
 
@@ -98,7 +98,7 @@ def run(args) -> int:
                                  "g": "m/s^2"})
         res["figures"] = paths
         with open(os.path.join(args.out, "identify.json"), "w") as fh:
-            fh.write(dumps(res, indent=2))
+            dump(res, fh, indent=2)
     if args.json:
         print(dumps(res))
     else:
