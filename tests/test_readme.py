@@ -107,3 +107,16 @@ def test_the_identification_example_reads_the_shipped_data(monkeypatch):
     assert 0.8 < fit.chi2_per_dof < 1.25
     lo, hi = fit.profile["k_d"]["interval"]
     assert lo < 0.02 < hi  # the data's truth (experiments/identify/run.py)
+
+
+@pytest.mark.slow
+def test_the_robot_example_runs_at_a_small_size():
+    # 6 knots and one start instead of 16 and 3 (86 s on this 2-core machine: a slow test);
+    # the least-mu curve's bound: a momentum argument gives >= 0.156 at T = 8 s
+    code = _blocks()[5].replace("knots=16, starts=3", "knots=6, starts=1").replace(
+        "least_mu(disk_manoeuvre(T=8.0))", "least_mu(disk_manoeuvre(T=8.0), knots=6)")
+    ns: dict = {}
+    out = _run(code, ns).splitlines()
+    assert out[0].split()[0] == "converged"
+    assert 0.156 <= float(out[1]) < 0.25
+    assert {"t", "theta"} <= set(ns["data"])
