@@ -296,3 +296,22 @@ def test_every_option_and_sub_command_has_help_text():
         text = sp.format_help()
         assert "``" not in text, name
         assert "Equation, section and figure numbers refer to" in text, name
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["penny", "chaos", "--impacts", "6", "--json"],
+     "--impacts applies to `rollax penny run` only"),
+    (["penny", "chaos", "--table", "circle", "--e", "0.5", "--json"],
+     "--table, --e apply to `rollax penny run` only"),
+    (["penny", "--samples", "8"], "--samples applies to `rollax penny chaos` only"),
+    (["penny", "run", "--seed", "3"], "--seed applies to `rollax penny chaos` only"),
+    (["basin", "--rtol", "1e-16", "--grid", "2", "2"], "--rtol = 1e-16 is not allowed"),
+    (["basin", "--atol", "1e-305", "--grid", "2", "2"], "--atol = 1e-305 is not allowed"),
+])
+def test_options_that_would_be_ignored_or_refused_late_are_refused_first(argv, message, capsys,
+                                                                        tmp_path):
+    # refused before any work: no output folder, one line naming the option
+    rc = main(argv + ["--out", str(tmp_path / "o")] if "--json" not in argv else argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "o").exists()

@@ -61,9 +61,10 @@ def _check_ball_log(log, z0, e, g, n_b, K):
 
 
 def test_every_impact_of_the_bouncing_ball_from_one_solve():
-    for z0, e, g, n_b in zip(*_balls()):
+    for i, (z0, e, g, n_b) in enumerate(zip(*_balls())):
         ball = BouncingBall(e=float(e), g=float(g), n_bounces=int(n_b))
-        for K in (2, int(n_b), 7):
+        # each (n_bounces, K) is a compile: fewer rows than events, exactly as many, more
+        for K in ((2, int(n_b)) if i else (2, int(n_b), 7)):
             sol = rollax.solve(ball, jnp.array([z0, 0.0]), 0.0, 60.0, save_events=K, **TOL)
             assert sol.events.t.shape == (K,) and sol.events.y.shape == (K, 2)
             _check_ball_log(sol.events, z0, e, g, int(n_b), K)
@@ -93,7 +94,7 @@ def test_every_impact_from_one_solve_ensemble(backend):
 
 
 def test_the_impact_times_are_differentiable():
-    for z0, e, g, _ in zip(*_balls(n=3, seed=8)):
+    for z0, e, g, _ in zip(*_balls(n=2, seed=8)):
         for k in (1, 3):
             t_k = jax.grad(lambda e_: rollax.solve(
                 BouncingBall(e=e_, g=float(g), n_bounces=4), jnp.array([z0, 0.0]), 0.0, 60.0,

@@ -114,7 +114,7 @@ def test_the_robot_example_runs_at_a_small_size():
     # 6 knots and one start instead of 16 and 3 (86 s on this 2-core machine: a slow test);
     # the least-mu curve's bound: a momentum argument gives >= 0.156 at T = 8 s
     code = _blocks()[5].replace("knots=16, starts=3", "knots=6, starts=1").replace(
-        "least_mu(disk_manoeuvre(T=8.0))", "least_mu(disk_manoeuvre(T=8.0), knots=6)")
+        "least_mu(disk_manoeuvre(T=8.0), progress=True)", "least_mu(disk_manoeuvre(T=8.0), knots=6)")
     ns: dict = {}
     out = _run(code, ns).splitlines()
     assert out[0].split()[0] == "converged"

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from rollax.cli._args import (FINITE, NONNEGATIVE, POSITIVE, TOLERANCE, DefaultsHelpFormatter,
+from rollax.cli._args import (ATOL, FINITE, NONNEGATIVE, POSITIVE, TOLERANCE, DefaultsHelpFormatter,
                               dumps, integer, real)
 
 
@@ -48,7 +48,7 @@ def register(subparsers) -> None:
     p.add_argument("--t-max", type=POSITIVE, default=60.0, help="time cap [s] (then 'undecided')")
     p.add_argument("--rtol", type=TOLERANCE, default=1e-9,
                    help="relative tolerance of the integration (default 1e-9)")
-    p.add_argument("--atol", type=TOLERANCE, default=1e-9,
+    p.add_argument("--atol", type=ATOL, default=1e-9,
                    help="absolute tolerance of the integration, in the state's units (rad, 1/s; "
                         "default 1e-9)")
     p.add_argument("--max-steps", type=integer(1, 2**31 - 1), default=200_000, help="step limit per start ('failed')")

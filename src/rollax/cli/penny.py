@@ -45,9 +45,29 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON to stdout")
     p.add_argument("--out", metavar="DIR", help="write figures (PNG) and data (json) to DIR")
     p.set_defaults(func=run)
+    _DEFAULTS.update({a.dest: a.default for a in p._actions})
+
+
+_DEFAULTS: dict = {}
+
+
+# options each mode alone reads: dest -> option
+_RUN_ONLY = {"table": "--table", "impact": "--impact", "e": "--e", "impacts": "--impacts",
+             "theta_dot": "--theta-dot", "phi_dot": "--phi-dot", "phi": "--phi"}
+_CHAOS_ONLY = {"samples": "--samples", "seed": "--seed", "no_progress": "--no-progress"}
 
 
 def _check(args) -> None:
+    # an option of the other mode is refused, not ignored (`penny chaos --impacts 6` once ran
+    # its fixed cases with 100 impacts and exit 0)
+    other = _RUN_ONLY if args.mode == "chaos" else _CHAOS_ONLY
+    given = [opt for dest, opt in other.items() if getattr(args, dest) != _DEFAULTS[dest]]
+    if given:
+        which = "run" if args.mode == "chaos" else "chaos"
+        what = ("chaos runs the fixed cases of Fig. 5 (both tables, elastic and plastic)"
+                if args.mode == "chaos" else "run simulates one impact sequence")
+        raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
+                         f"`rollax penny {which}` only; {what}")
     if args.impacts < 1:
         raise ValueError(f"--impacts = {args.impacts} must be >= 1")
     if args.samples < 1:

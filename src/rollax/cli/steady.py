@@ -63,7 +63,8 @@ def run(args) -> int:
 
         os.makedirs(args.out, exist_ok=True)
         for n in args.figure:
-            write_figure(n, rim, args.out, v_throw=args.v_throw, w3_max=args.w3_max)
+            written = write_figure(n, rim, args.out, v_throw=args.v_throw, w3_max=args.w3_max)
+            print(f"wrote {written} and its data (.npz)")
     return 0
 
 
