@@ -24,11 +24,14 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--cases", default=",".join(tc.CASES))
+    ap.add_argument("--save-events", type=int, default=0,
+                    help="keep this many events per start and compare the logs too")
     args = ap.parse_args()
     bad = 0
     for name in args.cases.split(","):
         system, y0s, t1, opts = tc.CASES[name](args.n)
-        opts = {**tc.TOL, **opts}
+        opts = {**tc.TOL, **opts, **({"save_events": args.save_events} if args.save_events
+                                     else {})}
         tic = time.perf_counter()
         a = rollax.solve_ensemble(system, y0s, 0.0, t1, backend="queue", **opts)
         tq = time.perf_counter() - tic
@@ -42,6 +45,12 @@ def main() -> int:
             continue
         diff = [f for f in ("status", "event", "mode", "counts", "steps", "resets")
                 if not np.array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)))]
+        if args.save_events:  # the event logs: the same events, times within 1e-10
+            la, lb = a.events, b.events
+            diff += [f"events.{f}" for f in ("event", "mode", "mode_after", "n")
+                     if not np.array_equal(np.asarray(getattr(la, f)), np.asarray(getattr(lb, f)))]
+            if not np.allclose(la.t, lb.t, rtol=0, atol=1e-10, equal_nan=True):
+                diff.append("events.t")
         dt = float(np.max(np.abs(a.t - b.t)))
         tfirst = np.nan_to_num(a.t_first, nan=-1.0) - np.nan_to_num(b.t_first, nan=-1.0)
         dtf = float(np.max(np.abs(tfirst))) if tfirst.size else 0.0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -92,6 +92,13 @@ elif [ "$what" = fused9 ]; then
   step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
   step 50 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_fused.json"
   step 70 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_fused.json"
+elif [ "$what" = fused10 ]; then
+  # prepared in stop 35 for the next GPU: every system's conformance with event logs kept
+  # (save_events rides in aux), then the two profiles (is the host's share smaller now that
+  # Solution.y is contiguous?)
+  step 240 python3 benchmarks/gpu/conformance_fused.py --n 256 --save-events 6 --cases rim_slipping,sliding,rim_rolling,oscillator,bouncing_ball,penny,robot
+  step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
+  step 80 python3 benchmarks/gpu/profile_fused.py --grid 360 240 --mu 1 --json "$OUT/profile_mu1.json"
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
   # sizes: benchmarks/gpu/compile_fused.py --lower-only), 90 s per system at most
