@@ -76,3 +76,21 @@ def test_help_names_the_public_path():
     assert "in module rollax\n" in pydoc.render_doc(rollax.solve) + "\n"
     assert rollax.Solution.__module__ == "rollax" and repr(rollax.Solution) == \
         "<class 'rollax.Solution'>"
+
+
+def test_a_system_without_state_names_is_refused_at_construction():
+    import jax.numpy as jnp
+
+    import rollax
+
+    class NoNames(rollax.AbstractSystem):
+        events = (rollax.crossing("zero"),)
+
+        def vector_field(self, t, y, mode):
+            return jnp.stack([y[1], -y[0]])
+
+        def event_values(self, t, y, mode):
+            return y[:1]
+
+    with pytest.raises(ValueError, match="NoNames has no state_names: a system must name"):
+        NoNames()

@@ -124,6 +124,12 @@ class AbstractSystem(eqx.Module):
     solver: ClassVar[str] = "dopri5"
 
     def __check_init__(self):
+        # a subclass that forgot state_names once failed later with "vector_field returns
+        # shape (2,); it must be (0,)": say what is missing, at construction
+        if not tuple(self.state_names):
+            raise ValueError(f"{type(self).__name__} has no state_names: a system must name "
+                             f"its state components, e.g. state_names = ('x', 'v') (their "
+                             f"number is the state dimension)")
         # equinox runs this for every subclass too; traced values (under jax transformations)
         # are checked where they are concrete
         for f in dataclasses.fields(self):
