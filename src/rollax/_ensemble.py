@@ -250,7 +250,7 @@ def solve_ensemble(
                                 float(t0), t0n - float(t0)))
         t0 = t0n
     if ad.K:  # the event log's count and rows, after the system's own aux
-        n0, rows0 = _eventlog.empty(ad.K, d, np.float64)
+        _, rows0 = _eventlog.empty(ad.K, d, np.float64)
         aux = np.concatenate([aux, np.zeros((N, 1)), np.broadcast_to(np.asarray(rows0),
                                                                     (N, rows0.shape[0]))], 1)
     events = EventSet(ad.event_values, system.event_set.kinds, system.event_set.targets,
