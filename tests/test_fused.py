@@ -33,6 +33,9 @@ def _both(name, n, mode, monkeypatch):
     a = rollax.solve_ensemble(system, y0s, 0.0, t1, lanes=32, backend="queue", **opts)
     b = rollax.solve_ensemble(system, y0s, 0.0, t1, backend="fused", **opts)
     _compare(name, a, b)
+    # NumPy arrays, as documented (the kernel's results come back in one transfer)
+    for f in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets"):
+        assert type(getattr(b, f)) is np.ndarray, f
 
 
 @pytest.mark.parametrize("name", list(CASES))

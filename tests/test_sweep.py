@@ -90,3 +90,80 @@ def test_bad_sweeps_get_clear_errors(axes, y0, match):
 def test_bad_axes(kw, match):
     with pytest.raises(ValueError, match=match):
         rollax.Axis(**kw)
+
+
+def _t_at_impact(system, sol):
+    return {"t_impact": sol.t}
+
+
+@pytest.mark.parametrize("backend", ["queue", "fused"])
+def test_keep_solution_false_keeps_the_outcome_and_summary_only(backend):
+    # the same outcome and summary as a sweep that keeps everything, on both backends (the
+    # fused path leaves its results on the device through the classification); several
+    # restitutions, heights and chunkings
+    ball = BouncingBall(n_bounces=2)
+    rng = np.random.default_rng(36)
+    for _ in range(2):
+        lo = float(rng.uniform(0.3, 1.0))
+        axes = [rollax.Axis("z", lo, lo + float(rng.uniform(0.5, 2.0)), 5),
+                rollax.Axis("e", 0.3, 0.9, int(rng.integers(2, 5)))]
+        kw = dict(y0={"v": 0.0}, t1=20.0, progress=False, summary=_t_at_impact,
+                  backend=backend, **TOL)
+        full = rollax.sweep(ball, axes, chunk_size=64, **kw)
+        lean = rollax.sweep(ball, axes, chunk_size=int(rng.integers(3, 20)),
+                            keep_solution=False, **kw)
+        assert lean.solution == {}
+        np.testing.assert_array_equal(lean.outcome, full.outcome)
+        np.testing.assert_array_equal(lean.summary["t_impact"], full.summary["t_impact"])
+        np.testing.assert_array_equal(full.summary["t_impact"], full.solution["t"])
+        assert isinstance(lean.summary["t_impact"], np.ndarray)  # on the host, as documented
+        with pytest.raises(ValueError, match="keep_solution=False"):
+            lean.as_solution()
+        with pytest.raises(ValueError, match="keep_solution=False"):
+            lean.status_name
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(keep_solution="no"), r"keep_solution = 'no' is not allowed: it must be True or False"),
+    (dict(keep_solution=False, save_events=3), r"save_events = 3 is not allowed with "
+                                               r"keep_solution=False"),
+])
+def test_keep_solution_refuses_bad_input(bad, match):
+    with pytest.raises(ValueError, match=match):
+        rollax.sweep(BouncingBall(), [rollax.Axis("z", 0.5, 2.0, 3)], y0={"v": 0.0}, t1=5.0,
+                     progress=False, **bad)
+
+
+class Still(rollax.AbstractSystem):
+    """y' = 0: a run ends where it started (the grid's points, read back)."""
+
+    k: jax.Array = rollax.parameter(1.0)
+    state_names = ("a", "b", "c")
+
+    def vector_field(self, t, y, mode):
+        return 0.0 * y * self.k
+
+
+def test_grid_points_are_row_major_in_any_chunking():
+    # random grids of 1-3 axes (state components, spacing of every kind), random chunk sizes:
+    # each run starts at its grid point (the first axis slowest), as numpy's unravel_index
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        names = list(rng.permutation(["a", "b", "c"])[:rng.integers(1, 4)])
+        axes = []
+        for nm in names:
+            kind = rng.integers(3)
+            n = int(rng.integers(2, 6))
+            axes.append(rollax.Axis.of(nm, rng.normal(size=n)) if kind == 0 else
+                        rollax.Axis(nm, 0.1, 2.0, n, "log" if kind == 1 else "linear"))
+        y0 = {nm: float(rng.normal()) for nm in "abc" if nm not in names}
+        res = rollax.sweep(Still(), axes, y0=y0, t1=1.0, chunk_size=int(rng.integers(1, 40)),
+                           progress=False, **TOL)
+        shape = tuple(a.n for a in axes)
+        for flat in range(int(np.prod(shape))):
+            ix = np.unravel_index(flat, shape)
+            y = res.solution["y"][ix]
+            for k, a in enumerate(axes):
+                assert y["abc".index(a.name)] == a.values[ix[k]]
+            for nm, v in y0.items():
+                assert y["abc".index(nm)] == v

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -99,6 +99,35 @@ elif [ "$what" = fused10 ]; then
   step 240 python3 benchmarks/gpu/conformance_fused.py --n 256 --save-events 6 --cases rim_slipping,sliding,rim_rolling,oscillator,bouncing_ball,penny,robot
   step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
   step 80 python3 benchmarks/gpu/profile_fused.py --grid 360 240 --mu 1 --json "$OUT/profile_mu1.json"
+elif [ "$what" = fused11 ]; then
+  # stop 36: the sweep keeps the fused path's results on the device through the classification
+  # and fetches only what it keeps (a basin map: the outcome and its summary); a default
+  # initial mode and an empty aux cost no pass over the starts. Before (.base/src: stop 35's
+  # code, carried) and after, alternating on the same machine; then the slipping panel and the
+  # hybrid systems' conformance with event logs (save_events rides in aux)
+  for k in 1 2; do
+    step 80 env PYTHONPATH=.base/src python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_base$k.json"
+    step 80 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_new$k.json"
+  done
+  step 100 python3 benchmarks/gpu/profile_fused.py --grid 360 240 --mu 1 --json "$OUT/mu1_new.json"
+  step 150 python3 benchmarks/gpu/conformance_fused.py --n 256 --save-events 6 --cases rim_slipping,penny,robot,rim_rolling
+  rm -f "$OUT/pip.log"
+elif [ "$what" = fused12 ]; then
+  # the second call of stop 36: after the host's copies of the padding, the dummy leaf and the
+  # finiteness check were cut; before/after alternating again, then the conformance of the
+  # systems the first call's time limit left out
+  for k in 1 2; do
+    step 60 env PYTHONPATH=.base/src python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_base$k.json"
+    step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_new$k.json"
+  done
+  step 170 python3 benchmarks/gpu/conformance_fused.py --n 256 --save-events 6 --cases robot,rim_rolling,sliding,oscillator,bouncing_ball
+  rm -f "$OUT/pip.log"
+elif [ "$what" = fused13 ]; then
+  # the third call of stop 36 (under 5 minutes of device time left): the grid's starts built
+  # without index arrays; one before/after pair
+  step 45 env PYTHONPATH=.base/src python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_base.json"
+  step 45 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_new.json"
+  rm -f "$OUT/pip.log"
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
   # sizes: benchmarks/gpu/compile_fused.py --lower-only), 90 s per system at most

@@ -183,6 +183,39 @@ def solve_ensemble(
     exception it raises stops the solve. Returns a :class:`rollax.Solution` of NumPy arrays
     with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """
+    return jax.device_get(_solve(
+        system, y0s, t0, t1, mode=mode, aux=aux, rtol=rtol, atol=atol, dt_max=dt_max,
+        max_steps=max_steps, max_resets=max_resets, n_samples=n_samples, solver=solver,
+        lanes=lanes, devices=devices, valid=valid, progress=progress, jump_ts=jump_ts,
+        backend=backend, save_events=save_events, on_device=False))
+
+
+def _solve(
+    system: AbstractSystem,
+    y0s: Float[Array, "N d"],
+    t0: float = 0.0,
+    t1: float = math.inf,
+    *,
+    mode=None,
+    aux=None,
+    rtol: float = 1e-9,
+    atol: float = 1e-9,
+    dt_max: float | None = None,
+    max_steps: int = 16_384,
+    max_resets: int = 1_000,
+    n_samples: int | None = None,
+    solver: str | None = None,
+    lanes: int = 512,
+    devices: int | None = None,
+    valid: np.ndarray | None = None,
+    progress=None,
+    jump_ts=None,
+    backend: str = "auto",
+    save_events: int = 0,
+    on_device: bool,
+) -> Solution:
+    """:func:`solve_ensemble`; ``on_device``: the fused path's results are left on the device
+    as JAX arrays (for work that continues there: a sweep's classification), else NumPy."""
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     backend = ensemble.check_backend(backend)
@@ -207,7 +240,9 @@ def solve_ensemble(
     if batch not in ((), (N,)):
         raise ValueError(f"the parameters of {type(system).__name__} have batch shape {batch}; "
                          f"per-start parameters need a batch size of N = {N} (the starts)")
-    if mode is None:
+    if mode is None and type(system).initial_mode is AbstractSystem.initial_mode:
+        modes = np.zeros(N, np.int32)  # the default: no pass over the starts on a device
+    elif mode is None:
         modes = _initial_modes(system, t0, y0s, _valid_rows(valid, y0s))
     elif isinstance(mode, str) or np.ndim(mode) == 0:
         modes = np.full(N, int(system.check_mode(mode)), np.int32)
@@ -231,7 +266,9 @@ def solve_ensemble(
     hybrid = system.hybrid
     ad = _adapter(static, d, p, save_events if hybrid else 0)
     marks = _batched_leaves(system, dyn)
-    if aux is None:
+    if aux is None and not p:
+        aux = np.zeros((N, 0))
+    elif aux is None:
         axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
         aux = np.asarray(_initial_aux(system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes)))
     aux = np.asarray(aux, dtype=np.float64)
@@ -272,14 +309,18 @@ def solve_ensemble(
         flow=ad.flow if system.has_flow else None,
         flow_step=ad.flow_step if system.has_flow else None, solver=solver,
         jump_ts=system.jump_times() if jump_ts is None else jump_ts,
-        runner=_RUNNER.get() or (_fused.run if backend == "fused" else None),
+        runner=_RUNNER.get() or (functools.partial(_fused.run, device=on_device)
+                                 if backend == "fused" else None),
     )
-    mode_end = np.rint(res.y[:, d]).astype(np.int32)
+    if ad.K or save_events or not isinstance(res.y, jax.Array):
+        res = jax.device_get(res)  # (the event logs are read on the host)
+    xp = jnp if isinstance(res.y, jax.Array) else np
+    mode_end = xp.rint(res.y[:, d]).astype(np.int32)
     status = res.status.astype(np.int32)
     # y contiguous: a strided view is transposed on the host whenever it goes to a device
     # (35 ms of the 1000 x 1000 panel's classification on an H100 host)
-    y_end = np.ascontiguousarray(res.y[:, :d])
-    aux_end = res.aux if hybrid else aux
+    y_end = res.y[:, :d] if xp is jnp else np.ascontiguousarray(res.y[:, :d])
+    aux_end = res.aux if hybrid else (jnp.asarray(aux) if xp is jnp else aux)
     log = None
     if ad.K:
         log = _eventlog.read(aux_end[:, p], np.ascontiguousarray(aux_end[:, p + 1:]), d)

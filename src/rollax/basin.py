@@ -285,7 +285,7 @@ def basin_map(
     res = sweep(system, [SweepAxis(x.name, x.lo, x.hi, x.n), SweepAxis(y.name, y.lo, y.hi, y.n)],
                 y0=y0, t1=t_max, chunk_size=chunk_size, cache_dir=cache_dir,
                 keep_chunks=keep_chunks, progress=progress,
-                summary=_summary, n_samples=n_samples,
+                summary=_summary, keep_solution=False, n_samples=n_samples,
                 backend=backend, **_options(system, max_steps, lanes, devices, rtol, atol))
     out = res.summary
     return BasinMap(

@@ -1160,6 +1160,7 @@ def solve_ensemble(
     if runner is not None:
         res = runner(
             pb, y0s, aux, valid,
+            # (the leading dummy: _fused.solve makes its own on the device)
             (np.zeros(N),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if b),
             (np.zeros(()),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if not b),
             (float(t0), float(t_max), float(rtol), float(atol), int(max_steps),
