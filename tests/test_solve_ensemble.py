@@ -302,3 +302,28 @@ def test_progress_can_stop_a_solve(balls):
 
     with pytest.raises(Stop):
         rollax.solve_ensemble(balls[0], balls[2], 0.0, 100.0, progress=stop, **KW)
+
+
+def test_starts_check_masks_invalid_rows_without_warnings():
+    # the finiteness check's fast path (one sum) must neither warn on inf - inf or an
+    # overflowing sum nor change which rows are refused
+    import warnings
+
+    from rollax.rim import Rim
+    from rollax.systems import RimRolling
+
+    s = RimRolling(Rim())
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        y = rng.normal(size=(6, 4))
+        bad = rng.random(6) < 0.4
+        y[bad] = rng.choice([np.inf, -np.inf, np.nan, 1e308], size=(int(bad.sum()), 4))
+        nonfinite = ~np.all(np.isfinite(y), axis=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            s.check_state(y, valid=~nonfinite, host=True)  # masked: accepted
+            if nonfinite.any():
+                with pytest.raises(ValueError, match=f"row {int(np.argmax(nonfinite))} of y0"):
+                    s.check_state(y, host=True)
+            else:
+                s.check_state(y, host=True)

@@ -429,6 +429,8 @@ def solve(pb, y0s: np.ndarray, aux: np.ndarray, valid: np.ndarray, bargs: tuple,
         res = run(pad(y0s), pad(aux), v.astype(jnp.int32), bl, sargs, sc_arr)
         if device:
             parts.append([r[:hi - lo] if m != hi - lo else r for r in res])
+            if progress is not None:  # (done when computed, not when queued)
+                jax.block_until_ready(res)
         else:  # one transfer of all results (each np.asarray waits for its own)
             parts.append([r[:hi - lo] for r in jax.device_get(res)])
         if progress is not None:
