@@ -135,6 +135,7 @@ def test_disk_optimum_resimulated_with_scipy_meets_target_rest_and_envelope(disk
     assert np.all(np.isfinite(costs)) and np.ptp(costs) < 1e-6 * costs.min()
 
 
+@pytest.mark.slow  # ~100 s (CI budget: CI ran 1409 s of its 1500 s in stop 35)
 def test_unconstrained_disk_optimum_breaks_the_envelope(disk_optimum):
     free = optimize(disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf), knots=16)
     assert free.status == "converged"
@@ -243,6 +244,9 @@ def _meets_target_rest_and_envelope(opt, mu):
     return ratio.max()
 
 
+# the three small optima: ~135 s to compute (CI budget); the disk optimum above, the robot
+# CLI's optimize and the cost gradients keep the optimiser in CI
+@pytest.mark.slow
 def test_energy_and_effort_optima_each_win_on_their_own_cost(small_optima):
     eff, en = small_optima["effort"], small_optima["energy"]
     assert eff.status == en.status == "converged"
@@ -252,6 +256,7 @@ def test_energy_and_effort_optima_each_win_on_their_own_cost(small_optima):
     _meets_target_rest_and_envelope(en, 0.2)
 
 
+@pytest.mark.slow  # the small optima (above)
 def test_energy_is_the_drag_integral_of_the_simulated_rates(small_optima):
     # E = int sum m_i R_i^2 theta_i'^2 dt on the disk's circular rails, theta' from the ODE
     from scipy.integrate import simpson
@@ -266,6 +271,7 @@ def test_energy_is_the_drag_integral_of_the_simulated_rates(small_optima):
         assert float(J) == pytest.approx(opt.energy, rel=1e-12)
 
 
+@pytest.mark.slow  # the small optima (above)
 def test_least_time_beats_a_feasible_duration(small_optima):
     fast = small_optima["time"]
     assert fast.status == "converged" and fast.cost_kind == "time"
