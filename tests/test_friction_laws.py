@@ -258,7 +258,6 @@ _coord = st.floats(-3, 3, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
 @given(ux=_coord, uy=_coord, w=_coord, lam=st.floats(1e-3, 1e3), alpha=st.floats(-3.14, 3.14))
 def test_homogeneity_and_symmetries(name, ux, uy, w, lam, alpha):
     """(24), (42), (43), (44), (45) on random slips."""
-    law = _LAWS[name]
     x = jnp.array([ux, uy, w])
     out = np.asarray(_EVAL[name](x, lam, alpha))
     tol = 1e-12 * max(1.0, np.abs(out).max())

@@ -27,7 +27,7 @@ def test_steady_motions_are_equilibria():
     xs = jax.vmap(RIM.steady_state)(jnp.asarray(BETA0), jnp.asarray(OMEGA30))
     f = np.asarray(jax.vmap(RIM.vector_field)(xs))
     # size of the terms that cancel in (33): gravity, centripetal and gyroscopic parts
-    r, R, j, g, rho = RIM.r, RIM.R, RIM.j, RIM.g, RIM.rho
+    r, R, g, rho = RIM.r, RIM.R, RIM.g, RIM.rho
     D = R - rho * np.cos(BETA0)
     w2 = np.asarray(xs[:, 2])
     scale = g / r + r * OMEGA30**2 / D + r * np.abs(w2 * OMEGA30) / D
