@@ -62,3 +62,11 @@ def test_sweeps_and_basin_maps_examples():
     assert out[2].startswith("(12, 8) {'periodic': ")
     counts = eval(out[2][len("(12, 8) "):])  # noqa: S307 - the page's own printed dict
     assert sum(counts.values()) == 96 and counts["in"] + counts["out"] > 0
+
+
+def test_identifying_parameters_example():
+    out = _run_page("identify.md")
+    assert out[0].split()[0] == "converged" and 0.5 < float(out[0].split()[1]) < 2.0
+    (w, dw), (c, dc) = _numbers(out[1]).reshape(2, 2)
+    assert abs(w - 2.0) < 4 * dw and abs(c - 0.3) < 4 * dc  # the truth within the error bars
+    assert dw < 0.01 and dc < 0.01
