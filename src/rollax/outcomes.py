@@ -6,7 +6,24 @@ The code of an outcome is its index in :data:`OUTCOMES`; ``basin.npz`` stores th
 
 from __future__ import annotations
 
-PERIODIC, IN, OUT, UNDECIDED, FAILED, CHATTERING = 0, 1, 2, 3, 4, 5
-OUTCOMES = ("periodic", "in", "out", "undecided", "failed", "chattering")
+import enum
 
-__all__ = ["CHATTERING", "FAILED", "IN", "OUT", "OUTCOMES", "PERIODIC", "UNDECIDED"]
+
+class RimOutcome(enum.IntEnum):
+    """Outcomes of a start on the rim (the codes of ``basin.npz``); the one source of the
+    codes and names below and of :class:`rollax.systems.RimOutcome`."""
+
+    PERIODIC = 0
+    IN = 1
+    OUT = 2
+    UNDECIDED = 3
+    FAILED = 4
+    CHATTERING = 5  # slipping sweeps only
+
+
+# the codes as plain ints and the names in code order, for arrays and figures
+PERIODIC, IN, OUT, UNDECIDED, FAILED, CHATTERING = (int(m) for m in RimOutcome)
+OUTCOMES = tuple(m.name.lower() for m in RimOutcome)
+
+__all__ = ["CHATTERING", "FAILED", "IN", "OUT", "OUTCOMES", "PERIODIC", "RimOutcome",
+           "UNDECIDED"]

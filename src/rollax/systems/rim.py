@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import math
 
-import enum
-
 import equinox as eqx
 import numpy as np
 import jax
@@ -29,19 +27,9 @@ from rollax._solution import Status
 from rollax._system import AbstractSystem, boundary, crossing
 from rollax._validate import real_array
 from rollax.fastmath import sincos
+from rollax.outcomes import RimOutcome
 from rollax.rim import Rim
 from rollax import slip as _slip
-
-
-class RimOutcome(enum.IntEnum):
-    """Outcomes of a start on the rim (the codes of ``basin.npz``)."""
-
-    PERIODIC = 0
-    IN = 1
-    OUT = 2
-    UNDECIDED = 3
-    FAILED = 4
-    CHATTERING = 5  # slipping sweeps only
 
 
 def _arrays(rim: Rim) -> Rim:
