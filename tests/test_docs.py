@@ -29,11 +29,12 @@ def test_the_site_builds_strict(tmp_path):
         assert f'id="rollax.{name}"' in api, name
 
 
-def _run_page(name: str) -> list[str]:
+def _run_page(name: str, ns: dict | None = None) -> list[str]:
     code = re.findall(r"```python\n(.*?)```", (GUIDE / name).read_text(), re.S)
     assert code, name
     out = io.StringIO()
-    ns: dict = {"__name__": f"docs_{name}"}
+    ns = {} if ns is None else ns
+    ns["__name__"] = f"docs_{name}"
     with contextlib.redirect_stdout(out):
         for block in code:
             exec(compile(block, str(GUIDE / name), "exec"), ns)
@@ -45,7 +46,10 @@ def _numbers(line: str) -> np.ndarray:
 
 
 def test_writing_a_system_examples():
-    out = _run_page("systems.md")
+    ns: dict = {}
+    out = _run_page("systems.md", ns)
+    assert int(ns["sol"].resets) == 3 and int(ns["sol"].events.n) == 4  # as the page says
+    assert float(ns["sol"].y[0]) == 0.0  # the terminal reset's state: on the floor
     assert out[0].startswith("EVENT ") and abs(float(out[0].split()[1]) - 5 * np.pi / 4) < 1e-9
     d = _numbers(out[1])
     assert abs(d[0] - d[1]) < 1e-7 and abs(d[1] + 5 * np.pi / 8) < 1e-12
