@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -127,6 +127,16 @@ elif [ "$what" = fused13 ]; then
   # without index arrays; one before/after pair
   step 45 env PYTHONPATH=.base/src python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_base.json"
   step 45 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_new.json"
+  rm -f "$OUT/pip.log"
+elif [ "$what" = fused14 ]; then
+  # prepared in stop 36 for the next GPU: the conformance that stop 36's limits cut off (the
+  # robot compiles both paths for over 150 s: it runs in the background on the CPU cores while
+  # the others run), then the 1000 x 1000 profile of the code as it is (stop 36: 0.086 s)
+  ( timeout 330 python3 benchmarks/gpu/conformance_fused.py --n 256 --save-events 6 --cases robot >"$OUT/conformance_robot.log" 2>&1; echo "   (rc $?)" >>"$OUT/conformance_robot.log" ) &
+  step 200 python3 benchmarks/gpu/conformance_fused.py --n 256 --save-events 6 --cases rim_rolling,sliding,oscillator,bouncing_ball
+  step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
+  wait
+  grep -v "^WARNING\|^W0000\|^I0000" "$OUT/conformance_robot.log" | tail -n 4
   rm -f "$OUT/pip.log"
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
