@@ -104,7 +104,7 @@ def test_resume_and_chunking_do_not_change_results(tmp_path, monkeypatch, fig11)
     calls = []
     import rollax._ensemble as ens
 
-    real = ens._solve  # what rollax.sweep runs each chunk with
+    real = ens.solve_ensemble  # what rollax.sweep runs each chunk with
 
     def dying(*a, **k):
         if len(calls) == 2:
@@ -112,10 +112,10 @@ def test_resume_and_chunking_do_not_change_results(tmp_path, monkeypatch, fig11)
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(ens, "_solve", dying)
+    monkeypatch.setattr(ens, "solve_ensemble", dying)
     with pytest.raises(_Killed):
         basin_map(RIM, cache_dir=tmp_path, **kw)
-    monkeypatch.setattr(ens, "_solve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(ens, "solve_ensemble", lambda *a, **k: calls.append(1) or real(*a, **k))
     resumed = basin_map(RIM, cache_dir=tmp_path, **kw)
     assert len(calls) == 2 + (2400 // 700 + 1) - 2  # only the unfinished chunks were run
     assert np.array_equal(resumed.outcome, fig11.outcome)

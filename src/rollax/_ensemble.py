@@ -183,39 +183,7 @@ def solve_ensemble(
     exception it raises stops the solve. Returns a :class:`rollax.Solution` of NumPy arrays
     with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """
-    return jax.device_get(_solve(
-        system, y0s, t0, t1, mode=mode, aux=aux, rtol=rtol, atol=atol, dt_max=dt_max,
-        max_steps=max_steps, max_resets=max_resets, n_samples=n_samples, solver=solver,
-        lanes=lanes, devices=devices, valid=valid, progress=progress, jump_ts=jump_ts,
-        backend=backend, save_events=save_events, on_device=False))
-
-
-def _solve(
-    system: AbstractSystem,
-    y0s: Float[Array, "N d"],
-    t0: float = 0.0,
-    t1: float = math.inf,
-    *,
-    mode=None,
-    aux=None,
-    rtol: float = 1e-9,
-    atol: float = 1e-9,
-    dt_max: float | None = None,
-    max_steps: int = 16_384,
-    max_resets: int = 1_000,
-    n_samples: int | None = None,
-    solver: str | None = None,
-    lanes: int = 512,
-    devices: int | None = None,
-    valid: np.ndarray | None = None,
-    progress=None,
-    jump_ts=None,
-    backend: str = "auto",
-    save_events: int = 0,
-    on_device: bool,
-) -> Solution:
-    """:func:`solve_ensemble`; ``on_device``: the fused path's results are left on the device
-    as JAX arrays (for work that continues there: a sweep's classification), else NumPy."""
+    on_device = _ON_DEVICE.get()
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     backend = ensemble.check_backend(backend)
@@ -327,11 +295,12 @@ def _solve(
         aux_end = np.ascontiguousarray(aux_end[:, :p])
     elif save_events:  # no reset map: the terminal event is the only one
         log = _terminal_log(save_events, status, res.event, res.t, mode_end, y_end)
-    return Solution(
+    sol = Solution(
         t=res.t, y=y_end, mode=mode_end, aux=aux_end, status=status,
         event=res.event, counts=res.counts.astype(np.int32), t_first=res.t_first,
         steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32), events=log,
     )
+    return sol if on_device else jax.device_get(sol)  # (NumPy, in one transfer)
 
 
 def _terminal_log(K: int, status, event, t, mode, y) -> _eventlog.EventLog:
@@ -348,6 +317,11 @@ def _terminal_log(K: int, status, event, t, mode, y) -> _eventlog.EventLog:
     rows[hit, 0, 5 + d:] = y[hit]
     return _eventlog.read(hit.astype(np.float64), rows.reshape(N, -1), d)
 
+
+# set by rollax.sweep around its solves: the fused path's results stay on the device as JAX
+# arrays (the sweep classifies them there and fetches only what it keeps)
+_ON_DEVICE: contextvars.ContextVar = contextvars.ContextVar("rollax_ensemble_on_device",
+                                                            default=False)
 
 # a scoped replacement of the fused path's runner (fused_program lowers instead of running)
 _RUNNER: contextvars.ContextVar = contextvars.ContextVar("rollax_ensemble_runner", default=None)

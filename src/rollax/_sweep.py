@@ -220,7 +220,7 @@ def sweep(
     (``MemoryError``). SIGINT/SIGTERM raise :class:`rollax.SweepInterrupted` within about a
     tenth of a second, keeping the finished chunks.
     """
-    from rollax._ensemble import _solve
+    from rollax._ensemble import _ON_DEVICE, solve_ensemble
 
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
@@ -294,9 +294,13 @@ def sweep(
             else:
                 sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
         # the fused path's results stay on the device through the classification, and come
-        # back in one transfer of what the sweep keeps (measured: benchmarks/RESULTS.md, stop 36)
-        sol = _solve(sys_b, ys, t0, t1, mode=mode, valid=valid, progress=report,
-                     on_device=True, **solver_options)
+        # back in one transfer of what the sweep keeps (measured: benchmarks/RESULTS.md, stop 36; _ensemble._ON_DEVICE)
+        token = _ON_DEVICE.set(True)
+        try:
+            sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid, progress=report,
+                                 **solver_options)
+        finally:
+            _ON_DEVICE.reset(token)
         out = {f: getattr(sol, f) for f in _FIELDS} if keep_solution else {}
         if sol.events is not None and keep_solution:  # save_events: stored with the chunk
             out.update({f"events.{f.name}": getattr(sol.events, f.name)
