@@ -294,7 +294,7 @@ def sweep(
             else:
                 sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
         # the fused path's results stay on the device through the classification, and come
-        # back in one transfer of what the sweep keeps (measured: benchmarks/RESULTS.md, stop 36; _ensemble._ON_DEVICE)
+        # back in one transfer of what the sweep keeps (benchmarks/RESULTS.md, stop 36)
         token = _ON_DEVICE.set(True)
         try:
             sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid, progress=report,
@@ -380,8 +380,8 @@ def _row_bytes(system: AbstractSystem, summary, save_events: int = 0,
     for a summary; the event log's rows), to refuse a sweep that cannot fit before any work."""
     n_ev = len(system.events)
     d = system.state_dim
-    row = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4 if keep_solution \
-        else 4
+    fields = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4
+    row = 4 + (fields if keep_solution else 0)  # the outcome, then the Solution's fields
     log = 4 + save_events * (8 + 4 + 4 + 8 + 4 + 16 * d) if save_events else 0
     return row + log + (128 if summary is not None else 0)
 
