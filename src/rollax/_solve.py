@@ -37,9 +37,10 @@ How it works, and why:
   step's start, no error estimate) and the steps are ``system.flow_step`` (at most
   ``dt_max``); the event samples, the walk, the root and its derivative are the same.
 
-What can still be missed: a dip of an event function through zero and back that falls
-between two samples of one step (narrower than ``h / n_samples``). ``dt_max`` bounds the step,
-and so the sampling interval, to ``dt_max / n_samples``.
+A step whose samples may hide a pair of crossings (:func:`rollax.events.unresolved`) is
+rejected as one with a non-finite error (shrunk to 0.2 h), as in the ensemble kernel. What can
+still be missed: a dip narrower than the samples show. ``dt_max`` bounds the step, and so the
+sampling interval, to ``dt_max / n_samples``.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ from rollax._solution import Solution, Status
 from rollax._system import AbstractSystem
 from rollax._validate import (ATOL_MIN, RTOL_MIN, _show, check_integer, check_jump_ts,
                               past_jump)
-from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
+from rollax.events import (CROSSING, EventSet, Located, locate_in_step, near_theta, scan,
+                           unresolved_in)
 
 
 class _Contd5(diffrax.AbstractLocalInterpolation):
@@ -191,6 +193,15 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         vals = jax.lax.stop_gradient(vals)
         count = ev.count.astype(jnp.int32)
         sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero)
+        if self.events.n and not isinstance(self.solver, _Flow):
+            # samples that may hide a pair of crossings: rejected (shrunk to 0.2 h) as a step
+            # with a non-finite error, as in the ensemble kernel (events.unresolved)
+            h = t1 - t0
+            th = near_theta(self.n_samples)
+            sg = jax.lax.stop_gradient
+            g0 = sg(system.event_values(t0, yp, mode))
+            near = sg(system.event_values(t0 + th * h, _interp_at(interp, t0, h, th), mode))
+            err = jnp.where(unresolved_in(vals, g0, near, t0, h), jnp.inf, err)
         stop = jnp.any(sc.fired) | sc.nonfinite
         cx = jnp.asarray(_crossings(self.events), jnp.int32)
         first = (count[cx] == 0) & (sc.count[cx] > 0) & jnp.isnan(ev.c_t0)
@@ -359,20 +370,23 @@ def _step_samples(system, mode, interp, y1, t0, h, n: int):
     dtype = jnp.result_type(y1)
     thetas = jnp.linspace(0.0, 1.0, n + 1, dtype=dtype)[1:]
     times = t0 + thetas * h
-    poly = isinstance(interp, diffrax.FourthOrderPolynomialInterpolation)
 
     def state(k):
-        if k == n - 1:
-            return y1
-        if isinstance(interp, _Contd5):
-            return interp.at_theta(thetas[k])
-        if poly:
-            return jax.tree_util.tree_map(lambda c: jnp.polyval(c, thetas[k]), interp.coeffs)
-        return interp.evaluate(times[k])
+        return y1 if k == n - 1 else _interp_at(interp, t0, h, thetas[k])
 
     # unrolled, not a vmap over the samples: under jax.vmap of solve on a CPU the nested
     # vmap made a step 3.9x plain diffrax's (1.3x unrolled; benchmarks/RESULTS.md)
     return jnp.stack([system.event_values(times[k], state(k), mode) for k in range(n)]), times
+
+
+def _interp_at(interp, t0, h, theta):
+    """The step's dense output at its fraction ``theta`` (a constant), as :func:`_step_samples`
+    evaluates it."""
+    if isinstance(interp, _Contd5):
+        return interp.at_theta(theta)
+    if isinstance(interp, diffrax.FourthOrderPolynomialInterpolation):
+        return jax.tree_util.tree_map(lambda c: jnp.polyval(c, theta), interp.coeffs)
+    return interp.evaluate(t0 + theta * h)
 
 
 def _controller(rtol, atol, dt_max, dt_min, jump_ts):

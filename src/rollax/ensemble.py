@@ -13,6 +13,9 @@ Design (measured in ``benchmarks/RESULTS.md``):
   once per step, so a sample costs four multiply-adds per component plus the event functions,
   and the last sample (the new state) shares its evaluation with the step's last stage
   (``field_and_events``). A non-finite sampled event value ends the start as ``FAILED_NAN``.
+  A step whose samples may hide a pair of crossings (:func:`rollax.events.unresolved`: two
+  more event evaluations a step, at its start and near its end) is rejected as one with a
+  non-finite error.
 * **Root finding outside the hot loop.** A step that contains a terminating event is not
   taken: the lane stops at the step's start. After the loop the step is redone (with a reset
   map, the lane keeps the step's dense coefficients and samples, and a service pass over the
@@ -57,7 +60,8 @@ from jaxtyping import Array, Bool, Float, Int
 
 from rollax import dopri5, dopri8
 from rollax._validate import check_jump_ts, past_jump
-from rollax.events import CROSSING, EventSet, Located, locate_in_step, scan
+from rollax.events import (CROSSING, EventSet, Located, locate_in_step, near_theta, scan,
+                           unresolved_in)
 
 # Status codes of a finished start.
 EVENT = 0  # ended by an event (see ``event``)
@@ -336,6 +340,15 @@ def _sample(fn: _Fns, n_samples: int, t, y, h, g1, at, bl, rolled: bool = False)
     return jnp.stack(vals + [g1]), times
 
 
+def _unresolved(fn: _Fns, n_samples: int, t, y, h, vals, at, bl):
+    """:func:`rollax.events.unresolved_in` on the samples ``vals`` of the step from ``(t, y)``,
+    with its extra sample near the end taken on the continuous extension ``at``."""
+    th = near_theta(n_samples)
+    tt = t + th * h
+    return unresolved_in(vals, fn.g(t, y, bl), fn.g(tt, at(jnp.asarray(th, vals.dtype), tt), bl),
+                         t, h)
+
+
 def _dense_at(t, h, y1, at, tt):
     # the step's end is the new state itself (not its interpolant, which differs by rounding);
     # 1 / h is computed once per step by XLA (a multiply per sample, not a divide)
@@ -608,7 +621,14 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         en = jnp.zeros((), y.dtype) if exact else dopri5.error_norm(err, y, y1, rtol, atol, ne)
         vals, times = _sample(fn, K, t, y, h, g1, at, bl, pb.rolled)
         sc = scan(events, vals, times, sign, count, t_zero)
-        h_next = fn.flow_step(t + h, y1, bl) if exact else jnp.zeros((), y.dtype)
+        if exact:
+            h_next = fn.flow_step(t + h, y1, bl)
+        else:
+            h_next = jnp.zeros((), y.dtype)
+            # samples that may hide a pair of crossings: the step is rejected (shrunk to 0.2 h)
+            # as one with a non-finite error, in rollax.solve too (events.unresolved)
+            if events.n:
+                en = jnp.where(_unresolved(fn, K, t, y, h, vals, at, bl), jnp.inf, en)
         kept = (coef, vals) if store else (jnp.zeros((0, y.shape[0]), y.dtype),
                                             jnp.zeros((0, vals.shape[1]), y.dtype))
         return (y1, k7, en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite, h_next) + kept

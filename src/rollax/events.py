@@ -266,6 +266,65 @@ def scan(
     return Scan(first < n_samples, first, sign, count, t_zero, t_exact, nonfinite)
 
 
+#: The step's extra sample for :func:`unresolved` lies at ``theta = 1 - 1 / (NEAR n_samples)``.
+NEAR = 16
+
+
+def near_theta(n_samples: int) -> float:
+    """Where in the step (its fraction ``theta``) the extra sample of :func:`unresolved` lies."""
+    return 1.0 - 1.0 / (NEAR * n_samples)
+
+
+def unresolved(values: Float[Array, "K n"], start: Float[Array, " n"],
+               near: Float[Array, " n"]) -> Bool[Array, ""]:
+    """Whether a step's samples may hide a pair of zero crossings between two samples.
+
+    Both integrators reject such a step (as one with a non-finite error: the step shrinks to
+    a fifth) while it is longer than ``1e-10 max(1, |t|)`` (:func:`unresolved_in`); a hidden
+    pair would otherwise be miscounted and an event reported at a later crossing, silently.
+    ``values`` are the event values at the step's samples ``theta = k / K`` (k = 1..K),
+    ``start`` those at its start (``theta = 0``). Two tests, per event:
+
+    * **a dip between samples**: three consecutive values ``g_(k-1), g_k, g_(k+1)`` (the
+      start's included) of one sign whose parabola has its vertex between the outer two and
+      of the other sign;
+    * **the rate at the step's end**: ``near`` is the event values at ``theta = 1 - 1 /
+      (NEAR K)`` (:func:`near_theta`), so ``d = NEAR (g_K - near)`` is the event's change over
+      one sample spacing at its rate at the end, and ``D = g_K - g_(K-1)`` its change across the
+      last sample spacing. A sampling that resolves ``g`` has ``|D - d| ~ s^2 |g''| / 2``,
+      small against ``|D| + |d|`` except near an extremum; a sampling coarser than the event's
+      oscillation (aliasing: the samples look like a slower wave) gives ``|D - d|`` of the
+      order of ``|D| + |d|``. The step is flagged when ``|D - d| > (|D| + |d|) / 4`` and
+      ``min(|g_(K-1)|, |g_K|) < |D - d|``: the samples disagree with the rate by more than
+      the distance to zero.
+
+    Not caught: an oscillation sampled at exactly its period near its crest (samples and rate
+    alike at every sample), and dips narrower than the parabola through the samples shows.
+    ``dt_max`` bounds the sampling interval in every case.
+    """
+    g = jnp.concatenate([start[None], values])
+    n = g.shape[0]
+    gK, gJ = g[-1], g[-2]
+    D = gK - gJ
+    d = NEAR * (gK - near)
+    m = jnp.abs(D - d)
+    flag = (4.0 * m > jnp.abs(D) + jnp.abs(d)) & (jnp.minimum(jnp.abs(gK), jnp.abs(gJ)) < m)
+    for k in range(1, n - 1):  # unrolled over the few static samples
+        a, b, c = g[k - 1], g[k], g[k + 1]
+        dd = c - 2.0 * b + a
+        sl = 0.5 * (c - a)
+        flag = flag | ((a * b > 0) & (b * c > 0) & (dd * b > 0) & (jnp.abs(sl) < jnp.abs(dd))
+                       & (sl * sl > 2.0 * dd * b))
+    # a non-finite value is the scan's business (the start fails), not a step to shrink
+    return jnp.any(flag & jnp.isfinite(m))
+
+
+def unresolved_in(values, start, near, t, h) -> Bool[Array, ""]:
+    """:func:`unresolved`, only while the step is longer than ``1e-10 max(1, |t|)`` (a
+    tangency exactly at a sample would shrink it to nothing)."""
+    return unresolved(values, start, near) & (jnp.abs(h) > 1e-10 * jnp.maximum(1.0, jnp.abs(t)))
+
+
 class Located(NamedTuple):
     """The earliest event root inside one step (see :func:`locate_in_step`)."""
 
