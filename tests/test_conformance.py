@@ -109,6 +109,10 @@ def _agree(name, system, y0s, t1, opts, same_steps=False):
         # samples and roots up to rounding (measured: within 1e-12 s on these cases)
         np.testing.assert_array_equal(np.asarray(a.steps), np.asarray(b.steps),
                                       err_msg=f"{name}: steps")
+        # and the same rejections (error control, events.unresolved)
+        np.testing.assert_array_equal(np.asarray(a.rejected), np.asarray(b.rejected),
+                                      err_msg=f"{name}: rejected")
+        assert np.all(np.asarray(a.rejected) <= np.asarray(a.steps))
         np.testing.assert_allclose(np.asarray(a.t), np.asarray(b.t), rtol=0, atol=1e-10,
                                    err_msg=f"{name}: t")
     for f in ("status", "event", "mode", "counts"):

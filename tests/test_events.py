@@ -273,6 +273,8 @@ class _DipWall(_Dip):
 def _both(system, t1):
     a = rollax.solve(system, jnp.zeros(1), 0.0, t1)
     b = rollax.solve_ensemble(system, np.zeros((2, 1)), 0.0, t1)
+    # the rejected steps are counted alike too
+    assert int(a.rejected) == int(b.rejected[0]) <= int(a.steps)
     return float(a.t), float(b.t[0]), int(a.steps), int(b.steps[0])
 
 
@@ -285,6 +287,7 @@ def _both(system, t1):
 def test_crossings_closer_than_the_samples_are_not_skipped(system, want):
     ta, tb, sa, sb = _both(system, 100.0)
     assert abs(ta - want) < 1e-9 and abs(tb - want) < 1e-9
+    assert int(rollax.solve(system, jnp.zeros(1), 0.0, 100.0).rejected) >= 1
     assert sa == sb  # the same steps, rejections included, on both integrators
 
 

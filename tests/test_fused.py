@@ -16,7 +16,7 @@ from test_conformance import CASES, TOL
 
 
 def _compare(name, a, b):
-    for f in ("status", "event", "mode", "counts", "steps", "resets"):
+    for f in ("status", "event", "mode", "counts", "steps", "resets", "rejected"):
         np.testing.assert_array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)),
                                       err_msg=f"{name}: {f}")
     np.testing.assert_allclose(b.t, a.t, rtol=0, atol=1e-10, err_msg=f"{name}: t")
@@ -34,7 +34,8 @@ def _both(name, n, mode, monkeypatch):
     b = rollax.solve_ensemble(system, y0s, 0.0, t1, backend="fused", **opts)
     _compare(name, a, b)
     # NumPy arrays, as documented (the kernel's results come back in one transfer)
-    for f in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets"):
+    for f in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets",
+              "rejected"):
         assert type(getattr(b, f)) is np.ndarray, f
 
 

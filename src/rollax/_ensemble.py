@@ -299,7 +299,8 @@ def solve_ensemble(
     sol = Solution(
         t=res.t, y=y_end, mode=mode_end, aux=aux_end, status=status,
         event=res.event, counts=res.counts.astype(np.int32), t_first=res.t_first,
-        steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32), events=log,
+        steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32),
+        rejected=res.rejected.astype(np.int32), events=log,
     )
     return sol if on_device else jax.device_get(sol)  # (NumPy, in one transfer)
 

@@ -215,7 +215,7 @@ class Phases(NamedTuple):
     * ``serve(lane) -> lane``: a parked start's event located, reset applied, next segment set
       up (the queue's service; nothing for a start that is not parked);
     * ``run(lane) -> lane``: steps while the start is live (until it ends or parks);
-    * ``finish(lane) -> (status, event, t, y, counts, t_first, steps, resets, aux)``.
+    * ``finish(lane) -> (status, event, t, y, counts, t_first, steps, resets, aux, rejected)``.
 
     A start's solve is ``setup``, then ``serve`` and ``run`` in turn while it is live or
     parked, then ``finish``: the queue's sequence of operations for that start. On a GPU each
@@ -298,15 +298,15 @@ def phases(pb, sargs: tuple, sc) -> Phases:
         out = E._Out(*(getattr(ln, k) for k in E._RECORD))
         status, event, t, y, counts, t_first = E._finish(pb, out, ln.bargs, sargs, direct=True)
         return (status[0], event[0], t[0], y[0], counts[0], t_first[0], ln.steps[0],
-                ln.resets[0], ln.aux[0])
+                ln.resets[0], ln.aux[0], ln.rejected[0])
 
     return Phases(setup, serve, run, finish, reset is not None)
 
 
 def start_program(pb, sargs: tuple, sc) -> Callable:
     """The per-start program of problem ``pb``: ``one(y0, aux0, valid, bl) -> (status, event,
-    t, y, counts, t_first, steps, resets, aux)`` for one start, the phases (:func:`phases`)
-    run in turn."""
+    t, y, counts, t_first, steps, resets, aux, rejected)`` for one start, the phases
+    (:func:`phases`) run in turn."""
     ph = phases(pb, sargs, sc)
 
     def one(y0, aux0, valid, bl):
@@ -392,8 +392,8 @@ def solve(pb, y0s: np.ndarray, aux: np.ndarray, valid: np.ndarray, bargs: tuple,
           num_warps: int | None = None, chunk: int = 1 << 20, progress=None,
           device: bool = False) -> tuple:
     """The fused solve of every start (``ensemble.solve_ensemble``'s inputs, one device):
-    ``(status, event, t, y, counts, t_first, steps, resets, aux)`` as NumPy arrays (``device``:
-    as JAX arrays left on the device, for work that continues there). The starts
+    ``(status, event, t, y, counts, t_first, steps, resets, aux, rejected)`` as NumPy arrays
+    (``device``: as JAX arrays left on the device, for work that continues there). The starts
     go in chunks of ``chunk`` (progress is reported after each); each chunk is padded to a
     power of two (at least ``block``) with invalid starts, which end at once: the kernel is
     compiled once per size class, not per size. ``block`` and ``num_warps`` (default:

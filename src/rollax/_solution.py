@@ -49,8 +49,11 @@ class Solution(eqx.Module):
     event: Int[Array, "*b"]  # the event that ended the run (-1: none)
     counts: Int[Array, "*b n"]  # crossings counted per event in the last segment
     t_first: Float[Array, "*b n"]  # first counted crossing per event in the last segment
-    steps: Int[Array, "*b"]  # steps taken, all segments
+    steps: Int[Array, "*b"]  # steps attempted (accepted and rejected), all segments
     resets: Int[Array, "*b"]  # non-terminal resets
+    # steps rejected (error above tolerance, a non-finite state, or samples that may hide a
+    # pair of event crossings: rollax.events.unresolved), all segments; None where not kept
+    rejected: Int[Array, "*b"] | None = None
     ys: Float[Array, "*b m d"] | None = None  # states at the save times ``ts`` (rollax.solve)
     events: EventLog | None = None  # the first events of the run (``save_events``)
 

@@ -662,6 +662,7 @@ class _State(NamedTuple):
     t_first: Float[Array, " n"]
     steps: Int[Array, ""]
     resets: Int[Array, ""]
+    rejected: Int[Array, ""]
     ys: Float[Array, "m d"]  # saved states (m = 0 without ts)
     log_n: Float[Array, ""]  # events so far (the event log, _eventlog)
     log: Float[Array, " Kw"]  # the first K of them, flat
@@ -681,7 +682,7 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
                                    f"[{RTOL_MIN:g}, 1), atol in [{ATOL_MIN:g}, 1) and "
                                    f"dt_max > 0")
     st = _State(t0, y0, mode, aux, jnp.int32(-1), jnp.int32(-1), jnp.zeros(n, jnp.int32),
-                jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0),
+                jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0), jnp.int32(0),
                 jnp.full((m,) + y0.shape, jnp.nan, y0.dtype),
                 *_eventlog.empty(opts.save_events, y0.shape[0], y0.dtype))
     run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, ts, opts)  # noqa: E731
@@ -694,7 +695,7 @@ def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
                              max_steps=None if kind == "lax" else opts.max_resets + 2, kind=kind)
     return Solution(t=st.t, y=st.y, mode=st.mode, aux=st.aux, status=st.status, event=st.event,
                     counts=st.counts, t_first=st.t_first, steps=st.steps, resets=st.resets,
-                    ys=None if ts is None else st.ys,
+                    rejected=st.rejected, ys=None if ts is None else st.ys,
                     events=_eventlog.read(st.log_n, st.log, y0.shape[0]) if opts.save_events
                     else None)
 
@@ -824,6 +825,7 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     y_phys, ev = y_last
     t_last = (sol.ts if ts is None else sol.ts[0])[-1]
     steps = s.steps + jnp.where(skip, 0, sol.stats["num_steps"]).astype(jnp.int32)
+    rejected = s.rejected + jnp.where(skip, 0, sol.stats["num_rejected_steps"]).astype(jnp.int32)
 
     # the terminal event's root. Where no event fired, the slot still holds its start values
     # (a step of length 0): the branch is computed and masked, and its derivative must stay
@@ -920,6 +922,7 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
         t_first=jnp.where(event_now & ~term, jnp.nan, t_first),
         steps=steps,
         resets=resets,
+        rejected=rejected,
         ys=ys,
         log_n=log_n,
         log=log,

@@ -32,7 +32,8 @@ from rollax._solution import Solution, Status, code_names
 from rollax._system import AbstractSystem, classify
 from rollax._validate import naming_file
 
-_FIELDS = ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets")
+_FIELDS = ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets",
+           "rejected")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,8 +330,10 @@ def sweep(
         # the system's defaults, which a call may leave out (a new default must not reuse chunks)
         solver=repr(_or(solver_options.get("solver"), system.solver)),
         n_samples=repr(_or(solver_options.get("n_samples"), system.n_samples)),
-        # version 4: the kernel steps to the jump times (a robot's runs changed at rounding level)
-        chunk_size=chunk_size, version=4,
+        # version 4: the kernel steps to the jump times (a robot's runs changed at rounding
+        # level); 5: steps whose samples may hide a pair of crossings are rejected
+        # (events.unresolved), and the rejected steps are kept
+        chunk_size=chunk_size, version=5,
         **({} if keep_solution else {"keep_solution": False})))
     out = run_chunked(run, points, n=n, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
                       keep_chunks=keep_chunks,
@@ -358,7 +361,7 @@ def _reaches(system: AbstractSystem, getter, y, t0) -> bool:
         s_ = eqx.tree_at(getter, system, p)
         sol = Solution(t=t, y=y, mode=mode, aux=aux, status=event, event=event,
                        counts=jnp.zeros(n, jnp.int32), t_first=jnp.zeros(n, y.dtype),
-                       steps=event, resets=event)
+                       steps=event, resets=event, rejected=event)
         return (s_.vector_field(t, y, mode), s_.event_values(t, y, mode),
                 s_.reset(t, y, mode, aux, event), s_.initial_mode(t, y),
                 s_.initial_aux(y, mode), s_.outcome(sol))
@@ -380,7 +383,7 @@ def _row_bytes(system: AbstractSystem, summary, save_events: int = 0,
     for a summary; the event log's rows), to refuse a sweep that cannot fit before any work."""
     n_ev = len(system.events)
     d = system.state_dim
-    fields = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4
+    fields = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4
     row = 4 + (fields if keep_solution else 0)  # the outcome, then the Solution's fields
     log = 4 + save_events * (8 + 4 + 4 + 8 + 4 + 16 * d) if save_events else 0
     return row + log + (128 if summary is not None else 0)

@@ -88,6 +88,7 @@ class EnsembleResult(NamedTuple):
     steps: np.ndarray  # (N,) attempted steps, all segments
     resets: np.ndarray  # (N,) non-terminal resets (segments - 1)
     aux: np.ndarray  # (N, p) the reset map's per-start data at the end
+    rejected: np.ndarray  # (N,) rejected steps (error, non-finite, unresolved events), all segments
 
 
 class _Lanes(NamedTuple):
@@ -104,6 +105,7 @@ class _Lanes(NamedTuple):
     count: Int[Array, "L n"]
     t_zero: Float[Array, "L n"]
     steps: Int[Array, " L"]
+    rejected: Int[Array, " L"]
     seg: Int[Array, " L"]  # steps at the start of the current segment
     resets: Int[Array, " L"]
     aux: Float[Array, "L p"]
@@ -138,6 +140,7 @@ class _Out(NamedTuple):
     count: Int[Array, "M n"]
     t_zero: Float[Array, "M n"]
     steps: Int[Array, " M"]
+    rejected: Int[Array, " M"]
     resets: Int[Array, " M"]
     aux: Float[Array, "M p"]
     fc_t: Float[Array, "M c"]
@@ -446,6 +449,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             count=jnp.zeros((K_, n), jnp.int32),
             t_zero=jnp.full((K_, n), jnp.nan, dtype),
             steps=jnp.zeros((K_,), jnp.int32),
+            rejected=jnp.zeros((K_,), jnp.int32),
             resets=jnp.zeros((K_,), jnp.int32),
             fc_t=jnp.full((K_, nc), jnp.nan, dtype),
             fc_y=jnp.zeros((K_, nc, d), dtype),
@@ -538,6 +542,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             count=jnp.where(tk, 0, ln.count),
             t_zero=jnp.where(tk, jnp.nan, ln.t_zero),
             steps=jnp.where(take, 0, ln.steps),
+            rejected=jnp.where(take, 0, ln.rejected),
             seg=jnp.where(take, 0, ln.seg),
             resets=jnp.where(take, 0, ln.resets),
             aux=jnp.where(lane_mask(take, ln.aux), pre.aux0s[src], ln.aux),
@@ -690,6 +695,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             count=jnp.where(mk, count2, ln.count),
             t_zero=jnp.where(mk, tzero2, ln.t_zero),
             steps=steps,
+            rejected=ln.rejected + (live & ~accept).astype(jnp.int32),
             fc_t=jnp.where(first, ln.t[:, None], ln.fc_t),
             fc_y=jnp.where(fk, ln.y[:, None, :], ln.fc_y),
             fc_h=jnp.where(first, ln.h[:, None], ln.fc_h),
@@ -979,7 +985,7 @@ def _compiled(pb: _Problem, lanes: int, n_dev: int) -> _Kernel:
         brec = tuple(jnp.concatenate([b, b[:1]]) for b in pre.bargs)
         status, event, t, y, counts, t_first = _finish(pb, out, brec, sargs)
         return (status[:-1], event[:-1], t[:-1], y[:-1], counts[:-1], t_first[:-1],
-                out.steps[:-1], out.resets[:-1], out.aux[:-1])
+                out.steps[:-1], out.resets[:-1], out.aux[:-1], out.rejected[:-1])
 
     return _Kernel(_program(init, 4, n_dev, place=True),
                    _program(advance, 2, n_dev, donate=(1,)), _program(finish, 2, n_dev))
@@ -1185,10 +1191,11 @@ def solve_ensemble(
             (np.zeros(()),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if not b),
             (float(t0), float(t_max), float(rtol), float(atol), int(max_steps),
              int(max_resets), float(dt_max)), progress=progress)
-        status, event, t, y, counts, t_first, steps, resets, aux_out = res
+        status, event, t, y, counts, t_first, steps, resets, aux_out, rejected = res
         return EnsembleResult(
             status=status.astype(np.int8), event=event.astype(np.int32), t=t, y=y,
-            counts=counts, t_first=t_first, steps=steps, resets=resets, aux=aux_out)
+            counts=counts, t_first=t_first, steps=steps, resets=resets, aux=aux_out,
+            rejected=rejected)
     kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)
@@ -1216,10 +1223,12 @@ def solve_ensemble(
         x = np.asarray(x)
         return x.swapaxes(0, 1).reshape((per * n_dev,) + x.shape[2:])[:N]
 
-    status, event, t, y, counts, t_first, steps, resets, aux_out = (unshard(x) for x in res)
+    status, event, t, y, counts, t_first, steps, resets, aux_out, rejected = (
+        unshard(x) for x in res)
     return EnsembleResult(
         status=status.astype(np.int8), event=event.astype(np.int32), t=t, y=y,
         counts=counts, t_first=t_first, steps=steps, resets=resets, aux=aux_out,
+        rejected=rejected,
     )
 
 
