@@ -25,8 +25,8 @@ import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 
 import rollax  # noqa: E402
-from rollax.basin import IN, OUT, PERIODIC, UNDECIDED, basin_map, preset, section_starts  # noqa: E402
-from rollax.rim import Rim  # noqa: E402
+from rollax.analysis.basin import IN, OUT, PERIODIC, UNDECIDED, basin_map, preset, section_starts  # noqa: E402
+from rollax.models.rim import Rim  # noqa: E402
 
 rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 

@@ -33,7 +33,7 @@ import jax
 import numpy as np
 
 import rollax
-from rollax.identification import fit_rim, rim_observations
+from rollax.analysis.identification import fit_rim, rim_observations
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def main() -> None:
         truth = np.concatenate([[rec["k_d"], rec["k_r"]], rec["y0"]])
         obs = rim_observations(t, v[:, 0], v[:, 1], v[:, 2], sigma=tuple(sig))
         # the first fit of a record compiles where its padded length is new (a size class:
-        # rollax._identify._size_class); the second is the warm one
+        # rollax._drivers._identify._size_class); the second is the warm one
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

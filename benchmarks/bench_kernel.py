@@ -1,6 +1,6 @@
 """Micro-benchmarks behind the design of the ensemble kernel (CPU).
 
-* float64 sin+cos: XLA's own against rollax.fastmath.sincos (ns per element);
+* float64 sin+cos: XLA's own against rollax._core.fastmath.sincos (ns per element);
 * one DOPRI5 step of the rim model per lane, with each;
 * the Fig. 11 panel with 1 and 2 devices and several lane counts (warm, best of 3).
 
@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import rollax
-from rollax import dopri5
-from rollax.basin import Axis, section_starts
-from rollax.fastmath import sincos
-from rollax.rim import Rim
+from rollax._integrate import dopri5
+from rollax.analysis.basin import Axis, section_starts
+from rollax._core.fastmath import sincos
+from rollax.models.rim import Rim
 from rollax.systems import RimRolling
 
 rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)

@@ -1,8 +1,8 @@
 """Benchmark: penny impact sequences through rollax.solve against the billiard's closed-form
 search, in the same process.
 
-rollax: :func:`rollax.penny.simulate` / :func:`rollax.penny.simulate_batch` /
-:func:`rollax.penny.ftle_batch` (each flight one ``rollax.solve`` of ``PennySystem``).
+rollax: :func:`rollax.analysis.penny.simulate` / :func:`rollax.analysis.penny.simulate_batch` /
+:func:`rollax.analysis.penny.ftle_batch` (each flight one ``rollax.solve`` of ``PennySystem``).
 Baseline: ``PennyBilliard.simulate`` (sampling + bracketing + safeguarded Newton on the
 closed-form flow), jitted and vmapped the same way. First call (compile + run, persistent
 cache off) and warm best of ``--repeat``; impact times compared.
@@ -25,7 +25,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import rollax  # noqa: E402
-from rollax.penny import ftle_batch, paper_billiard, simulate, simulate_batch  # noqa: E402
+from rollax.analysis.penny import ftle_batch, paper_billiard, simulate, simulate_batch  # noqa: E402
 
 
 def timed(fn, repeat):

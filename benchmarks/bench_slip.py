@@ -1,6 +1,6 @@
 """Benchmark: the Fig. 11 panel (360 x 240) with slipping (mu = 1) against the no-slip panel.
 
-Both through ``rollax.basin.basin_map`` on all local devices, warm (best of ``--repeat``); the
+Both through ``rollax.analysis.basin.basin_map`` on all local devices, warm (best of ``--repeat``); the
 compile time of the first call is listed separately. ``--preset fig12`` / ``fig13`` for the
 other sections. ``--step-cost`` also times one DOPRI5 step (field, and event samples on the
 continuous extension, 512 lanes, one device) of the rolling ball and of the slipping one with
@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 import rollax
-from rollax.basin import basin_map, preset
-from rollax.slip import SlipSettings
+from rollax.analysis.basin import basin_map, preset
+from rollax.models.slip import SlipSettings
 
 rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
@@ -32,8 +32,8 @@ def step_cost(lanes: int = 512, n_steps: int = 50, n_samples: int = 4) -> dict[s
     import jax
     import jax.numpy as jnp
 
-    from rollax import dopri5
-    from rollax.rim import Rim
+    from rollax._integrate import dopri5
+    from rollax.models.rim import Rim
     from rollax.systems import RimRolling, RimSlipping
 
     rng = np.random.default_rng(1)

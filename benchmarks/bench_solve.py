@@ -29,7 +29,7 @@ import numpy as np
 import optimistix as optx
 
 import rollax
-from rollax.rim import Rim
+from rollax.models.rim import Rim
 from rollax.systems import RimRolling
 
 

@@ -1,4 +1,4 @@
-"""Basin maps of the ball on the rim (rollax.basin): outcomes, sweeps, resumption, CLI."""
+"""Basin maps of the ball on the rim (rollax.analysis.basin): outcomes, sweeps, resumption, CLI."""
 
 
 import jax
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import rollax
-import rollax.basin as basin
-from rollax.basin import IN, OUT, PERIODIC, Axis, basin_map, preset, simulate
+import rollax.analysis.basin as basin
+from rollax.analysis.basin import IN, OUT, PERIODIC, Axis, basin_map, preset, simulate
 from rollax.cli import main
-from rollax.rim import Rim
+from rollax.models.rim import Rim
 from rollax.systems import RimRolling
 
 RIM = Rim()
@@ -102,7 +102,7 @@ class _Killed(Exception):
 def test_resume_and_chunking_do_not_change_results(tmp_path, monkeypatch, fig11):
     kw = dict(COARSE, chunk_size=700, progress=False)
     calls = []
-    import rollax._ensemble as ens
+    import rollax._integrate._ensemble as ens
 
     real = ens.solve_ensemble  # what rollax.sweep runs each chunk with
 
@@ -193,8 +193,8 @@ def test_basin_map_passes_and_records_its_event_samples(tmp_path):
 def test_the_figure_names_what_differs_and_uses_colour_blind_safe_colours():
     from matplotlib.colors import to_rgb
 
-    from rollax.plotting import OUTCOME_COLOURS, basin_title
-    from rollax.slip import SlipSettings
+    from rollax.plot import OUTCOME_COLOURS, basin_title
+    from rollax.models.slip import SlipSettings
 
     small = dict(x=Axis("beta", 0.8, 1.8, 3), y=Axis("omega1", -20, 20, 2),
                  fixed={"omega2": 35.0, "omega3": 10.0}, progress=False)

@@ -1,4 +1,4 @@
-"""The chunk store of rollax.sweep (rollax._chunks): verified, atomic, shareable, interruptible.
+"""The chunk store of rollax.sweep (rollax._drivers._chunks): verified, atomic, shareable, interruptible.
 
 Most tests drive ``run_chunked`` with a cheap NumPy function (in this process, or in
 subprocesses that do no JAX work), and one drives ``rollax.sweep``.
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import rollax
-import rollax._chunks as chunks
-from rollax._chunks import ChunkWarning, SweepInterrupted, run_chunked
+import rollax._drivers._chunks as chunks
+from rollax._drivers._chunks import ChunkWarning, SweepInterrupted, run_chunked
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 N, CHUNK = 53, 10  # six chunks, the last one short
@@ -155,7 +155,7 @@ WORKER = textwrap.dedent("""
     import numpy as np
     # Ctrl-C acts (a shell's background job inherits SIGINT ignored, and so would this test)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from rollax._chunks import run_chunked, SweepInterrupted
+    from rollax._drivers._chunks import run_chunked, SweepInterrupted
     folder, delay, log, out = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 
     def fn(chunk, valid, report):
@@ -305,7 +305,7 @@ def test_progress_moves_within_a_chunk_and_an_abandoned_chunk_stops(tmp_path, si
                 os.kill(os.getpid(), signal.SIGINT)
         return _fn()(chunk, valid)
 
-    import rollax._chunks as chunks
+    import rollax._drivers._chunks as chunks
 
     interrupt = False
     old = chunks.tqdm
@@ -355,7 +355,7 @@ def test_the_bar_reaches_the_end_only_when_a_chunk_is_whole(monkeypatch):
     # compiling at the first chunk) shows one start short, labelled, not 100 %
     import time as _time
 
-    from rollax import _chunks
+    from rollax._drivers import _chunks
 
     log = []
 

@@ -46,9 +46,9 @@ def test_the_public_names_load_on_first_use():
     out = _python("import sys, rollax\n"
                   "before = 'jax' in sys.modules\n"
                   "names = [getattr(rollax, n) for n in rollax.__all__]\n"
-                  "print(before, 'jax' in sys.modules, rollax.rim.__name__, len(names))")
+                  "print(before, 'jax' in sys.modules, rollax.models.rim.__name__, len(names))")
     before, after, rim, n = out.split()
-    assert (before, after, rim) == ("False", "True", "rollax.rim") and int(n) >= 20
+    assert (before, after, rim) == ("False", "True", "rollax.models.rim") and int(n) >= 20
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         import rollax
 

@@ -233,9 +233,9 @@ def _constructors():
 
     from rollax.friction.coulomb import Coulomb
     from rollax.friction.linear import LinearEllipsoidal
-    from rollax.penny import EllipseTable, Penny
-    from rollax.rim import Rim
-    from rollax.slip import SlipSettings
+    from rollax.analysis.penny import EllipseTable, Penny
+    from rollax.models.rim import Rim
+    from rollax.models.slip import SlipSettings
 
     out = []
     for cls in (Rim, Coulomb, LinearEllipsoidal, Penny, EllipseTable, SlipSettings):

@@ -14,8 +14,8 @@ import pytest
 import rollax
 from rollax.friction import exact_law
 from rollax.friction.sliding import SlidingBody
-from rollax.penny import EllipseTable, PennyBilliard, dynamic
-from rollax.rim import Rim
+from rollax.analysis.penny import EllipseTable, PennyBilliard, dynamic
+from rollax.models.rim import Rim
 from rollax.robot import RampControl, paper_ball
 from rollax.robot.examples import BALL_THETA0
 from rollax.systems import PennySystem, RimRolling, RimSlipping, Robot, SlidingStop

@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rollax import conserved as C
-from rollax.floquet import FloquetSystem
-from rollax.rim import Rim
+from rollax.analysis import conserved as C
+from rollax.analysis.floquet import FloquetSystem
+from rollax.models.rim import Rim
 
 RIM = Rim()
 MI = C.MomentumIntegrals.from_rim(RIM)

@@ -1,5 +1,5 @@
-"""rollax.dopri5 (the kernel's DOPRI5) against the diffrax solver that rollax.solve uses for
-``solver="dopri5"`` (rollax._solve._Dopri5): the same step, error estimate and continuous
+"""rollax._integrate.dopri5 (the kernel's DOPRI5) against the diffrax solver that rollax.solve uses for
+``solver="dopri5"`` (rollax._integrate._solve._Dopri5): the same step, error estimate and continuous
 extension, so that both integrators take the same steps and sample the same values; and
 against diffrax.Dopri5, which differs in its error estimate (2/3 of Hairer's)."""
 
@@ -7,8 +7,8 @@ import diffrax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax import dopri5
-from rollax._solve import _Contd5, _Dopri5
+from rollax._integrate import dopri5
+from rollax._integrate._solve import _Contd5, _Dopri5
 
 
 def f(t, y):

@@ -1,4 +1,4 @@
-"""rollax.dopri8 against diffrax.Dopri8 (the same pair: the kernel and rollax.solve must take
+"""rollax._integrate.dopri8 against diffrax.Dopri8 (the same pair: the kernel and rollax.solve must take
 the same steps) and against the exact solution of a linear system."""
 
 import diffrax
@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax import dopri5, dopri8
+from rollax._integrate import dopri5, dopri8
 
 
 def f(t, y):

@@ -1,4 +1,4 @@
-"""Event semantics (rollax.events) and their agreement between the two integrators."""
+"""Event semantics (rollax._core.events) and their agreement between the two integrators."""
 
 import diffrax
 import jax
@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rollax import ensemble
-from rollax.events import BOUNDARY, CROSSING, Event, EventSet, locate_root, scan_samples
-from rollax.integrate import solve
+from rollax._integrate import queue
+from rollax._core.events import BOUNDARY, CROSSING, Event, EventSet, locate_root, scan_samples
+from rollax._integrate.legacy import solve
 
 TWO = EventSet(lambda t, y, a: y, (BOUNDARY, CROSSING), (1, 2))
 
@@ -67,9 +67,9 @@ def test_earliest_event_and_counting_both_paths():
         sol = solve(_osc, y0, 0.0, 20.0, None, ev, rtol=1e-12, atol=1e-12)
         assert int(sol.event) == idx and not bool(sol.failed)
         assert abs(float(sol.t) - t_exact) < 1e-10
-        res = ensemble.solve_ensemble(_osc, ev, np.array([[1.0, 0.0]]), None, t_max=20.0,
+        res = queue.run(_osc, ev, np.array([[1.0, 0.0]]), None, t_max=20.0,
                                       rtol=1e-12, atol=1e-12, lanes=16)
-        assert res.status[0] == ensemble.EVENT and res.event[0] == idx
+        assert res.status[0] == queue.EVENT and res.event[0] == idx
         assert abs(res.t[0] - t_exact) < 1e-10
         assert abs(res.t_first[0, idx] - np.pi / 2) < 1e-10
 
@@ -90,7 +90,7 @@ DIP = EventSet(_dip, (BOUNDARY,), (1,))
 def test_dip_inside_one_step_is_found_exactly():
     sol = solve(_drift, jnp.array([0.0]), 0.0, 5.0, None, DIP, rtol=1e-9, atol=1e-9)
     assert int(sol.event) == 0 and abs(float(sol.t) - 0.40) < 1e-10
-    res = ensemble.solve_ensemble(_drift, DIP, np.array([[0.0]]), None, t_max=5.0, lanes=16)
+    res = queue.run(_drift, DIP, np.array([[0.0]]), None, t_max=5.0, lanes=16)
     assert res.event[0] == 0 and abs(res.t[0] - 0.40) < 1e-10
     # no step end of this solve lies inside the dip: a step-end sign check would miss it
     import diffrax
@@ -107,12 +107,12 @@ def test_dip_inside_one_step_is_found_exactly():
 def test_failures_are_reported_not_hidden():
     blow = lambda t, y, a: y**2  # noqa: E731  (y = 1/(1 - t) blows up at t = 1)
     none = EventSet(lambda t, y, a: jnp.zeros((0,)), (), ())
-    res = ensemble.solve_ensemble(blow, none, np.array([[1.0], [0.1]]), None, t_max=2.0, lanes=16)
-    assert res.status[0] in (ensemble.FAILED_NAN, ensemble.FAILED_STEPS)
-    assert res.status[1] == ensemble.T_MAX and abs(res.y[1, 0] - 0.1 / (1 - 0.2)) < 1e-7
-    res = ensemble.solve_ensemble(_osc, OSC_COUNT3, np.array([[1.0, 0.0]]), None, t_max=20.0,
+    res = queue.run(blow, none, np.array([[1.0], [0.1]]), None, t_max=2.0, lanes=16)
+    assert res.status[0] in (queue.FAILED_NAN, queue.FAILED_STEPS)
+    assert res.status[1] == queue.T_MAX and abs(res.y[1, 0] - 0.1 / (1 - 0.2)) < 1e-7
+    res = queue.run(_osc, OSC_COUNT3, np.array([[1.0, 0.0]]), None, t_max=20.0,
                                   max_steps=5, lanes=16)
-    assert res.status[0] == ensemble.FAILED_STEPS
+    assert res.status[0] == queue.FAILED_STEPS
     sol = solve(blow, jnp.array([1.0]), 0.0, 2.0, None, (), max_steps=256)
     assert bool(sol.failed)
 
@@ -228,7 +228,7 @@ def test_locate_root_converges_in_few_iterations(family):
 # --- crossings closer than the sample spacing (events.unresolved) --------------------------
 
 import rollax  # noqa: E402
-from rollax.events import unresolved  # noqa: E402
+from rollax._core.events import unresolved  # noqa: E402
 
 
 class _Wave(rollax.AbstractSystem):

@@ -1,10 +1,10 @@
-"""rollax.fastmath: the polynomial sine/cosine used in hot vector fields."""
+"""rollax._core.fastmath: the polynomial sine/cosine used in hot vector fields."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.fastmath import sincos
+from rollax._core.fastmath import sincos
 
 
 def test_sincos_matches_numpy_to_two_ulp():

@@ -8,8 +8,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from rollax.cli import main
-from rollax.floquet import FloquetSystem, multipliers_of, stability_map
-from rollax.rim import Rim
+from rollax.analysis.floquet import FloquetSystem, multipliers_of, stability_map
+from rollax.models.rim import Rim
 
 STANDARD = FloquetSystem.from_rim(Rim())
 

@@ -1,4 +1,4 @@
-"""rollax._fused: the fused ensemble path (one start per lane of one Pallas kernel) against the
+"""rollax._integrate._fused: the fused ensemble path (one start per lane of one Pallas kernel) against the
 work queue, on the conformance cases of every system (generated starts): identical statuses,
 events, modes, crossing counts, step and reset counts; end times, states and first crossings
 within 1e-10. The per-start program runs under jax.vmap (its arithmetic) and as the Pallas
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import rollax
-from rollax import _fused
-from rollax.basin import Axis, basin_map, preset
+from rollax._integrate import _fused
+from rollax.analysis.basin import Axis, basin_map, preset
 from test_conformance import CASES, TOL
 
 
@@ -99,7 +99,7 @@ def test_a_bad_backend_is_refused():
 
 
 def test_auto_is_the_queue_on_a_cpu():
-    from rollax.ensemble import check_backend
+    from rollax._integrate.queue import check_backend
 
     assert check_backend("auto") == ("fused" if jax.default_backend() == "gpu" else "queue")
 
@@ -107,7 +107,7 @@ def test_auto_is_the_queue_on_a_cpu():
 def test_the_kernel_lowers_for_a_cuda_gpu_without_one():
     # Pallas-Triton lowering happens at trace time: a primitive or shape Triton cannot take
     # fails here, on a CPU, before a GPU ever sees it
-    from rollax import ensemble as E
+    from rollax._integrate import queue as E
 
     system, y0s, t1, _ = CASES["rim_rolling"](4)
     lowered = rollax.fused_program(system, y0s, 0.0, t1)
@@ -133,7 +133,7 @@ def test_rolled_stages_are_the_unrolled_arithmetic(method):
     # entries make that 3e-14 relative by its tenth stage)
     import jax.numpy as jnp
 
-    from rollax import ensemble as E
+    from rollax._integrate import queue as E
 
     rk = E.METHODS[method]
     rng = np.random.default_rng(3)

@@ -78,7 +78,7 @@ def test_robot_hybrid_run_to_t1_reverse_equals_forward():
 
 
 def test_sliding_disc_record_to_t1_reverse_equals_forward():
-    # the slide-and-spin record of rollax.identification.fit_slide, cut before the stop: the
+    # the slide-and-spin record of rollax.analysis.identification.fit_slide, cut before the stop: the
     # stop event is declared and does not fire; d(state)/d(mu, initial slip) both ways
     from rollax.friction import exact_law
     from rollax.friction.sliding import SlidingBody

@@ -13,13 +13,13 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import rollax
-from rollax import _identify
+from rollax._drivers import _identify
 from rollax.cli import main
 from rollax.friction import exact_law
 from rollax.friction.sliding import SlidingBody
-from rollax.identification import (fit_rim, fit_slide, read_rim_csv, rim_observations,
+from rollax.analysis.identification import (fit_rim, fit_slide, read_rim_csv, rim_observations,
                                    write_rim_csv)
-from rollax.rim import Rim
+from rollax.models.rim import Rim
 from rollax.systems import RimTracked
 
 HZ = 240.0

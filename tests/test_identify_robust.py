@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rollax import _diagnostics
-from rollax.identification import fit_rim, rim_observations
-from rollax.rim import Rim
+from rollax._drivers import _diagnostics
+from rollax.analysis.identification import fit_rim, rim_observations
+from rollax.models.rim import Rim
 from rollax.systems import RimTracked
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,4 +1,4 @@
-"""Generic impact maps of rollax.impacts (Clark & Bloch, eqs. (5)-(6), (15)-(21))."""
+"""Generic impact maps of rollax.models.impacts (Clark & Bloch, eqs. (5)-(6), (15)-(21))."""
 
 import equinox as eqx
 import jax
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import fsolve
 
-from rollax.impacts import (
+from rollax.models.impacts import (
     ImpactMap,
     constraint_projection,
     elastic_quadratic,

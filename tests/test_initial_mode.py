@@ -131,7 +131,7 @@ def test_systems_without_a_hook_start_in_mode_0_as_before():
 def test_the_slipping_rim_starts_slipping_from_a_state_with_a_slip_velocity():
     # with no mode given, a start with (u1, u3) != 0 runs as the explicit 'slipping' does,
     # and one without as 'rolling' (generated starts, fixed seed)
-    from rollax.rim import Rim
+    from rollax.models.rim import Rim
     from rollax.systems import RimSlipping
 
     rs = RimSlipping(Rim(mu=1.0))

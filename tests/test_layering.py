@@ -1,8 +1,12 @@
 """The package's layering, checked on the source (``ast``; nothing is imported).
 
-models (rim, slip, robot, the penny's model, friction, impacts) and the machinery (events, integrate,
-ensemble, sweep) -> analyses (basin, steady, floquet, conserved) -> plotting -> CLI;
-experiments and benchmarks use the public API only.
+The folders are the layers, each importing only those below it:
+``_core`` (the system abstraction, solutions, events, validation) -> ``_integrate`` (the
+integrators) -> ``_drivers`` (sweeps, identification) -> ``models`` (physics only) ->
+``systems`` -> ``analysis`` -> ``plot`` -> ``cli``; experiments and benchmarks use the public
+API only. ``robot`` and ``friction`` are not yet split into models, analyses and drawing: the
+debts they and a few other modules still carry are listed in ``KNOWN`` below, each with its
+reason, so that no new one can be added unseen.
 
 Run as a script (``python tests/test_layering.py``) to print the import graph's cycles.
 """
@@ -17,12 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 PKG = SRC / "rollax"
 
-MODELS = ("rollax.rim", "rollax.slip", "rollax.impacts", "rollax._penny", "rollax.friction",
-          "rollax.robot", "rollax.outcomes")
-# rollax.penny: the penny's sequences, FTLEs and Fig. 5 through rollax.solve (its model is
-# rollax._penny)
-ANALYSES = ("rollax.basin", "rollax.steady", "rollax.floquet", "rollax.conserved",
-            "rollax.identification", "rollax.penny")
+MODELS = ("rollax.models.rim", "rollax.models.slip", "rollax.models.impacts", "rollax.models._penny", "rollax.friction",
+          "rollax.robot", "rollax.models.outcomes")
+# rollax.analysis.penny: the penny's sequences, FTLEs and Fig. 5 through rollax.solve (its model is
+# rollax.models._penny)
+ANALYSES = ("rollax.analysis.basin", "rollax.analysis.steady", "rollax.analysis.floquet", "rollax.analysis.conserved",
+            "rollax.analysis.identification", "rollax.analysis.penny")
 
 
 def _in(name: str, prefixes) -> bool:
@@ -157,7 +161,7 @@ def test_only_the_cli_imports_the_cli():
 
 def test_models_and_analyses_do_not_import_plotting_at_module_level():
     bad = [f"{a} imports {b} (line {ln})" for a, edges in import_graph().items()
-           if _in(a, MODELS + ANALYSES) for b, uses in edges.items() if b == "rollax.plotting"
+           if _in(a, MODELS + ANALYSES) for b, uses in edges.items() if b == "rollax.plot"
            for ln, top in uses if top]
     assert not bad, bad
 
@@ -165,12 +169,12 @@ def test_models_and_analyses_do_not_import_plotting_at_module_level():
 def test_models_import_no_analysis_plotting_or_cli():
     bad = [f"{a} imports {b} (line {ln})" for a, edges in import_graph().items()
            if _in(a, MODELS) for b, uses in edges.items()
-           if _in(b, ANALYSES + ("rollax.plotting", "rollax.cli")) for ln, _ in uses]
+           if _in(b, ANALYSES + ("rollax.plot", "rollax.cli")) for ln, _ in uses]
     assert not bad, bad
 
 
 def test_plotting_imports_no_analysis_or_cli():
-    edges = import_graph()["rollax.plotting"]
+    edges = import_graph()["rollax.plot"]
     bad = [b for b in edges if _in(b, ANALYSES + ("rollax.cli",))]
     assert not bad, bad
 
@@ -213,10 +217,104 @@ def _script_violations(path: Path) -> list[str]:
     return bad
 
 
+# benchmarks that time the integrator's own pieces (the DOPRI5 step, fastmath's sin/cos)
+MEASURE_INTERNALS = {"benchmarks/bench_kernel.py", "benchmarks/bench_slip.py"}
+
+
 def test_experiments_and_benchmarks_use_the_public_api():
     files = sorted((ROOT / "experiments").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py"))
     assert files
-    bad = {str(f.relative_to(ROOT)): v for f in files if (v := _script_violations(f))}
+    bad = {str(f.relative_to(ROOT)): v for f in files
+           if str(f.relative_to(ROOT)) not in MEASURE_INTERNALS and (v := _script_violations(f))}
+    assert not bad, bad
+
+
+# the layers, bottom up: a module may import its own layer and those below
+LAYERS = ("rollax._core", "rollax._integrate", "rollax._drivers", "rollax.models",
+          "rollax.systems", "rollax.analysis", "rollax.plot", "rollax.cli")
+# what a layer may not import although it lies below: models only model (no solves), the
+# systems are models with events (no solves either), drawing needs data only
+FORBIDDEN = {
+    "rollax.models": ("rollax._integrate", "rollax._drivers"),
+    "rollax.systems": ("rollax._integrate", "rollax._drivers"),
+    "rollax.plot": ("rollax._integrate", "rollax._drivers", "rollax.systems"),
+}
+# the debts left, (importer, imported) -> why; each to go with the rest of the layout issue
+KNOWN = {
+    ("rollax.systems.rim", "rollax._integrate._solve"):
+        "simulate_slip, an old-API run of RimSlipping, to move to the analyses",
+}
+# packages not yet split into layers (models, analyses and drawing side by side)
+UNSPLIT = ("rollax.robot", "rollax.friction")
+
+
+def _layer(name: str):
+    for i, p in enumerate(LAYERS):
+        if _in(name, (p,)):
+            return i
+    return None
+
+
+def test_layers_import_only_downwards():
+    bad = []
+    for a, edges in import_graph().items():
+        la = _layer(a)
+        if la is None:
+            continue
+        for b, uses in edges.items():
+            lb = _layer(b)
+            if b == "rollax" or (a, b) in KNOWN:
+                continue
+            if lb is not None and lb > la:
+                # an analysis's write() draws its figure beside its data: plot imported inside
+                # that function, so that the analysis loads without matplotlib
+                up = [ln for ln, top in uses
+                      if top or not (LAYERS[la] == "rollax.analysis" and b == "rollax.plot")]
+                bad += [f"{a} imports {b} (line {ln}): a layer above it" for ln in up]
+            elif _in(b, FORBIDDEN.get(LAYERS[la], ())):
+                bad += [f"{a} imports {b} (line {ln}): forbidden in {LAYERS[la]}"
+                        for ln, _ in uses]
+            elif lb is None and _in(b, UNSPLIT) and la < _layer("rollax.systems"):
+                bad += [f"{a} imports {b} (line {ln}): below the systems" for ln, _ in uses]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_top_level_holds_only_the_public_init_and_packages():
+    modules = sorted(p.name for p in PKG.glob("*.py"))
+    assert modules == ["__init__.py"], modules
+
+
+def _imports_of_package(pkg: str) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        name = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                    else [])
+            if any(m == pkg or m.startswith(pkg + ".") for m in mods):
+                out.setdefault(name, []).append(node.lineno)
+    return out
+
+
+# drawing: plot and the CLI (robot.figures: the robot package is not yet split)
+MATPLOTLIB_OK = ("rollax.plot", "rollax.cli", "rollax.robot.figures")
+# diffrax: the integrators and drivers (the CLI names its version); the rest are the solves
+# still written on raw diffrax, to go through rollax.solve
+DIFFRAX_OK = ("rollax._integrate", "rollax._drivers", "rollax.cli",
+              "rollax.analysis.conserved", "rollax.analysis.floquet", "rollax.analysis.penny",
+              "rollax.friction.fit", "rollax.robot.flight", "rollax.robot.optimal",
+              "rollax.robot.trajectory")
+
+
+def test_matplotlib_only_where_drawing_is_done():
+    bad = {m: ln for m, ln in _imports_of_package("matplotlib").items()
+           if not _in(m, MATPLOTLIB_OK)}
+    assert not bad, bad
+
+
+def test_diffrax_only_in_the_integrators_and_drivers_and_the_listed_debts():
+    bad = {m: ln for m, ln in _imports_of_package("diffrax").items() if not _in(m, DIFFRAX_OK)}
     assert not bad, bad
 
 

@@ -1,10 +1,10 @@
-"""rollax._nlp: SLSQP from several starts at once, their evaluations batched by vmap."""
+"""rollax._drivers._nlp: SLSQP from several starts at once, their evaluations batched by vmap."""
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rollax import _nlp
+from rollax._drivers import _nlp
 
 
 def _fun(x, a):

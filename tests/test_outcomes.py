@@ -1,10 +1,10 @@
-"""The rim's outcome codes have one source (rollax.outcomes.RimOutcome)."""
+"""The rim's outcome codes have one source (rollax.models.outcomes.RimOutcome)."""
 
 import numpy as np
 
-from rollax import outcomes
-from rollax.basin import basin_map
-from rollax.plotting import OUTCOME_COLOURS
+from rollax.models import outcomes
+from rollax.analysis.basin import basin_map
+from rollax.plot import OUTCOME_COLOURS
 from rollax.systems import RimOutcome
 
 
@@ -18,7 +18,7 @@ def test_codes_names_and_the_system_enum_are_one():
 
 
 def test_a_basin_map_counts_by_those_names():
-    from rollax.basin import Axis
+    from rollax.analysis.basin import Axis
 
     b = basin_map(x=Axis("beta", 0.9, 1.6, 3), y=Axis("omega1", -5.0, 5.0, 2), progress=False)
     assert set(b.counts()) == set(outcomes.OUTCOMES)

@@ -1,4 +1,4 @@
-"""The bouncing penny (rollax.penny; Clark & Bloch Sects. V-VI)."""
+"""The bouncing penny (rollax.analysis.penny; Clark & Bloch Sects. V-VI)."""
 
 import json
 import math
@@ -12,8 +12,8 @@ import pytest
 from scipy.optimize import brentq
 
 import rollax.cli
-from rollax.impacts import nonholonomic_elastic_root
-from rollax.penny import (
+from rollax.models.impacts import nonholonomic_elastic_root
+from rollax.analysis.penny import (
     FAILED,
     GLANCING,
     IMPACT,
@@ -138,7 +138,7 @@ def test_impact_times_are_first_roots_to_1e12(runs, table):
 
 def _time_off_edge(b, seq):
     """|h / (dh/dt)| of the hitting end at each pre-impact state: how far in time it lies from
-    the edge. rollax.events locates a root within a bracket of 1e-13 max(1, |t|) (the flight's
+    the edge. rollax._core.events locates a root within a bracket of 1e-13 max(1, |t|) (the flight's
     time here), so this is at most that, plus the rounding of the flow."""
 
     def one(pre, end):
@@ -375,7 +375,7 @@ def test_reverse_mode_gradient_wrt_table_parameter():
     f = eqx.filter_jit(t3)
     fd = (float(f(jnp.asarray(0.15 + 1e-7))) - float(f(jnp.asarray(0.15 - 1e-7)))) / 2e-7
     assert g == pytest.approx(fd, rel=1e-6)
-    # one flight and impact through rollax.solve (rollax.penny.flight: the event time's
+    # one flight and impact through rollax.solve (rollax.analysis.penny.flight: the event time's
     # implicit derivative, then the impact map) against the closed-form step, in reverse mode
     # (one scalar that needs both: a Jacobian would take 67 s to compile, CI budget)
     def one(a, route):

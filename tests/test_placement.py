@@ -9,9 +9,9 @@ along the trajectory: bounded here by 1e-12 s (measured 8.8e-14 s for both sweep
 import numpy as np
 import pytest
 
-from rollax.basin import Axis, basin_map
-from rollax.rim import Rim
-from rollax.slip import SlipSettings
+from rollax.analysis.basin import Axis, basin_map
+from rollax.models.rim import Rim
+from rollax.models.slip import SlipSettings
 
 GRID = dict(x=Axis("beta", 0.8, 1.8, 24), y=Axis("omega1", -20.0, 20.0, 16),
             fixed={"omega2": 35.0, "omega3": 10.0}, progress=False)
@@ -47,7 +47,7 @@ def test_placement_on_the_full_fig11_map():
     # the full 360 x 240 map (issue 33): outcomes identical, end times within 1e-9 s (measured
     # 2026-11-26: 1.35e-10 s with 2048 lanes, 1.07e-10 s on one device, 5.0e-14 s with chunks
     # of 10,000, 0 with 64 lanes, against the defaults); about 1 min on 2 cores
-    from rollax.basin import preset
+    from rollax.analysis.basin import preset
 
     rim, kw = preset("fig11", "none")
     ref = basin_map(rim, progress=False, **kw)

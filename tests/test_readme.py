@@ -38,7 +38,7 @@ def test_the_first_example_ends_at_separation_as_its_comments_say():
     # a small step: t_separation bends fast in k_d, the difference with 1e-5 is 0.5 % off and
     # with 1e-4 has the wrong sign; measured 2026-11-26)
     import jax.numpy as jnp
-    from rollax.rim import Rim
+    from rollax.models.rim import Rim
     from rollax.systems import RimRolling
 
     def t_sep(k):
@@ -84,7 +84,7 @@ def test_the_basin_example_runs_at_a_small_size(tmp_path, monkeypatch):
     # the preset's call, on a 12 x 8 grid instead of 360 x 240, saved under a temporary folder
     monkeypatch.chdir(tmp_path)
     code = _blocks()[3].replace("360", "12").replace("240", "8")
-    from rollax.rim import Rim
+    from rollax.models.rim import Rim
 
     out = _run(code, {"Rim": Rim})
     counts = eval(out.splitlines()[0])

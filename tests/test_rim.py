@@ -1,4 +1,4 @@
-"""The rim model (rollax.rim): parameters, equations of motion, forces, energy, symmetries."""
+"""The rim model (rollax.models.rim): parameters, equations of motion, forces, energy, symmetries."""
 
 import dataclasses
 import math
@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rollax.integrate import solve
-from rollax.rim import Rim, _n1, _n2, _n3
+from rollax._integrate.legacy import solve
+from rollax.models.rim import Rim, _n1, _n2, _n3
 
 RIM = Rim()
 F = jax.jit(lambda x: RIM.vector_field(x))

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rim_records as rr
 
-from rollax.rim import Rim
+from rollax.models.rim import Rim
 
 
 def _random_states(n, seed=0):

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rollax
-from rollax._ensemble import LANES_MAX, _lanes_used
-from rollax.basin import Axis, basin_map
+from rollax._integrate._ensemble import LANES_MAX, _lanes_used
+from rollax.analysis.basin import Axis, basin_map
 from rollax.friction import exact_law
-from rollax.rim import Rim
-from rollax.slip import SlipSettings
+from rollax.models.rim import Rim
+from rollax.models.slip import SlipSettings
 from rollax.systems import RimRolling, RimSlipping
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -322,7 +322,7 @@ def test_a_chunk_that_cannot_be_written_is_named(tmp_path):
 
 
 def test_a_penny_state_off_its_rolling_constraints_is_refused():
-    from rollax.penny import EllipseTable, PennyBilliard, dynamic, simulate, simulate_batch
+    from rollax.analysis.penny import EllipseTable, PennyBilliard, dynamic, simulate, simulate_batch
     from rollax.systems import PennySystem
 
     b = dynamic(PennyBilliard(table=EllipseTable(), law="elastic"))
@@ -395,7 +395,7 @@ def test_a_sigterm_ends_a_main_thread_blocked_in_compiled_code_within_about_a_se
 
 
 def test_identify_refuses_records_it_cannot_finish():
-    from rollax._identify import MAX_ROWS, Observations
+    from rollax._drivers._identify import MAX_ROWS, Observations
 
     n = MAX_ROWS + 1
     with pytest.raises(ValueError, match=rf"{n} observations is more than identify takes "
@@ -486,10 +486,10 @@ def test_every_parameter_refused_as_a_scalar_is_refused_in_a_batch():
 def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch, capsys):
     import errno
 
-    from rollax.basin import Axis, basin_map
+    from rollax.analysis.basin import Axis, basin_map
     from rollax.cli import main
     from rollax.cli._args import dump
-    from rollax.rim import Rim
+    from rollax.models.rim import Rim
 
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -1,6 +1,6 @@
-"""The slipping ball on the rim (rollax.slip): (41)-(42), limit directions (75)-(81), the
+"""The slipping ball on the rim (rollax.models.slip): (41)-(42), limit directions (75)-(81), the
 rolling <-> slipping hybrid (Sect. 5.2.2, rollax.systems.RimSlipping) on rollax.solve
-(simulate_slip) and on the batched kernel (rollax.basin.simulate with slip=)."""
+(simulate_slip) and on the batched kernel (rollax.analysis.basin.simulate with slip=)."""
 
 import dataclasses
 
@@ -10,10 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rollax import basin, slip
-from rollax.basin import IN, OUT, PERIODIC, UNDECIDED
-from rollax.rim import Rim
-from rollax.slip import CHATTERING, ROLLING, SLIPPING, SlipSettings
+from rollax.analysis import basin
+
+from rollax.models import slip
+from rollax.analysis.basin import IN, OUT, PERIODIC, UNDECIDED
+from rollax.models.rim import Rim
+from rollax.models.slip import CHATTERING, ROLLING, SLIPPING, SlipSettings
 from rollax.systems.rim import simulate_slip
 
 RIM = Rim()  # mu = 1, Table 1 (docs/physics-notes.md)
@@ -39,7 +41,7 @@ def _diffrax(rim, starts, settings=SlipSettings(), t_max=60.0, mode0=ROLLING):
 
 
 def _sweep(rim, starts, settings=SlipSettings()):
-    """The batched kernel's hybrid runs (rollax.basin.simulate with slip=)."""
+    """The batched kernel's hybrid runs (rollax.analysis.basin.simulate with slip=)."""
     return basin.simulate(rim, starts, slip=settings, max_steps=8192)
 
 
@@ -301,8 +303,8 @@ def test_huge_mu_slipping_sweep_equals_rolling_sweep(fig11_sample):
 def test_layer_follows_the_stiff_full_slip():
     """Leaving the rolling set: the slow-manifold layer up to u_layer, then (42), matches (42)
     integrated from a tiny delta (stiff, many steps) better than delta = 1e-6 itself does."""
-    from rollax.integrate import solve
-    from rollax.events import Event
+    from rollax._integrate.legacy import solve
+    from rollax._core.events import Event
 
     y0 = jnp.array([1.1, 0.0, 65.0, 10.0, 0.0, 0.0])
     args = slip.HybridArgs(RIM, jnp.asarray(ROLLING), jnp.asarray(1e-5), jnp.asarray(1e-2),

@@ -1,4 +1,4 @@
-"""rollax._soa: a per-start program rewritten structure-of-arrays computes what jax.vmap of it
+"""rollax._integrate._soa: a per-start program rewritten structure-of-arrays computes what jax.vmap of it
 computes, on generated inputs (several seeds) for every rule: static and per-start indexing,
 gathers and scatters (also vmapped ones), reductions, argmin/argmax with NaN, cumulative sums,
 dot products, selects of several cases, rounding ties, per-start while loops and conds,
@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rollax import _soa
-from rollax.events import locate_root
+from rollax._integrate import _soa
+from rollax._core.events import locate_root
 
 
 def _run(fn, *args):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import rollax
-from rollax._solution import code_names
+from rollax._core._solution import code_names
 from test_conformance import CASES, TOL
 
 

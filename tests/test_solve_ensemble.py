@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import rollax
-from rollax import ensemble
+from rollax._integrate import queue
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from bouncing_ball import BouncingBall  # noqa: E402
@@ -113,14 +113,14 @@ def test_per_start_restitution_equals_one_by_one(balls):
     batch = BouncingBall(e=es, n_bounces=4)
     assert batch.batch_shape() == (len(es),)
     sol = rollax.solve_ensemble(batch, y0s[idx], 0.0, 100.0, **KW)
-    misses = ensemble._compiled.cache_info().misses
+    misses = queue._compiled.cache_info().misses
     for i, e in enumerate(es):
         one = rollax.solve_ensemble(BouncingBall(e=e, n_bounces=4), y0s[idx[i]][None], 0.0,
                                     100.0, **KW)  # the scalar kernel, compiled once above
         assert sol.status[i] == one.status[0] and sol.counts[i, 0] == one.counts[0, 0]
         assert abs(sol.t[i] - one.t[0]) < 1e-12
         assert abs(sol.t[i] - BouncingBall(e=e).impact_times(z0[idx[i]], 4)[-1]) < 1e-10
-    assert ensemble._compiled.cache_info().misses == misses  # new values of e: no recompile
+    assert queue._compiled.cache_info().misses == misses  # new values of e: no recompile
 
 
 def test_oscillator_sixth_zero():
@@ -285,7 +285,7 @@ def test_progress_slices_are_bit_identical(balls, system, monkeypatch):
         sys_ = Oscillator(omega=rng.uniform(0.5, 3.0, 60))
         whole = rollax.solve_ensemble(sys_, y0s, 0.0, 100.0, **KW)
     seen = []
-    monkeypatch.setattr(ensemble, "_SLICE_S", 1e-6)
+    monkeypatch.setattr(queue, "_SLICE_S", 1e-6)
     sliced = rollax.solve_ensemble(sys_, y0s, 0.0, 100.0, progress=seen.append, **KW)
     assert len(seen) >= 2 and seen == sorted(seen) and seen[-1] == len(y0s) and seen[0] < len(y0s)
     for k in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps",
@@ -309,7 +309,7 @@ def test_starts_check_masks_invalid_rows_without_warnings():
     # overflowing sum nor change which rows are refused
     import warnings
 
-    from rollax.rim import Rim
+    from rollax.models.rim import Rim
     from rollax.systems import RimRolling
 
     s = RimRolling(Rim())

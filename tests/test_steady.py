@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rollax import steady as S
+from rollax.analysis import steady as S
 from rollax.cli import main
-from rollax.rim import Rim
+from rollax.models.rim import Rim
 
 RIM = Rim()
 

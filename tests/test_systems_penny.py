@@ -1,7 +1,7 @@
 """rollax.systems.PennySystem: the penny billiard through the shared machinery (the closed-form
 flight (26) as the system's own flow, the integrators' event samples and root finder, the
 billiard's impact maps as the reset) against the billiard's own closed-form search
-(PennyBilliard.simulate, an independent route; rollax.penny.simulate itself goes through
+(PennyBilliard.simulate, an independent route; rollax.analysis.penny.simulate itself goes through
 PennySystem)."""
 
 import math
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import rollax
-from rollax.penny import GLANCING, IMPACT, EllipseTable, PennyBilliard, circle_table, dynamic
+from rollax.analysis.penny import GLANCING, IMPACT, EllipseTable, PennyBilliard, circle_table, dynamic
 from rollax.systems import PennyOutcome, PennySystem
 
 TOL = dict(rtol=1e-12, atol=1e-12)

@@ -38,7 +38,7 @@ elif [ "$what" = fused3 ]; then
 elif [ "$what" = fused4 ]; then
   # the second call of stop 34: each kernel's compile time alone (background, CPU), the
   # 1000 x 1000 no-slip panel with nothing else on the GPU, then the slipping panel (its
-  # reset map's sin/cos now rollax.fastmath's polynomials instead of libdevice calls)
+  # reset map's sin/cos now rollax._core.fastmath's polynomials instead of libdevice calls)
   ( timeout 320 python3 benchmarks/gpu/compile_fused.py --phases --cases rim_slipping,rim_rolling --limit 300 >"$OUT/phases.log" 2>&1 ) &
   step 60 python3 benchmarks/bench_basin.py --backend fused --panels none --grid 1000 1000 --sample 4 --repeat 3 --json "$OUT/basin_1000_fused.json"
   step 270 python3 benchmarks/bench_slip.py --backend fused --chunk 86400 --repeat 2 --json "$OUT/slip_fused.json"

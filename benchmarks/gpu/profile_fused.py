@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 from jax.profiler import ProfileData  # noqa: E402
 
 import rollax  # noqa: E402
-from rollax.basin import basin_map, preset, section_starts  # noqa: E402
-from rollax.slip import SlipSettings  # noqa: E402
+from rollax.analysis.basin import basin_map, preset, section_starts  # noqa: E402
+from rollax.models.slip import SlipSettings  # noqa: E402
 from rollax.systems import RimRolling  # noqa: E402
 
 rollax.configure()

@@ -29,10 +29,10 @@ import numpy as np
 import rollax
 from rollax.friction import exact_law
 from rollax.friction.sliding import SlidingBody
-from rollax.identification import (fit_rim, fit_slide, fit_summary, rim_observations,
+from rollax.analysis.identification import (fit_rim, fit_slide, fit_summary, rim_observations,
                                    simulate_camera, write_rim_csv)
-from rollax.plotting import plot_identification, plot_profiles
-from rollax.rim import Rim
+from rollax.plot import plot_identification, plot_profiles
+from rollax.models.rim import Rim
 from rollax.systems import Sliding
 
 HERE = os.path.dirname(os.path.abspath(__file__))

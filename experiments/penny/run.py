@@ -15,8 +15,8 @@ Run: python experiments/penny/run.py   (about 2 minutes on 2 CPU cores)
 import json
 import os
 
-from rollax.penny import chaos, paper_billiard, sequence_records, simulate
-from rollax.plotting import plot_penny_chaos, plot_penny_sequence
+from rollax.analysis.penny import chaos, paper_billiard, sequence_records, simulate
+from rollax.plot import plot_penny_chaos, plot_penny_sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIGS = {

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 import rollax
-from rollax.basin import OUTCOMES, PERIODIC, Axis, basin_map, preset
-from rollax.plotting import OUTCOME_COLOURS, plot_basin
+from rollax.analysis.basin import OUTCOMES, PERIODIC, Axis, basin_map, preset
+from rollax.plot import OUTCOME_COLOURS, plot_basin
 
 rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 

@@ -4,7 +4,7 @@
 
 For each section (w2 = 35, 65, 105 1/s; w3 = 10 1/s; beta in [0.8, 1.8]; w1 in [-20, 20]) it
 computes the no-slip map and the mu = 1 map with the hybrid rolling/slipping sweep of
-``rollax.slip`` (delta = 1e-6 m/s), and the mu = 1 map again with delta = 1e-8 m/s to show that
+``rollax.models.slip`` (delta = 1e-6 m/s), and the mu = 1 map again with delta = 1e-8 m/s to show that
 the onset slip speed does not matter. Writes, beside this script: <fig>_mu1.npz (outcome,
 switches, t_slip, t_end), <fig>.png (no slip | mu = 1 | slipping time), panels.png and
 summary.json (counts, timings, differences, the checks of the paper's observations).
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 import rollax
-from rollax.basin import OUTCOMES, PERIODIC, Axis, basin_map, preset
-from rollax.plotting import OUTCOME_COLOURS
-from rollax.slip import SlipSettings
+from rollax.analysis.basin import OUTCOMES, PERIODIC, Axis, basin_map, preset
+from rollax.plot import OUTCOME_COLOURS
+from rollax.models.slip import SlipSettings
 
 rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 

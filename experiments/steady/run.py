@@ -18,11 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax import conserved as C
-from rollax import floquet
-from rollax import steady as steady_figures
-from rollax.rim import Rim
-from rollax.steady import summary
+from rollax.analysis import conserved as C
+from rollax.analysis import floquet
+from rollax.analysis import steady as steady_figures
+from rollax.models.rim import Rim
+from rollax.analysis.steady import summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

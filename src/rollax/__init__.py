@@ -1,7 +1,7 @@
 """rollax: rigid bodies rolling, slipping, separating and colliding under nonholonomic contact.
 
 Differentiable, batched, float64 simulation built on JAX, equinox and diffrax.
-Importing rollax enables float64 in JAX (see :mod:`rollax._setup`). The names below are
+Importing rollax enables float64 in JAX (see :mod:`rollax._core._setup`). The names below are
 loaded on first use (PEP 562), so ``import rollax`` and ``rollax --help`` do not load JAX.
 
 The public API:
@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from rollax import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
+from rollax._core import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
 
 try:  # the installed distribution's version (pyproject.toml), not a copy of it
     from importlib.metadata import PackageNotFoundError, version
@@ -34,18 +34,18 @@ except PackageNotFoundError:  # run from a source tree that is not installed
 
 # public name -> the private module that defines it
 _EXPORTS = {
-    "ChunkWarning": "rollax._chunks", "SweepInterrupted": "rollax._chunks",
-    "configure": "rollax._config",
-    "fused_program": "rollax._ensemble", "solve_ensemble": "rollax._ensemble",
-    "EventLog": "rollax._eventlog",
-    "Fit": "rollax._identify", "IdentifiabilityWarning": "rollax._identify",
-    "Observations": "rollax._identify", "identify": "rollax._identify",
-    "Solution": "rollax._solution", "Status": "rollax._solution",
-    "solve": "rollax._solve",
-    "Axis": "rollax._sweep", "SweepResult": "rollax._sweep", "sweep": "rollax._sweep",
-    "AbstractSystem": "rollax._system", "Event": "rollax._system",
-    "EventKind": "rollax._system", "boundary": "rollax._system", "classify": "rollax._system",
-    "crossing": "rollax._system", "parameter": "rollax._system",
+    "ChunkWarning": "rollax._drivers._chunks", "SweepInterrupted": "rollax._drivers._chunks",
+    "configure": "rollax._core._config",
+    "fused_program": "rollax._integrate._ensemble", "solve_ensemble": "rollax._integrate._ensemble",
+    "EventLog": "rollax._core._eventlog",
+    "Fit": "rollax._drivers._identify", "IdentifiabilityWarning": "rollax._drivers._identify",
+    "Observations": "rollax._drivers._identify", "identify": "rollax._drivers._identify",
+    "Solution": "rollax._core._solution", "Status": "rollax._core._solution",
+    "solve": "rollax._integrate._solve",
+    "Axis": "rollax._drivers._sweep", "SweepResult": "rollax._drivers._sweep", "sweep": "rollax._drivers._sweep",
+    "AbstractSystem": "rollax._core._system", "Event": "rollax._core._system",
+    "EventKind": "rollax._core._system", "boundary": "rollax._core._system", "classify": "rollax._core._system",
+    "crossing": "rollax._core._system", "parameter": "rollax._core._system",
 }
 
 __all__ = [
@@ -57,7 +57,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    """A public name, or a submodule (``rollax.rim``), loaded on first use."""
+    """A public name, or a submodule (``rollax.models.rim``), loaded on first use."""
     module = _EXPORTS.get(name)
     if module is not None:
         value = getattr(importlib.import_module(module), name)
@@ -81,13 +81,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what the loaders above give, for type checkers and editors
-    from rollax._chunks import ChunkWarning, SweepInterrupted
-    from rollax._config import configure
-    from rollax._ensemble import fused_program, solve_ensemble
-    from rollax._eventlog import EventLog
-    from rollax._identify import Fit, IdentifiabilityWarning, Observations, identify
-    from rollax._solution import Solution, Status
-    from rollax._solve import solve
-    from rollax._sweep import Axis, SweepResult, sweep
-    from rollax._system import (AbstractSystem, Event, EventKind, boundary, classify,
+    from rollax._drivers._chunks import ChunkWarning, SweepInterrupted
+    from rollax._core._config import configure
+    from rollax._integrate._ensemble import fused_program, solve_ensemble
+    from rollax._core._eventlog import EventLog
+    from rollax._drivers._identify import Fit, IdentifiabilityWarning, Observations, identify
+    from rollax._core._solution import Solution, Status
+    from rollax._integrate._solve import solve
+    from rollax._drivers._sweep import Axis, SweepResult, sweep
+    from rollax._core._system import (AbstractSystem, Event, EventKind, boundary, classify,
                                 crossing, parameter)

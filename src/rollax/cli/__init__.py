@@ -100,7 +100,7 @@ def version_line() -> str:
 
 class _Version(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
-        from rollax._config import configure
+        from rollax._core._config import configure
 
         try:
             configure()  # the devices the commands would use
@@ -136,7 +136,7 @@ def _quiet_stdout() -> None:
 def _main(argv: list[str]) -> int:
     prog = "rollax"
     try:
-        from rollax._chunks import SweepInterrupted, terminate_as_interrupt
+        from rollax._drivers._chunks import SweepInterrupted, terminate_as_interrupt
 
         def on_term(signum, frame):
             _backstop(signum)
@@ -154,7 +154,7 @@ def _main(argv: list[str]) -> int:
                 parser.print_help()
                 return 0
             # after parsing (--help loads no JAX), before any JAX work
-            from rollax._config import configure
+            from rollax._core._config import configure
 
             try:
                 configure()  # CPU devices and compile cache

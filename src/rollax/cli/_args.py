@@ -18,8 +18,8 @@ import math
 import re
 import sys
 
-from rollax._validate import ATOL_MIN as _ATOL_MIN
-from rollax._validate import RTOL_MIN as _RTOL_MIN
+from rollax._core._validate import ATOL_MIN as _ATOL_MIN
+from rollax._core._validate import RTOL_MIN as _RTOL_MIN
 
 # argparse's own matcher knows neither exponents nor infinities: "-1e-9" would be an option
 _NEGATIVE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.I)
@@ -139,7 +139,7 @@ class integer(_Check):
 FINITE = real()
 POSITIVE = real(0.0, lo_open=True)
 NONNEGATIVE = real(0.0)
-# the library's floors (rollax._validate): a tolerance below them was once refused only after
+# the library's floors (rollax._core._validate): a tolerance below them was once refused only after
 # the kernel had started compiling, leaving an empty chunk folder behind
 RTOL = real(_RTOL_MIN, 1.0, hi_open=True)
 ATOL = real(_ATOL_MIN, 1.0, hi_open=True)

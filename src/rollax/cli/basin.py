@@ -75,8 +75,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from rollax.basin import Axis, basin_map, preset
-    from rollax.rim import Rim
+    from rollax.analysis.basin import Axis, basin_map, preset
+    from rollax.models.rim import Rim
 
     if not args.out:
         raise ValueError("--out = '' is not allowed: give a directory")
@@ -104,7 +104,7 @@ def run(args) -> int:
     if args.friction is not None and not args.friction > 0:
         raise ValueError(f"--friction = {args.friction!r} must be > 0 (inf: no slipping)")
     if args.friction is not None and args.friction != float("inf"):
-        from rollax.slip import SlipSettings
+        from rollax.models.slip import SlipSettings
 
         rim = dataclasses.replace(rim, mu=args.friction)
         slip = SlipSettings(delta=args.slip_delta)

@@ -32,8 +32,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from rollax.floquet import stability_data, summary, write_figure
-    from rollax.rim import Rim
+    from rollax.analysis.floquet import stability_data, summary, write_figure
+    from rollax.models.rim import Rim
 
     rim = Rim(r=args.r, a=args.a, R=args.R, j=args.j)
     summ = summary(rim)

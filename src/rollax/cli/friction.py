@@ -108,7 +108,7 @@ def run_law(args) -> int:
     ]
     _emit(args, data, "\n".join(lines))
     if args.out:
-        from rollax.plotting import plot_friction_law
+        from rollax.plot import plot_friction_law
 
         plot_friction_law(law_curves(law), data, os.path.join(args.out, "law.png"))
     return 0
@@ -124,7 +124,7 @@ def run_fit(args) -> int:
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)
     if args.out:
-        from rollax.plotting import plot_friction_fit
+        from rollax.plot import plot_friction_fit
 
         plot_friction_fit(fit_curves(law, model), f"{args.model} N={args.degree}",
                           os.path.join(args.out, "fit.png"))
@@ -148,7 +148,7 @@ def run_limit_directions(args) -> int:
         )
     _emit(args, data, "\n".join(lines))
     if args.out:
-        from rollax.plotting import plot_bifurcations
+        from rollax.plot import plot_bifurcations
 
         plot_bifurcations(bifurcation_diagram(body), f"{args.body}, harmonic N = {args.degree}",
                           os.path.join(args.out, "limit_directions.png"))
@@ -171,7 +171,7 @@ def run_stop(args) -> int:
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)
     if args.out:
-        from rollax.plotting import plot_stop
+        from rollax.plot import plot_stop
 
         plot_stop(*stop_curves(body, x0, data["t_stop"]), os.path.join(args.out, "stop.png"))
     return 0

@@ -46,7 +46,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import warnings
 
-    from rollax.identification import fit_rim, fit_summary, read_rim_csv, rim_observations
+    from rollax.analysis.identification import fit_rim, fit_summary, read_rim_csv, rim_observations
 
     if not args.fit:
         raise ValueError("--fit: name at least one parameter (e.g. --fit k_d k_r)")
@@ -77,7 +77,7 @@ def run(args) -> int:
     res["names"] = list(fit.names)
     res["notes"] = notes
     if args.out:
-        from rollax.plotting import plot_identification
+        from rollax.plot import plot_identification
 
         os.makedirs(args.out, exist_ok=True)
         fitted = fit.predict(obs)
@@ -89,7 +89,7 @@ def run(args) -> int:
         plot_identification(obs.t, obs.values, fitted, obs.names, ("m", "m", "rad"), caption,
                             *paths)
         if fit.profile:
-            from rollax.plotting import plot_profiles
+            from rollax.plot import plot_profiles
 
             paths.append(os.path.join(args.out, "profile.png"))
             plot_profiles(fit.profile, paths[-1], caption=caption.split("\n")[0] +

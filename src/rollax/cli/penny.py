@@ -82,13 +82,13 @@ def run(args) -> int:
     if args.mode == "chaos":
         if not args.out and not args.json:
             raise ValueError("chaos mode needs --out DIR and/or --json")
-        from rollax.penny import chaos
+        from rollax.analysis.penny import chaos
 
         res = chaos(n_samples=args.samples, seed=args.seed, glancing_tol=args.glancing_tol,
                     progress=not args.no_progress)
         result = res.summary
         if args.out:
-            from rollax.plotting import plot_penny_chaos
+            from rollax.plot import plot_penny_chaos
 
             plot_penny_chaos(res, args.out)
             with open(os.path.join(args.out, "ftle.json"), "w") as fh:
@@ -99,7 +99,7 @@ def run(args) -> int:
             _print_ftle(result)
         return 0
 
-    from rollax.penny import paper_billiard, sequence_records, simulate
+    from rollax.analysis.penny import paper_billiard, sequence_records, simulate
 
     b = paper_billiard(args.table, args.impact, args.e, args.glancing_tol)
     s0 = b.penny.state(phi=args.phi, theta_dot=args.theta_dot, phi_dot=args.phi_dot)
@@ -110,7 +110,7 @@ def run(args) -> int:
         name = f"penny_{args.table}_{args.impact}"
         with open(os.path.join(args.out, name + ".json"), "w") as fh:
             dump(out, fh, indent=1)
-        from rollax.plotting import plot_penny_sequence
+        from rollax.plot import plot_penny_sequence
 
         plot_penny_sequence(b, s0, b.path(s0, seq, 60), seq.pre_states,
                             os.path.join(args.out, name + ".png"),

@@ -10,7 +10,7 @@ import os
 
 from rollax.cli._args import POSITIVE, dumps, real
 
-FIGURES = (3, 5, 6, 7, 8)  # rollax.steady.FIGURES (not imported here: --help stays light)
+FIGURES = (3, 5, 6, 7, 8)  # rollax.analysis.steady.FIGURES (not imported here: --help stays light)
 
 
 def register(subparsers) -> None:
@@ -40,7 +40,7 @@ def register(subparsers) -> None:
 
 
 def _rim(args):
-    from rollax.rim import Rim
+    from rollax.models.rim import Rim
 
     return Rim(r=args.r, a=args.a, R=args.R, j=args.j, g=args.g, mu=args.mu)
 
@@ -53,13 +53,13 @@ def run(args) -> int:
         raise ValueError("nothing to do: give --summary and/or --figure N --out DIR")
     out = {}
     if args.summary or args.json:
-        from rollax.steady import summary
+        from rollax.analysis.steady import summary
 
         out = summary(rim)
         out["parameters"] = _params(rim)
         print(dumps(out, indent=2))
     if args.figure:
-        from rollax.steady import write_figure
+        from rollax.analysis.steady import write_figure
 
         os.makedirs(args.out, exist_ok=True)
         for n in args.figure:

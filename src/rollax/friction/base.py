@@ -27,7 +27,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from rollax._validate import check_positive, check_where_concrete
+from rollax._core._validate import check_positive, check_where_concrete
 
 
 def _check_eps(eps) -> None:

@@ -6,7 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from rollax._validate import check_positive
+from rollax._core._validate import check_positive
 
 
 class Coulomb(eqx.Module):

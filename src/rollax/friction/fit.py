@@ -23,7 +23,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float
 
-from rollax._validate import check_integer
+from rollax._core._validate import check_integer
 from rollax.friction.harmonic import HarmonicModel, check_degree
 from rollax.friction.pade import PadeModel, n_free
 from rollax.friction.sliding import SlidingBody

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._validate import check_integer, check_positive
+from rollax._core._validate import check_integer, check_positive
 from rollax.friction.base import DirectionLaw
 
 

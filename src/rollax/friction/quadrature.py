@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._validate import check_positive
+from rollax._core._validate import check_positive
 
 _EPS_SWITCH = 4.0  # lines through the ICR for eps <= 4, centre-polar above
 _GRADE_MIN = 1e-6  # smallest grading scale of the line angle (below it the feature is < 1e-12)

@@ -11,7 +11,7 @@ The vector field is bounded but discontinuous at x_o = 0, which is reached in fi
 tau of (114), d/dt = r d/dtau: x_o' = r F_o(x_o), t' = r, a regular ODE in which r decays
 exponentially and t converges to the stop time. The run ends (event) when r falls below
 ``r_stop`` times its initial value; the slip-spin ratio eps (35) there is the final slip
-direction. ``rollax.integrate.solve`` does the event-terminated integration.
+direction. ``rollax._integrate.legacy.solve`` does the event-terminated integration.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from rollax._validate import check_nonnegative, check_positive, check_range
-from rollax.events import Event
-from rollax.integrate import solve
+from rollax._core._validate import check_nonnegative, check_positive, check_range
+from rollax._core.events import Event
+from rollax._integrate.legacy import solve
 
 
 class SlidingBody(eqx.Module):
@@ -86,7 +86,7 @@ def simulate_stop(
     """Slide and spin from slip ``x0`` until the slip magnitude is ``r_stop * |x0|``.
 
     Integrates the time-rescaled system (114) with the stop as a boundary event of
-    :func:`rollax.integrate.solve`; jit/vmap/grad-compatible. Returns the stop time, the final
+    :func:`rollax._integrate.legacy.solve`; jit/vmap/grad-compatible. Returns the stop time, the final
     slip and its slip-spin ratio eps.
     """
     x0 = jnp.asarray(x0, dtype=jnp.float64)

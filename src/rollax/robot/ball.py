@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._validate import check_finite, check_nonnegative, check_positive, real_array
+from rollax._core._validate import check_finite, check_nonnegative, check_positive, real_array
 from rollax.robot.controls import Control
 from rollax.robot.quaternion import rotation_matrix, versor_rate
 from rollax.robot.rails import Rail

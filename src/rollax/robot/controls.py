@@ -14,7 +14,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from rollax._validate import check_range
+from rollax._core._validate import check_range
 
 
 def _as_array(x):

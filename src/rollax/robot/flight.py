@@ -3,7 +3,7 @@
 Putkaradze & Rogers, *On the normal force and static friction acting on a rolling ball
 actuated by internal point masses*, Appendix B. While rolling, the run ends at the first time
 the normal force (3.3)/(4.3) reaches zero (a terminating event, located on the dense output
-with :func:`rollax.events.locate_root`). From there the body flies: no contact force acts, and
+with :func:`rollax._core.events.locate_root`). From there the body flies: no contact force acts, and
 
 * the ball follows (B.15)/(B.17) for Omega' and (B.6) for the GC's acceleration
   (:class:`BallFlight`, state ``[theta, theta', q, Omega, z_GC (3), z_GC' (3)]``);
@@ -12,7 +12,7 @@ with :func:`rollax.events.locate_root`). From there the body flies: no contact f
 
 until the GC comes back to the height of rolling contact (``z_GC,3 = 0`` reached from above):
 the touchdown is reported, and ``land`` applies a perfectly plastic, no-slip impact there
-(:func:`plastic_landing`, the nonholonomic plastic map of :mod:`rollax.impacts`) and returns
+(:func:`plastic_landing`, the nonholonomic plastic map of :mod:`rollax.models.impacts`) and returns
 the rolling state after it. At detachment the GC's velocity is continuous,
 ``z_GC' = Lambda (Omega x r Gamma)`` (2.3).
 
@@ -29,9 +29,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from rollax.events import Event
-from rollax.impacts import nonholonomic_plastic
-from rollax.integrate import solve
+from rollax._core.events import Event
+from rollax.models.impacts import nonholonomic_plastic
+from rollax._integrate.legacy import solve
 from rollax.robot.ball import E3, Ball
 from rollax.robot.disk import Disk
 from rollax.robot.quaternion import rotation_matrix, versor_rate
@@ -281,7 +281,7 @@ def plastic_landing(kinetic, contact_velocity, u):
     ``M (u+ - u-) = A^T P`` and ``A u+ = 0``, with ``M`` the Hessian of the kinetic energy in
     ``u`` (the masses' prescribed rail motion only adds terms linear in ``u``, which cancel).
     This is the nonholonomic plastic impact map (18)-(21) of Clark & Bloch
-    (:func:`rollax.impacts.nonholonomic_plastic`) with the rolling constraints as ``A`` and the
+    (:func:`rollax.models.impacts.nonholonomic_plastic`) with the rolling constraints as ``A`` and the
     impact surface's normal (the vertical row of ``A``) as ``dh``; it is the g-orthogonal
     projection onto ``ker A``, so energy never increases, and since ``P`` acts at the contact
     point the angular momentum about it is conserved (both in the tests). ``M`` and ``A``
@@ -318,7 +318,7 @@ def _phase_solve(vector_field, y0, t0, t1, args, g, kinks, *, rtol, atol, max_st
                  solver) -> PhaseEnd:
     """Integrate from ``t0`` until the scalar ``g(t, y, args)`` first reaches ``<= 0`` (or
     ``t1``), with the control's kinks declared to the solver (no step straddles one): one
-    boundary event of :func:`rollax.integrate.solve`, whose root is located on the dense output
+    boundary event of :func:`rollax._integrate.legacy.solve`, whose root is located on the dense output
     and differentiable through the implicit function theorem, ``dt* = -dg/(dg/dt)``."""
     sol = solve(vector_field, y0, t0, t1, args, (Event(g),), rtol=rtol, atol=atol,
                 max_steps=max_steps, solver=solver, jump_ts=kinks or None)

@@ -47,7 +47,7 @@ ends at a local optimum with E = 4.20, against E = 1.33 from the least-effort ma
 ``mu = 0.2``, ``N >= 0.5``.
 
 The problem is solved by sequential quadratic programming (SciPy's SLSQP on JAX-compiled
-values and forward-mode Jacobians; see :mod:`rollax._nlp` for why, with the measurements).
+values and forward-mode Jacobians; see :mod:`rollax._drivers._nlp` for why, with the measurements).
 The dynamics are the rolling equations throughout (:class:`rollax.systems.RollingRobot`), run
 in ``s`` (so the kinks of the control stay at ``s = k / K`` when T varies): a control that
 would make the body hop violates ``N >= N_min`` and the optimiser removes it.
@@ -71,11 +71,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax import _nlp
-from rollax._solution import Status
-from rollax._solve import solve
-from rollax._system import AbstractSystem
-from rollax._validate import check_integer, check_range, real_array
+from rollax._drivers import _nlp
+from rollax._core._solution import Status
+from rollax._integrate._solve import solve
+from rollax._core._system import AbstractSystem
+from rollax._core._validate import check_integer, check_range, real_array
 from rollax.robot.ball import Ball
 from rollax.robot.controls import (RestToRestControl, _integrals, _rest_basis,
                                    _spline_operators)
@@ -347,7 +347,7 @@ def _values(prob: _Problem, control, mu):
 
 def _fun(x, prob: _Problem):
     """``(r, h, g)`` of the nonlinear programme (objective ``|r|^2``) for
-    :func:`rollax._nlp.minimize`."""
+    :func:`rollax._drivers._nlp.minimize`."""
     h, g = _values(prob, prob.control(x), prob.mu(x))
     if prob.cost == "time":  # log(T / T_0) within +- log(TIME_RANGE)
         bound = math.log(TIME_RANGE)
@@ -400,7 +400,7 @@ class Optimum(eqx.Module):
     message: str  # SLSQP's exit message
     start_costs: np.ndarray  # the cost of every start (nan: not feasible)
     start_converged: np.ndarray
-    history: Any  # rollax._nlp.History of the best start's run
+    history: Any  # rollax._drivers._nlp.History of the best start's run
 
     def sample(self, n: int = 1001, rtol: float = 1e-10) -> dict:
         """Re-simulate on ``n`` uniform times of ``[0, T]``: ``t``, ``theta``, ``theta_dot``,
@@ -460,7 +460,7 @@ def _starts(prob: _Problem, starts: int, seed: int):
 
 
 def _progress_printer(enabled, starts, n, max_iter: int | None = None):
-    """``progress`` for :func:`rollax._nlp.minimize` run on the rows ``starts`` of ``n`` starts
+    """``progress`` for :func:`rollax._drivers._nlp.minimize` run on the rows ``starts`` of ``n`` starts
     (``info["start"]`` made the start's index among all ``n``). Printed lines say the time so
     far and, from the mean time per iteration, the most the rest can take (the iteration
     limit ``max_iter``; SLSQP usually stops well before it)."""
@@ -604,7 +604,7 @@ def least_mu(manoeuvre: Manoeuvre, *, knots: int = 16, starts: int = 1, seed: in
     T = 10 at the limit of 1500 with a KKT residual of 3e-6; with 300 iterations T = 8, 10
     ended not converged and T = 12 infeasible (violation 1e-2 to 4e-2 in the terminal angle
     along most of the run, the best point met just outside ``tol``). The KKT residual is
-    measured with the best-fitting multipliers (:mod:`rollax._nlp`): SLSQP's own left it at
+    measured with the best-fitting multipliers (:mod:`rollax._drivers._nlp`): SLSQP's own left it at
     ~1e-3 on such points."""
     return _run(manoeuvre, free_mu=True, cost="effort", knots=knots, starts=starts,
                 seed=seed, n_grid=n_grid, rtol=rtol, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,

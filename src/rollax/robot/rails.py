@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._validate import check_positive
+from rollax._core._validate import check_positive
 
 def _arr(x):
     return jnp.asarray(x, dtype=float)

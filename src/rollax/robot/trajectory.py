@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from rollax._validate import (ATOL_MIN, RTOL_MIN, check_finite, check_integer, check_positive,
+from rollax._core._validate import (ATOL_MIN, RTOL_MIN, check_finite, check_integer, check_positive,
                               check_range)
 
 class Trajectory(eqx.Module):

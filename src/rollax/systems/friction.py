@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax._system import AbstractSystem, boundary
-from rollax._validate import check_positive, real_array
+from rollax._core._system import AbstractSystem, boundary
+from rollax._core._validate import check_positive, real_array
 from rollax.friction.sliding import SlidingBody
 
 

@@ -1,7 +1,7 @@
 """The bouncing penny billiard (Clark & Bloch, Sects. V-VI) as a hybrid system.
 
 The penny's flight between impacts is the closed-form flow (26) on the 8-D state
-``(x, y, theta, phi, x', y', theta', phi')`` (:meth:`rollax.penny.Penny.flow`), the system's own
+``(x, y, theta, phi, x', y', theta', phi')`` (:meth:`rollax.analysis.penny.Penny.flow`), the system's own
 ``flow``: both integrators step along it (the vector field (25) gives the events' slopes).
 Four crossing events watch the table edge at the penny's front (27) and back (34):
 
@@ -18,13 +18,13 @@ Four crossing events watch the table edge at the penny's front (27) and back (34
   lower peak (a near miss) goes on unchanged. Each near miss is a reset, so ``max_resets``
   bounds the near misses of a run.
 
-The reset map is the billiard's impact law (:meth:`rollax.penny.PennyBilliard.impact`:
+The reset map is the billiard's impact law (:meth:`rollax.analysis.penny.PennyBilliard.impact`:
 elastic, plastic or restitution), ``aux`` counts the impacts, and the run ends at the
 ``n_impacts``-th. ``Solution.event`` is the end that hit (0 front, 1 back; 2, 3 when its
 entry was recovered at a peak).
 
-The statuses of :meth:`rollax.penny.PennyBilliard.simulate` are outcomes here: an impact whose
-normal approach (the cosine ``s`` of :class:`rollax.impacts.ElasticRoot`) is at most the
+The statuses of :meth:`rollax.analysis.penny.PennyBilliard.simulate` are outcomes here: an impact whose
+normal approach (the cosine ``s`` of :class:`rollax.models.impacts.ElasticRoot`) is at most the
 billiard's ``glancing_tol`` ends the run as ``GLANCING`` with the pre-impact state (the impact is
 not resolved in float64 there), and a start off the table, or on its edge moving outwards, is
 ``OUTSIDE`` (it ends at its first edge event, with no impact applied).
@@ -38,9 +38,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from rollax._solution import Status
-from rollax._system import AbstractSystem, crossing
-from rollax._penny import PennyBilliard
+from rollax._core._solution import Status
+from rollax._core._system import AbstractSystem, crossing
+from rollax.models._penny import PennyBilliard
 
 
 class PennyOutcome(enum.IntEnum):
@@ -76,7 +76,7 @@ class PennySystem(AbstractSystem):
                              "integer >= 1")
         if not isinstance(self.billiard, PennyBilliard):
             raise ValueError(f"billiard = {type(self.billiard).__name__} is not allowed: it must "
-                             "be a rollax.penny.PennyBilliard")
+                             "be a rollax.analysis.penny.PennyBilliard")
 
     def check_state(self, y, name: str = "y0", valid=None, *, host: bool = False):
         """:meth:`AbstractSystem.check_state`, and the rolling constraints (23) on concrete
@@ -89,12 +89,12 @@ class PennySystem(AbstractSystem):
         return self.billiard.penny.vector_field(t, y)
 
     def flow(self, t0, y0, t1, mode):
-        """The closed-form flight (26) (:meth:`rollax.penny.Penny.flow`): both integrators move
+        """The closed-form flight (26) (:meth:`rollax.analysis.penny.Penny.flow`): both integrators move
         the penny along it, so impact times are exact to the root finder's rounding."""
         return self.billiard.penny.flow(y0, t1 - t0)
 
     def flow_step(self, t, y, mode):
-        """The sampling of :meth:`rollax.penny.PennyBilliard.next_impact`: ``n_samples`` of the
+        """The sampling of :meth:`rollax.analysis.penny.PennyBilliard.next_impact`: ``n_samples`` of the
         billiard over the time in which the flight must leave a convex table (or one period of
         its circle), ``self.n_samples`` event samples per step."""
         b = self.billiard

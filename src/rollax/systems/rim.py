@@ -11,7 +11,7 @@ of (83)) run until
 * the final time comes first: **undecided**; a failed solve: **failed**.
 
 :class:`RimSlipping` is the hybrid rolling/slipping ball of Sect. 5.2 (the model, transition
-maps and events of :mod:`rollax.slip`), with the extra outcome **chattering**.
+maps and events of :mod:`rollax.models.slip`), with the extra outcome **chattering**.
 """
 
 from __future__ import annotations
@@ -23,20 +23,20 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from rollax._solution import Status
-from rollax._system import AbstractSystem, boundary, crossing
-from rollax._validate import real_array
-from rollax.fastmath import sincos
-from rollax.outcomes import RimOutcome
-from rollax.rim import Rim
-from rollax import slip as _slip
+from rollax._core._solution import Status
+from rollax._core._system import AbstractSystem, boundary, crossing
+from rollax._core._validate import real_array
+from rollax._core.fastmath import sincos
+from rollax.models.outcomes import RimOutcome
+from rollax.models.rim import Rim
+from rollax.models import slip as _slip
 
 
 def _arrays(rim: Rim) -> Rim:
     if not isinstance(rim, Rim):
         shown = repr(rim) if isinstance(rim, (int, float, str, bytes, type(None))) else \
             f"a {type(rim).__name__}"
-        raise ValueError(f"rim = {shown} is not allowed: it must be a rollax.rim.Rim")
+        raise ValueError(f"rim = {shown} is not allowed: it must be a rollax.models.rim.Rim")
     # parameters as float64 arrays: traced (not static) under jit, so new values do not recompile
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), rim)
 
@@ -183,10 +183,10 @@ class RimSlipping(AbstractSystem):
     """The ball on the rim with finite friction: rolling <-> slipping (Sect. 5.2.2).
 
     The state is ``(beta, w1, w2, w3, u1, u3)``; in mode ``leaving`` the last two are
-    ``(w, 0)``, the slip on its slow manifold (:mod:`rollax.slip`). A rolling start is the
+    ``(w, 0)``, the slip on its slow manifold (:mod:`rollax.models.slip`). A rolling start is the
     state with ``u1 = u3 = 0`` in mode ``rolling``. The events are those of
-    ``rollax.slip.HYBRID_EVENTS`` (separation, slip onset (39), stick, zeros of w1, layer exit);
-    the reset map is :func:`rollax.slip.transition` with the switch bookkeeping (``aux``:
+    ``rollax.models.slip.HYBRID_EVENTS`` (separation, slip onset (39), stick, zeros of w1, layer exit);
+    the reset map is :func:`rollax.models.slip.transition` with the switch bookkeeping (``aux``:
     switches, consecutive short phases, time of the last switch, slipping time, start of the
     phase, chattering flag) and the chattering cut-off: more than ``max_switches`` switches or
     ``max_short`` consecutive phases shorter than ``min_dwell`` [s].
@@ -225,7 +225,7 @@ class RimSlipping(AbstractSystem):
 
     @classmethod
     def from_settings(cls, rim: Rim, settings: "_slip.SlipSettings") -> "RimSlipping":
-        """The system with the transition parameters of a :class:`rollax.slip.SlipSettings`."""
+        """The system with the transition parameters of a :class:`rollax.models.slip.SlipSettings`."""
         return cls(rim, settings.delta, settings.u_layer, settings.tau_stick, settings.dir_tol,
                    settings.min_dwell, int(settings.max_switches), int(settings.max_short))
 
@@ -309,8 +309,8 @@ def simulate_slip(rim: Rim, y0, settings: "_slip.SlipSettings | None" = None, *,
     """One hybrid rolling/slipping run (Sect. 5.2.2) of :class:`RimSlipping` on
     :func:`rollax.solve`. ``y0``: a rolling state ``(beta, w1, w2, w3)`` or a 6-D state (then
     ``mode0`` says whether it rolls or slips); ``max_steps`` bounds each phase. ``jit``/``vmap``
-    compatible. Returns a :class:`rollax.slip.HybridResult`."""
-    from rollax._solve import solve
+    compatible. Returns a :class:`rollax.models.slip.HybridResult`."""
+    from rollax._integrate._solve import solve
 
     system = RimSlipping.from_settings(rim, settings or _slip.SlipSettings())
     y0 = jnp.asarray(y0, dtype=float)

@@ -25,8 +25,8 @@ import enum
 
 import jax.numpy as jnp
 
-from rollax._solution import Status
-from rollax._system import AbstractSystem, boundary, crossing
+from rollax._core._solution import Status
+from rollax._core._system import AbstractSystem, boundary, crossing
 from rollax.robot.ball import Ball
 from rollax.robot.controls import Control
 from rollax.robot.disk import Disk

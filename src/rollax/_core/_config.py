@@ -1,0 +1,124 @@
+"""Opt-in, process-wide JAX set-up: CPU devices and the persistent compile cache.
+
+Importing rollax only enables float64 (:mod:`rollax._core._setup`). Everything else that changes the
+process is done by :func:`configure`, which the ``rollax`` command calls first thing, and which a
+script or a test session calls itself when it wants the same set-up.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+_OFF = ("", "0", "off", "none", "false", "no")
+_DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "rollax", "jax")
+_XLA_FLAG = "--xla_force_host_platform_device_count"
+
+
+def _device_count(cpu_devices, source: str) -> int:
+    """``cpu_devices`` (an int, or the text of ``ROLLAX_CPU_DEVICES``) as an int >= 1."""
+    value = cpu_devices
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            value = None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"{source} = {cpu_devices!r} is not allowed: it must be an integer >= 1 "
+            "(the number of JAX CPU devices; 1: no split)"
+        )
+    return value
+
+
+def _split_cpu(n: int, explicit: bool, source: str) -> None:
+    import jax
+
+    if not explicit and _XLA_FLAG in os.environ.get("XLA_FLAGS", ""):
+        return  # the user's own XLA_FLAGS choice wins over the default
+    try:
+        jax.config.update("jax_num_cpu_devices", n)
+        return
+    except RuntimeError:
+        pass  # JAX has already initialised its backends
+    have = len(jax.devices("cpu"))
+    if have == n:
+        return
+    msg = (
+        f"rollax.configure: cannot split the CPU into {source} = {n} devices: JAX has already "
+        f"initialised its backends with {have}; call rollax.configure() before any JAX computation"
+    )
+    if explicit:
+        raise RuntimeError(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+
+def _cache_path(cache_dir, source: str) -> str | None:
+    if not isinstance(cache_dir, (str, os.PathLike)):
+        raise ValueError(
+            f"{source} = {cache_dir!r} is not allowed: it must be a directory path, or 'off' "
+            "to disable the compile cache"
+        )
+    text = os.fspath(cache_dir)
+    if text.strip().lower() in _OFF:
+        return None
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise ValueError(
+            f"{source} = {text!r} is not allowed: it exists and is not a directory "
+            "(give a directory path, or 'off' to disable the compile cache)"
+        )
+    return text
+
+
+def configure(cpu_devices: int | None = None, cache_dir: str | os.PathLike | None = None) -> None:
+    """Set up JAX for rollax sweeps: one CPU device per core and an on-disk compile cache.
+
+    * ``cpu_devices``: the number of XLA devices the host CPU is split into, so that sweeps run
+      one work queue per device (default: ``ROLLAX_CPU_DEVICES``, else one per core). This is
+      only possible before JAX initialises its backends (before the first JAX computation): if
+      it is too late and the count differs, an explicit ``cpu_devices`` raises ``RuntimeError``
+      and the default only warns. With the default, an existing
+      ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS`` is left alone.
+    * ``cache_dir``: JAX's persistent compilation cache (default: ``ROLLAX_CACHE_DIR``, else
+      ``~/.cache/rollax/jax``); ``"off"`` disables it. A default directory that cannot be
+      created is skipped silently; an explicit one raises ``ValueError``.
+
+    Bad values (arguments or environment variables) raise a one-line ``ValueError`` naming the
+    parameter, its value and what is allowed. Calling it again with the same values is harmless.
+    """
+    import jax
+
+    if cpu_devices is None:
+        env = os.environ.get("ROLLAX_CPU_DEVICES")
+        if env is None or env.strip() == "":
+            n, explicit, source = os.cpu_count() or 1, False, "cpu_devices"
+        else:
+            n, explicit, source = _device_count(env, "ROLLAX_CPU_DEVICES"), False, "ROLLAX_CPU_DEVICES"
+    else:
+        n, explicit, source = _device_count(cpu_devices, "cpu_devices"), True, "cpu_devices"
+
+    if cache_dir is None:
+        env = os.environ.get("ROLLAX_CACHE_DIR")
+        if env is None:
+            path, explicit_cache = _DEFAULT_CACHE, False
+        else:
+            path, explicit_cache = _cache_path(env, "ROLLAX_CACHE_DIR"), True
+            cache_source = "ROLLAX_CACHE_DIR"
+    else:
+        path, explicit_cache = _cache_path(cache_dir, "cache_dir"), True
+        cache_source = "cache_dir"
+
+    _split_cpu(n, explicit, source)
+
+    if path is not None:
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as err:
+            if explicit_cache:
+                raise ValueError(
+                    f"{cache_source} = {path!r} is not allowed: the directory cannot be created "
+                    f"({err.strerror}); give a writable directory, or 'off'"
+                ) from None
+            return  # a read-only home must not break the command
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)

@@ -1,0 +1,69 @@
+"""The one result type of every integrator in rollax, and its status codes."""
+
+from __future__ import annotations
+
+import enum
+
+import equinox as eqx
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from rollax._core._eventlog import EventLog
+
+
+class Status(enum.IntEnum):
+    """How a run ended. (``rollax._integrate.queue`` uses the same codes.)"""
+
+    EVENT = 0  # a terminal event (see ``Solution.event``)
+    T_MAX = 1  # reached the final time with no terminal event
+    NONFINITE = 2  # the state, the step size or an event value became non-finite / underflowed
+    MAX_STEPS = 3  # the step limit (per segment) or the reset limit was hit
+
+
+def code_names(codes, enum_type: type[enum.IntEnum]):
+    """The member names of integer ``codes`` of ``enum_type``: a ``str`` for one code, a NumPy
+    array of ``str`` of the same shape for an array (a code the enumeration lacks reads
+    ``"<code>?"``). Concrete values only (not inside ``jax.jit``)."""
+    by_value = {int(m): m.name for m in enum_type}
+    a = np.asarray(codes)
+    if a.ndim == 0:
+        return by_value.get(int(a), f"{int(a)}?")
+    return np.vectorize(lambda c: by_value.get(int(c), f"{int(c)}?"), otypes=[object])(a) \
+        .astype(str)
+
+
+class Solution(eqx.Module):
+    """Result of :func:`rollax.solve` (one run) or :func:`rollax.solve_ensemble` (a leading
+    batch axis on every field).
+
+    ``counts`` and ``t_first`` are per event and refer to the last segment of a hybrid run
+    (the one the run ended in; crossing counts start afresh after each reset); ``t_first`` is
+    the time of the first counted crossing (nan if none; boundaries: nan).
+    """
+
+    t: Float[Array, "*b"]  # time at the end (event root, or t1)
+    y: Float[Array, "*b d"]  # state there (after a terminal reset: the state it returned)
+    mode: Int[Array, "*b"]  # discrete mode at the end
+    aux: Float[Array, "*b p"]  # the reset map's bookkeeping at the end
+    status: Int[Array, "*b"]  # a Status code
+    event: Int[Array, "*b"]  # the event that ended the run (-1: none)
+    counts: Int[Array, "*b n"]  # crossings counted per event in the last segment
+    t_first: Float[Array, "*b n"]  # first counted crossing per event in the last segment
+    steps: Int[Array, "*b"]  # steps attempted (accepted and rejected), all segments
+    resets: Int[Array, "*b"]  # non-terminal resets
+    # steps rejected (error above tolerance, a non-finite state, or samples that may hide a
+    # pair of event crossings: rollax._core.events.unresolved), all segments; None where not kept
+    rejected: Int[Array, "*b"] | None = None
+    ys: Float[Array, "*b m d"] | None = None  # states at the save times ``ts`` (rollax.solve)
+    events: EventLog | None = None  # the first events of the run (``save_events``)
+
+    @property
+    def status_name(self):
+        """:attr:`status` as :class:`Status` names (``"EVENT"``, ``"T_MAX"``, ...): a ``str``
+        for one run, an array of them for a batch."""
+        return code_names(self.status, Status)
+
+    @property
+    def failed(self) -> Bool[Array, "*b"]:
+        """Runs that did not end normally (non-finite values or a step/reset limit)."""
+        return (self.status == Status.NONFINITE) | (self.status == Status.MAX_STEPS)

@@ -1,0 +1,14 @@
+"""Private: what runs integrators for a user (sweeps and their chunk store, identification, the NLP wrapper)."""
+
+
+def __getattr__(name: str):
+    """A submodule, loaded on first use (``rollax._drivers._sweep``)."""
+    import importlib
+
+    if not name.startswith("__"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,448 @@
+"""``rollax.sweep``: a grid of runs over any axes that name state components or parameters.
+
+Each axis is a state component of the system (``"beta"``) or a parameter field (``"mu"``, or
+a dotted path such as ``"rim.mu"`` for a nested module). The grid is the Cartesian product of
+the axes (row-major, the first axis slowest); a state component not on an axis comes from
+``y0``, a parameter not on an axis from ``system``. The runs go through
+:func:`rollax.solve_ensemble` (parameters on an axis become per-start parameters) in chunks of
+``chunk_size`` starts (a grid that fits in one chunk is padded only to a size class,
+:func:`rollax._drivers._chunks.chunk_width`); with ``cache_dir`` every finished chunk is saved and a
+rerun with the same arguments resumes from it (:mod:`rollax._drivers._chunks`). Results do not depend on
+the chunking.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax._drivers._chunks import run_chunked, sweep_key
+from rollax._core._eventlog import EventLog
+from rollax._core._solution import Solution, Status, code_names
+from rollax._core._system import AbstractSystem, classify
+from rollax._core._validate import naming_file
+
+_FIELDS = ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets",
+           "rejected")
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One axis of a sweep: a state component or parameter and its ``n`` values from ``lo`` to
+    ``hi``, spaced ``"linear"`` (``numpy.linspace``) or ``"log"`` (``numpy.geomspace``, for
+    ``0 < lo``); or any values, with :meth:`Axis.of`."""
+
+    name: str
+    lo: float
+    hi: float
+    n: int
+    spacing: str = "linear"
+    points: tuple[float, ...] | None = None  # the values themselves (Axis.of)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"axis name = {self.name!r} must be a non-empty string")
+        for k in ("lo", "hi"):
+            v = getattr(self, k)
+            if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)):
+                raise ValueError(f"{self.name} {k} = {v!r} must be a finite number")
+        if self.points is not None:
+            return  # checked by Axis.of
+        if not self.lo < self.hi:
+            raise ValueError(f"{self.name} range = ({self.lo!r}, {self.hi!r}) must have lo < hi")
+        if not (isinstance(self.n, (int, np.integer)) and not isinstance(self.n, bool)
+                and self.n >= 2):
+            raise ValueError(f"{self.name} grid size = {self.n!r} must be an integer >= 2")
+        if self.spacing not in ("linear", "log"):
+            raise ValueError(f"{self.name} spacing = {self.spacing!r} is not allowed: it must be "
+                             f"'linear' or 'log'")
+        if self.spacing == "log" and not self.lo > 0:
+            raise ValueError(f"{self.name} lo = {self.lo!r} is not allowed with log spacing: it "
+                             f"must be > 0")
+
+    @classmethod
+    def of(cls, name: str, values) -> "Axis":
+        """An axis through the given values (any order: random or Latin-hypercube samples of
+        one variable, a refined stretch, measured values): finite, distinct, at least one."""
+        try:
+            v = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} values = {values!r} must be numbers") from None
+        if v.ndim != 1 or v.size < 1:
+            raise ValueError(f"{name} values have shape {v.shape}; they must be a list of at "
+                             f"least one number")
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{name} values must be finite numbers; got {values!r}")
+        if np.unique(v).size != v.size:
+            raise ValueError(f"{name} values repeat a value; each point must be distinct")
+        return cls(name, float(v.min()), float(v.max()), int(v.size), "points",
+                   tuple(float(x) for x in v))
+
+    @property
+    def values(self) -> np.ndarray:
+        if self.points is not None:
+            return np.asarray(self.points)
+        if self.spacing == "log":
+            return np.geomspace(self.lo, self.hi, self.n)
+        return np.linspace(self.lo, self.hi, self.n)
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """The runs of a sweep: every array has the grid's shape ``(a.n for a in axes)`` first."""
+
+    system: AbstractSystem
+    axes: tuple[Axis, ...]
+    outcome: np.ndarray  # the system's outcome code per run
+    solution: dict[str, np.ndarray]  # the fields of rollax.Solution per run
+    summary: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # see sweep()
+
+    @property
+    def outcome_name(self) -> np.ndarray:
+        """:attr:`outcome` as the names of the system's ``outcomes`` enumeration (of
+        :class:`rollax.Status` if it has none), with the grid's shape."""
+        return code_names(self.outcome, self.system.outcomes or Status)
+
+    @property
+    def status_name(self) -> np.ndarray:
+        """Every run's :class:`rollax.Status` as its name, with the grid's shape."""
+        self._solution_kept("status_name")
+        return code_names(self.solution["status"], Status)
+
+    def _solution_kept(self, what: str) -> None:
+        if not self.solution:
+            raise ValueError(f"{what} is not available: the sweep was run with "
+                             f"keep_solution=False (only the outcome and the summary kept)")
+
+    def as_solution(self) -> Solution:
+        """The runs as one :class:`rollax.Solution` with the grid's shape first (for
+        :func:`rollax.classify` and the other functions of a solution)."""
+        self._solution_kept("as_solution()")
+        return Solution(**{f: self.solution[f] for f in _FIELDS}, events=self.events)
+
+    @property
+    def events(self) -> EventLog | None:
+        """The runs' event logs (``save_events``) with the grid's shape first, or None."""
+        log = {k[len("events."):]: v for k, v in self.solution.items()
+               if k.startswith("events.")}
+        return EventLog(**log) if log else None
+
+    def counts(self) -> dict[str, int]:
+        """Runs per outcome (by the names of the system's ``outcomes`` enumeration)."""
+        names = self.system.outcomes or Status
+        return {m.name.lower(): int(np.sum(self.outcome == m.value)) for m in names}
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the arrays, the axes and the parameters to one ``.npz`` file: ``outcome``, the
+        :class:`rollax.Solution` fields by name, ``axes`` (the axis names), each axis's values
+        as ``axis.<name>`` (an axis may be named like a field: ``t``, ``y``) and each
+        parameter as ``param.<path>``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        params = {jax.tree_util.keystr(k): np.asarray(v) for k, v in
+                  jax.tree_util.tree_leaves_with_path(eqx.filter(self.system, eqx.is_array))}
+        with naming_file(path):
+            np.savez_compressed(
+                path, outcome=self.outcome, **self.solution,
+                **{f"axis.{a.name}": a.values for a in self.axes},
+                axes=np.array([a.name for a in self.axes]),
+                **{f"param{k}": v for k, v in params.items()},
+            )
+        return path
+
+
+def _param_path(system: AbstractSystem, name: str):
+    """The accessor of a parameter leaf by name (``mu`` or ``rim.mu``), or a ValueError."""
+    leaves = jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))
+    paths = {".".join(str(getattr(k, "name", k)) for k in p): p for p, _ in leaves}
+    hits = [p for s, p in paths.items() if s == name or s.endswith("." + name)]
+    if len(hits) != 1:
+        allowed = sorted(paths) + list(system.state_names)
+        why = "is ambiguous" if hits else "is not a state component or parameter"
+        raise ValueError(f"axis name = {name!r} {why} of {type(system).__name__}; "
+                         f"allowed: {allowed}")
+
+    def get(s):
+        node = s
+        for k in hits[0]:
+            node = getattr(node, k.name)
+        return node
+
+    return get
+
+
+def _or(value, default):
+    return default if value is None else value
+
+
+def sweep(
+    system: AbstractSystem,
+    axes: Sequence[Axis],
+    *,
+    y0: Sequence[float] | Mapping[str, float] | None = None,
+    t0: float = 0.0,
+    t1: float,
+    mode: int | str | None = None,
+    chunk_size: int = 1 << 17,
+    cache_dir: str | os.PathLike | None = None,
+    keep_chunks: bool = False,
+    progress: bool = True,
+    summary=None,
+    keep_solution: bool = True,
+    **solver_options,
+) -> SweepResult:
+    """Run ``system`` over the grid of ``axes`` (the Cartesian product of the axes, row-major,
+    the first axis slowest; each axis a state component or a parameter field, dotted for a
+    nested module: ``"rim.mu"``); returns a :class:`SweepResult`.
+
+    ``y0``: the state components not on an axis (a full state vector, or a mapping from
+    ``state_names`` to values). ``mode``: every run's starting mode (None: each start's
+    ``system.initial_mode``). ``solver_options`` go to :func:`rollax.solve_ensemble`
+    (``rtol``, ``atol``, ``max_steps``, ``lanes``, ``devices``, ...). ``summary(system, sol)``:
+    per-run quantities of one run's :class:`rollax.Solution` (a dict of arrays), computed
+    chunk by chunk (so they are saved with the chunks) into ``SweepResult.summary``.
+    ``keep_solution=False``: keep only the outcome and the summary (``SweepResult.solution``
+    empty), for sweeps whose summary says all they need: less memory, smaller chunks and, on a
+    GPU, a smaller transfer back.
+
+    With ``cache_dir`` the finished chunks are verified when reused and removed after a
+    successful run unless ``keep_chunks`` (:mod:`rollax._drivers._chunks`). The starts are built chunk
+    by chunk; a grid whose results would not fit in memory is refused up front
+    (``MemoryError``). SIGINT/SIGTERM raise :class:`rollax.SweepInterrupted` within about a
+    tenth of a second, keeping the finished chunks.
+    """
+    from rollax._integrate._ensemble import _ON_DEVICE, solve_ensemble
+
+    if not isinstance(system, AbstractSystem):
+        raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
+    if isinstance(axes, (str, bytes, Axis)) or not isinstance(axes, Sequence):
+        raise ValueError(f"axes = {axes!r} is not allowed: it must be a list of rollax.Axis")
+    axes = tuple(axes)
+    if not axes:
+        raise ValueError("axes must name at least one state component or parameter")
+    for a in axes:
+        if not isinstance(a, Axis):
+            raise ValueError(f"axis = {a!r} is not allowed: each axis must be a "
+                             f"rollax.Axis(name, lo, hi, n)")
+    if system.batch_shape():
+        raise ValueError(f"the parameters of {type(system).__name__} have batch shape "
+                         f"{system.batch_shape()}; rollax.sweep takes one value per parameter "
+                         f"(a parameter that varies goes on an axis)")
+    if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+        raise ValueError(f"cache_dir = {cache_dir!r} is not allowed: it must be a directory "
+                         f"path or None")
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise ValueError(f"axes = {names} name a variable twice")
+    state_ix = {a.name: system.state_names.index(a.name) for a in axes
+                if a.name in system.state_names}
+    getters = {a.name: _param_path(system, a.name) for a in axes if a.name not in state_ix}
+    base = _base_state(system, y0, set(state_ix))
+    for a in axes:
+        if a.name not in state_ix and not _reaches(system, getters[a.name], base, t0):
+            warnings.warn(f"sweep axis {a.name!r}: {type(system).__name__}'s vector field, "
+                          f"events, reset, initial mode and outcome do not use it, so every "
+                          f"value on this axis gives the same runs", UserWarning, stacklevel=2)
+    if not isinstance(keep_solution, bool):
+        raise ValueError(f"keep_solution = {keep_solution!r} is not allowed: it must be True or "
+                         f"False")
+    if not keep_solution and solver_options.get("save_events"):
+        raise ValueError(f"save_events = {solver_options['save_events']!r} is not allowed with "
+                         f"keep_solution=False (the event logs are part of the solution)")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size = {chunk_size!r} must be an integer >= 1")
+    shape = tuple(int(a.n) for a in axes)
+    n = math.prod(shape)
+    values = [a.values for a in axes]
+
+    def points(lo, hi):  # rows lo:hi of the grid, row-major (the first axis slowest)
+        # each axis's column as runs of equal values (np.repeat with counts; the fastest axis
+        # its values tiled): no index array per start (30 -> 8 ms for a million starts on an
+        # H100 host), and no more memory than the chunk whatever the grid's size
+        out = np.empty((hi - lo, len(shape)))
+        stride = 1
+        for k in range(len(shape) - 1, -1, -1):
+            j0, j1 = lo // stride, (hi - 1) // stride
+            if stride == 1:
+                reps = -(-(hi - j0 // shape[k] * shape[k]) // shape[k])
+                col = np.tile(values[k], reps)[lo % shape[k]:][:hi - lo]
+            else:
+                counts = np.full(j1 - j0 + 1, stride)
+                counts[0] -= lo - j0 * stride
+                counts[-1] -= (j1 + 1) * stride - hi
+                col = np.repeat(values[k][np.arange(j0, j1 + 1) % shape[k]], counts)
+            out[:, k] = col
+            stride *= shape[k]
+        return out
+
+    def run(chunk, valid, report):
+        ys = np.empty((len(chunk), base.size))
+        ys[:] = base
+        sys_b = system
+        for k, a in enumerate(axes):
+            if a.name in state_ix:
+                ys[:, state_ix[a.name]] = chunk[:, k]
+            else:
+                sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
+        # the fused path's results stay on the device through the classification, and come
+        # back in one transfer of what the sweep keeps (benchmarks/RESULTS.md, stop 36)
+        token = _ON_DEVICE.set(True)
+        try:
+            sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid, progress=report,
+                                 **solver_options)
+        finally:
+            _ON_DEVICE.reset(token)
+        out = {f: getattr(sol, f) for f in _FIELDS} if keep_solution else {}
+        if sol.events is not None and keep_solution:  # save_events: stored with the chunk
+            out.update({f"events.{f.name}": getattr(sol.events, f.name)
+                        for f in dataclasses.fields(EventLog)})
+        if summary is None:
+            out["outcome"] = classify(sys_b, sol)
+        else:
+            # one program for both: the rim's summary classifies too (its flight), and XLA
+            # shares that work (Fig. 11 panel: 5 ms of classification saved)
+            outcome, extra = _per_run(_with_outcome(summary), sys_b, sol)
+            out["outcome"] = outcome
+            out.update({f"summary.{k}": v for k, v in extra.items()})
+        return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
+
+    key = sweep_key(dict(
+        kind="rollax.sweep", system=type(system).__qualname__,
+        static=repr(eqx.filter(system, eqx.is_array, inverse=True)),
+        params={jax.tree_util.keystr(k): np.asarray(v).tolist() for k, v in
+                jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))},
+        # (an axis's default spacing is left out: the keys of chunks saved before it existed)
+        axes=[{k: v for k, v in dataclasses.asdict(a).items()
+               if (k, v) not in (("spacing", "linear"), ("points", None))} for a in axes],
+        y0=base.tolist(), t0=t0, t1=t1,
+        mode=str(mode), options={k: repr(v) for k, v in sorted(solver_options.items())},
+        summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
+        # the system's defaults, which a call may leave out (a new default must not reuse chunks)
+        solver=repr(_or(solver_options.get("solver"), system.solver)),
+        n_samples=repr(_or(solver_options.get("n_samples"), system.n_samples)),
+        # version 4: the kernel steps to the jump times (a robot's runs changed at rounding
+        # level); 5: steps whose samples may hide a pair of crossings are rejected
+        # (events.unresolved), and the rejected steps are kept
+        chunk_size=chunk_size, version=5,
+        **({} if keep_solution else {"keep_solution": False})))
+    out = run_chunked(run, points, n=n, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
+                      keep_chunks=keep_chunks,
+                      row_bytes=_row_bytes(system, summary,
+                                           int(solver_options.get("save_events") or 0),
+                                           keep_solution),
+                      progress=progress, desc=type(system).__name__)
+    outcome = out.pop("outcome").reshape(shape)
+    grid = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
+    extra = {k[len("summary."):]: v for k, v in grid.items() if k.startswith("summary.")}
+    sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
+    return SweepResult(system, axes, outcome, sol, extra)
+
+
+def _reaches(system: AbstractSystem, getter, y, t0) -> bool:
+    """Whether the parameter leaf at ``getter`` is read by the system's vector field, events,
+    reset, initial mode or outcome (traced once, with the mode and event traced so that every
+    branch counts): a structural test, not a value at one state."""
+    from rollax._core._solution import Solution
+
+    n = len(system.events)
+    leaf = jnp.asarray(getter(system))
+
+    def used(p, t, y, mode, aux, event):
+        s_ = eqx.tree_at(getter, system, p)
+        sol = Solution(t=t, y=y, mode=mode, aux=aux, status=event, event=event,
+                       counts=jnp.zeros(n, jnp.int32), t_first=jnp.zeros(n, y.dtype),
+                       steps=event, resets=event, rejected=event)
+        return (s_.vector_field(t, y, mode), s_.event_values(t, y, mode),
+                s_.reset(t, y, mode, aux, event), s_.initial_mode(t, y),
+                s_.initial_aux(y, mode), s_.outcome(sol))
+
+    try:
+        closed = jax.make_jaxpr(used)(leaf, jnp.asarray(t0, float), jnp.asarray(y, float),
+                                      jnp.int32(0), jnp.zeros(system.n_aux), jnp.int32(0))
+    except Exception:  # a method that cannot be traced this way: no claim, no warning
+        return True
+    jaxpr = closed.jaxpr
+    p_vars = {id(v) for v in jaxpr.invars[:len(jax.tree_util.tree_leaves(leaf))]}
+    return any(id(v) in p_vars for e in jaxpr.eqns for v in e.invars) or \
+        any(id(v) in p_vars for v in jaxpr.outvars)
+
+
+def _row_bytes(system: AbstractSystem, summary, save_events: int = 0,
+               keep_solution: bool = True) -> int:
+    """Bytes of the results of one run (the Solution fields and the outcome; a generous 128
+    for a summary; the event log's rows), to refuse a sweep that cannot fit before any work."""
+    n_ev = len(system.events)
+    d = system.state_dim
+    fields = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4
+    row = 4 + (fields if keep_solution else 0)  # the outcome, then the Solution's fields
+    log = 4 + save_events * (8 + 4 + 4 + 8 + 4 + 16 * d) if save_events else 0
+    return row + log + (128 if summary is not None else 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _with_outcome(summary):
+    """``summary`` with the run's outcome in front (one function object per summary, so that
+    :func:`_per_run` compiles once for it)."""
+    def fn(system, sol):
+        return system.outcome(sol), summary(system, sol)
+    return fn
+
+
+@eqx.filter_jit
+def _per_run(fn, system, sol):
+    """``fn(system, one run)`` over a batch of runs, each with its own parameters."""
+    from rollax._core._solution import Solution
+
+    sol = Solution(**{f: jnp.asarray(getattr(sol, f)) for f in _FIELDS})
+    return eqx.filter_vmap(fn, in_axes=(system.batch_axes(), 0))(system, sol)
+
+
+def _number(name, v) -> float:
+    try:
+        if isinstance(v, (bool, str, bytes)):
+            raise TypeError
+        return float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} = {v!r} is not allowed: it must be a number") from None
+
+
+def _base_state(system, y0, on_axes) -> np.ndarray:
+    d = system.state_dim
+    names = system.state_names
+    if y0 is None:
+        y0 = {}
+    if isinstance(y0, Mapping):
+        unknown = set(y0) - set(names)
+        if unknown:
+            raise ValueError(f"y0 names {sorted(unknown)}, which are not state components of "
+                             f"{type(system).__name__}; allowed: {list(names)}")
+        both = sorted(set(y0) & set(on_axes), key=list(names).index)
+        if both:
+            raise ValueError(f"y0 gives {both}, which {'is' if len(both) == 1 else 'are'} on an "
+                             f"axis: an axis sets that component at every start; remove it "
+                             f"from y0 (or from the axes)")
+        missing = [n for n in names if n not in y0 and n not in on_axes]
+        if missing:
+            raise ValueError(f"y0 needs values for {missing} (the state components not on an axis)")
+        base = np.array([_number(f"y0[{n!r}]", y0.get(n, 0.0)) for n in names])
+    else:
+        try:
+            base = np.asarray(y0, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"y0 = {y0!r} is not allowed: it must be {d} numbers or a mapping "
+                             f"from state names to numbers") from None
+        if base.shape != (d,):
+            raise ValueError(f"y0 has shape {base.shape}; {type(system).__name__} needs ({d},)")
+    if not np.all(np.isfinite(base)):
+        raise ValueError(f"y0 = {base.tolist()} must be finite")
+    return base

@@ -1,0 +1,415 @@
+"""``rollax.solve_ensemble``: many runs of one system on the batched work-queue kernel.
+
+The system is adapted onto :func:`rollax._integrate.queue.run`:
+
+* the state is ``z = (y, mode)``: the mode rides as a passive component (zero rate, left out
+  of the error norm), so every lane may be in a different mode;
+* the system's array leaves (its parameters) go through the kernel's ``args``; a leaf with a
+  leading batch axis (see :meth:`rollax.AbstractSystem.batch_shape`) is a per-start
+  parameter, dealt with the starts; the rest (static fields, structure) is held by a small
+  hashable adapter, so compiled kernels are cached on the system's type, static fields and
+  tree structure, not on the object: a new system with new parameter values reuses them;
+* a system with its own exact ``flow`` is moved along it (``flow_step`` at a time);
+* the kernel's reset map calls ``system.reset``; where the kernel needs the field and the event
+  values at one point it calls ``system.field_and_events``.
+
+The event semantics are those of :func:`rollax.solve` (same samples, same walk, same root
+location); the two paths agree to the integration tolerance.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import functools
+import math
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from rollax._core import _eventlog
+
+from rollax._integrate import _fused, queue
+from rollax._core._eventlog import SAVE_EVENTS_MAX
+from rollax._core._solution import Solution, Status
+from rollax._integrate._solve import SAMPLES_MAX, check_options
+from rollax._core._system import AbstractSystem
+from rollax._core._validate import _show, check_integer, check_jump_ts, past_jump
+from rollax._core.events import EventSet
+
+
+@dataclasses.dataclass(frozen=True)
+class _Adapter:
+    """The system's static part and state dimension; its methods are the kernel's callables
+    (equal by value, so the kernel cache hits for every system of the same structure)."""
+
+    static: Any
+    d: int
+    p: int = 0  # the system's own aux (with an event log: the log follows it in aux)
+    K: int = 0  # rows of the event log (save_events)
+
+    def system(self, dyn) -> AbstractSystem:
+        return eqx.combine(dyn, self.static)
+
+    def _split(self, z):
+        return z[: self.d], z[self.d].astype(jnp.int32)
+
+    def field(self, t, z, dyn):
+        y, mode = self._split(z)
+        return jnp.concatenate([self.system(dyn).vector_field(t, y, mode), jnp.zeros_like(z[-1:])])
+
+    def event_values(self, t, z, dyn):
+        y, mode = self._split(z)
+        return jnp.asarray(self.system(dyn).event_values(t, y, mode), z.dtype)
+
+    def field_and_events(self, t, z, dyn):
+        y, mode = self._split(z)
+        f, g = self.system(dyn).field_and_events(t, y, mode)
+        return jnp.concatenate([f, jnp.zeros_like(z[-1:])]), jnp.asarray(g, z.dtype)
+
+    def flow(self, t0, z, t1, dyn):
+        y, mode = self._split(z)
+        y1 = self.system(dyn).flow(t0, y, t1, mode)
+        return jnp.concatenate([jnp.asarray(y1, z.dtype), z[-1:]])
+
+    def flow_step(self, t, z, dyn):
+        y, mode = self._split(z)
+        return jnp.asarray(self.system(dyn).flow_step(t, y, mode), z.dtype)
+
+    def reset(self, t, z, aux, event, dyn):
+        y, mode = self._split(z)
+        own = aux[: self.p] if self.K else aux
+        t_n, y_n, mode_n, aux_n, term = self.system(dyn).reset(t, y, mode, own, event)
+        aux_n = jnp.asarray(aux_n, aux.dtype)
+        if self.K:  # the event log rides in aux, after the system's own (rollax._core._eventlog)
+            n, rows = _eventlog.write(aux[self.p], aux[self.p + 1:], True, t, event, mode, y,
+                                      t_n, mode_n, y_n)
+            aux_n = jnp.concatenate([aux_n, n[None], rows])
+        z_n = jnp.concatenate([jnp.asarray(y_n, z.dtype),
+                               jnp.asarray(mode_n).astype(z.dtype)[None]])
+        return jnp.asarray(t_n, t.dtype), z_n, aux_n, term
+
+
+#: At most this many lanes per device: each holds a few kB of state and records (a typo such
+#: as lanes = 10**9 would ask for terabytes)
+LANES_MAX = 1 << 22
+
+
+def _lanes_used(lanes: int, N: int, n_dev: int) -> int:
+    """The lanes each device's queue gets: ``lanes``, but no more than the power of two at or
+    above the starts it holds, unless that is below 512 (the default). A large ``lanes`` on a
+    few starts then allocates nothing it cannot use (``rollax basin --lanes 100000000`` on 48
+    starts ran for minutes), while the usual sizes keep one compiled kernel for every chunk
+    (the lanes are part of its shape; the results do not depend on them beyond rounding)."""
+    per = -(-N // n_dev)
+    return int(min(lanes, max(512, 1 << max(0, per - 1).bit_length())))
+
+
+@functools.lru_cache(maxsize=64)
+def _adapter(static, d: int, p: int = 0, K: int = 0) -> _Adapter:
+    # one adapter object per structure: bound methods compare their instances by identity,
+    # and the kernel cache compares the adapter's bound methods
+    return _Adapter(static, d, p, K)
+
+
+def _batched_leaves(system: AbstractSystem, dyn) -> Any:
+    """Per array leaf of ``dyn``: whether it carries a leading batch axis (per-start values),
+    by the rule of :meth:`AbstractSystem.batch_shape` (the fields' annotated axes)."""
+    axes = [a for a in jax.tree_util.tree_leaves(system.batch_axes(), is_leaf=lambda x: x is None)]
+    leaves = [x for x in jax.tree_util.tree_leaves(system) if x is not None]
+    marks = iter([a == 0 for a, x in zip(axes, leaves) if eqx.is_array(x)])
+    return jax.tree_util.tree_map(lambda leaf: next(marks), dyn)
+
+
+def solve_ensemble(
+    system: AbstractSystem,
+    y0s: Float[Array, "N d"],
+    t0: float = 0.0,
+    t1: float = math.inf,
+    *,
+    mode=None,
+    aux=None,
+    rtol: float = 1e-9,
+    atol: float = 1e-9,
+    dt_max: float | None = None,
+    max_steps: int = 16_384,
+    max_resets: int = 1_000,
+    n_samples: int | None = None,
+    solver: str | None = None,
+    lanes: int = 512,
+    devices: int | None = None,
+    valid: np.ndarray | None = None,
+    progress=None,
+    jump_ts=None,
+    backend: str = "auto",
+    save_events: int = 0,
+) -> Solution:
+    """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
+    the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
+
+    ``mode``: one mode (index or name) for all starts, an ``(N,)`` array of indices, or None
+    (``system.initial_mode`` of each start, with its own parameters); ``aux``:
+    ``(n_aux,)`` or ``(N, n_aux)`` (default: ``system.initial_aux`` per start). A parameter
+    field with a leading batch axis of N gives each start its own value. ``dt_max`` bounds the
+    step (and so the sampling interval, ``dt_max / n_samples``); ``max_steps`` bounds the
+    steps of each segment, ``max_resets`` the resets of a hybrid run. The starts are dealt to
+    ``devices`` JAX devices (default: all local), each with a work queue of ``lanes`` lanes
+    (at most 2^22; above 512, no more than the power of two at or above the starts each device
+    holds).
+
+    A system with its own exact ``flow`` is moved along it in steps of ``system.flow_step``
+    (``rtol`` and ``atol`` are then not used).
+
+    ``solver``: ``"dopri5"`` or ``"dopri8"``, the method of :func:`rollax.solve` of that name
+    (default: ``system.solver``).
+
+    ``jump_ts``: times where the vector field or its derivatives jump (default:
+    ``system.jump_times()``); as in :func:`rollax.solve`, no step straddles one.
+
+    ``save_events``: keep each start's first ``save_events`` events (``Solution.events``, a
+    :class:`rollax.EventLog` with a leading axis N, as :func:`rollax.solve`'s; they ride in the
+    start's ``aux``, so each event costs ``5 + 2 d`` numbers of lane memory).
+
+    ``backend``: ``"queue"`` (the work queue: few wide lanes refilled as starts finish; the CPU
+    path), ``"fused"`` (each start integrated from start to end by one GPU thread of one
+    Pallas kernel; on a CPU it runs in Pallas's interpret mode, for tests only) or ``"auto"``
+    (fused on a GPU, the queue elsewhere). The results agree to rounding (docs/fused.md).
+
+    ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
+    meaningless (the padding of a chunk). ``progress(finished)``: called about every second
+    (the queue's slices) with the number of starts finished so far (the results do not change); an
+    exception it raises stops the solve. Returns a :class:`rollax.Solution` of NumPy arrays
+    with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
+    """
+    on_device = _ON_DEVICE.get()
+    if not isinstance(system, AbstractSystem):
+        raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
+    backend = queue.check_backend(backend)
+    n_samples = system.n_samples if n_samples is None else n_samples
+    solver = queue.check_solver(system.solver if solver is None else solver)
+    d = system.state_dim
+    y0s = np.asarray(system.check_state(y0s, "y0s", _valid_rows(valid, y0s), host=True),
+                     dtype=np.float64)
+    if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
+        raise ValueError(f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
+                         f"with N >= 1 ({', '.join(system.state_names)})")
+    N = y0s.shape[0]
+    system.check_flow_step(dt_max)
+    check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
+                  max_resets=(max_resets, 0), n_samples=(n_samples, 1, SAMPLES_MAX),
+                  lanes=(lanes, 16, LANES_MAX))
+    n_dev_max = jax.local_device_count()
+    if devices is not None and not (isinstance(devices, (int, np.integer))
+                                    and 1 <= devices <= n_dev_max):
+        raise ValueError(f"devices = {devices!r} is outside the allowed range [1, {n_dev_max}]")
+    batch = system.batch_shape()
+    if batch not in ((), (N,)):
+        raise ValueError(f"the parameters of {type(system).__name__} have batch shape {batch}; "
+                         f"per-start parameters need a batch size of N = {N} (the starts)")
+    if mode is None and type(system).initial_mode is AbstractSystem.initial_mode:
+        modes = np.zeros(N, np.int32)  # the default: no pass over the starts on a device
+    elif mode is None:
+        modes = _initial_modes(system, t0, y0s, _valid_rows(valid, y0s))
+    elif isinstance(mode, str) or np.ndim(mode) == 0:
+        modes = np.full(N, int(system.check_mode(mode)), np.int32)
+    else:
+        modes = np.asarray(system.check_mode(np.asarray(mode)))
+        if modes.shape != (N,):
+            raise ValueError(f"mode has shape {modes.shape}; it must be one mode or ({N},)")
+
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress = {progress!r} is not allowed: it must be a function of the "
+                         f"number of starts finished, or None")
+    system.check_functions(y0s[0], int(modes[0]), t0)
+    dyn, static = eqx.partition(system, eqx.is_array)
+    try:
+        hash(static)
+    except TypeError:
+        raise ValueError(f"the static fields of {type(system).__name__} must be hashable "
+                         f"(they key the compiled kernel)") from None
+    save_events = int(check_integer("save_events", save_events, 0, SAVE_EVENTS_MAX))
+    p = system.n_aux
+    hybrid = system.hybrid
+    ad = _adapter(static, d, p, save_events if hybrid else 0)
+    marks = _batched_leaves(system, dyn)
+    if aux is None and not p:
+        aux = np.zeros((N, 0))
+    elif aux is None:
+        axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
+        aux = np.asarray(_initial_aux(system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes)))
+    aux = np.asarray(aux, dtype=np.float64)
+    if aux.shape == (p,):
+        aux = np.broadcast_to(aux, (N, p))
+    if aux.shape != (N, p):
+        raise ValueError(f"aux has shape {aux.shape}; {type(system).__name__} needs ({p},) or "
+                         f"({N}, {p})")
+    jumps_ = system.jump_times() if jump_ts is None else jump_ts
+    t0n = past_jump(float(t0), check_jump_ts(jumps_)) if jumps_ is not None else float(t0)
+    if isinstance(t0n, float) and t0n != float(t0):
+        # a start within the smallest step before a jump time: on from just after it, the
+        # state moved over the gap by one Euler step (as rollax.solve)
+        axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
+        y0s = np.asarray(_euler(system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes),
+                                float(t0), t0n - float(t0)))
+        t0 = t0n
+    if ad.K:  # the event log's count and rows, after the system's own aux
+        _, rows0 = _eventlog.empty(ad.K, d, np.float64)
+        aux = np.concatenate([aux, np.zeros((N, 1)), np.broadcast_to(np.asarray(rows0),
+                                                                    (N, rows0.shape[0]))], 1)
+    events = EventSet(ad.event_values, system.event_set.kinds, system.event_set.targets,
+                      system.event_set.dirs)
+    z0 = np.concatenate([y0s, modes[:, None].astype(np.float64)], axis=1)
+    res = queue.run(
+        ad.field, events, z0, dyn, t0=float(t0), t_max=float(t1), rtol=float(rtol),
+        atol=float(atol), max_steps=int(max_steps),
+        dt_max=np.inf if dt_max is None else float(dt_max),
+        lanes=_lanes_used(int(lanes), N, int(devices or n_dev_max)),
+        n_samples=int(n_samples), devices=devices, reset=ad.reset if hybrid else None,
+        aux=aux if hybrid else None, n_error=d,
+        # the mode carried, not integrated: measured (benchmarks/RESULTS.md) the Fig. 11 mu = 1
+        # panel 4.06-4.30 -> 3.84-4.07 s; but the no-slip panel 0.23 -> 0.26-0.30 s, so only
+        # with a reset map (the only case where a mode can change)
+        n_constant=1 if hybrid else 0, max_resets=int(max_resets),
+        args_batched=marks, field_and_events=ad.field_and_events,
+        valid=None if valid is None else np.asarray(valid, bool), progress=progress,
+        flow=ad.flow if system.has_flow else None,
+        flow_step=ad.flow_step if system.has_flow else None, solver=solver,
+        jump_ts=system.jump_times() if jump_ts is None else jump_ts,
+        runner=_RUNNER.get() or (functools.partial(_fused.run, device=on_device)
+                                 if backend == "fused" else None),
+    )
+    # the fused path's results on the device stay there, unless event logs are read (host)
+    xp = jnp if isinstance(res.y, jax.Array) and not (ad.K or save_events) else np
+    if xp is np:
+        res = jax.device_get(res)
+    mode_end = xp.rint(res.y[:, d]).astype(np.int32)
+    status = res.status.astype(np.int32)
+    # y contiguous: a strided view is transposed on the host whenever it goes to a device
+    # (35 ms of the 1000 x 1000 panel's classification on an H100 host)
+    y_end = res.y[:, :d] if xp is jnp else np.ascontiguousarray(res.y[:, :d])
+    aux_end = res.aux if hybrid else xp.asarray(aux)
+    log = None
+    if ad.K:
+        log = _eventlog.read(aux_end[:, p], np.ascontiguousarray(aux_end[:, p + 1:]), d)
+        aux_end = np.ascontiguousarray(aux_end[:, :p])
+    elif save_events:  # no reset map: the terminal event is the only one
+        log = _terminal_log(save_events, status, res.event, res.t, mode_end, y_end)
+    sol = Solution(
+        t=res.t, y=y_end, mode=mode_end, aux=aux_end, status=status,
+        event=res.event, counts=res.counts.astype(np.int32), t_first=res.t_first,
+        steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32),
+        rejected=res.rejected.astype(np.int32), events=log,
+    )
+    return sol if on_device else jax.device_get(sol)  # (NumPy, in one transfer)
+
+
+def _terminal_log(K: int, status, event, t, mode, y) -> _eventlog.EventLog:
+    """The event log of runs without a reset map: the event that ended a run, if one did."""
+    N, d = y.shape
+    hit = status == Status.EVENT
+    rows = np.full((N, K, _eventlog.width(d)), np.nan)
+    rows[hit, 0, 0] = t[hit]
+    rows[hit, 0, 1] = event[hit]
+    rows[hit, 0, 2] = mode[hit]
+    rows[hit, 0, 3] = t[hit]
+    rows[hit, 0, 4] = mode[hit]
+    rows[hit, 0, 5:5 + d] = y[hit]
+    rows[hit, 0, 5 + d:] = y[hit]
+    return _eventlog.read(hit.astype(np.float64), rows.reshape(N, -1), d)
+
+
+# set by rollax.sweep around its solves: the fused path's results stay on the device as JAX
+# arrays (the sweep classifies them there and fetches only what it keeps)
+_ON_DEVICE: contextvars.ContextVar = contextvars.ContextVar("rollax_ensemble_on_device",
+                                                            default=False)
+
+# a scoped replacement of the fused path's runner (fused_program lowers instead of running)
+_RUNNER: contextvars.ContextVar = contextvars.ContextVar("rollax_ensemble_runner", default=None)
+
+
+class _Lowered(Exception):
+    def __init__(self, lowered):
+        super().__init__("lowered")
+        self.lowered = lowered
+
+
+def fused_program(system: AbstractSystem, y0s, t0: float = 0.0, t1: float = math.inf, *,
+                  platform: str | None = "cuda", phase: str | None = None, **options):
+    """The fused kernels (``backend="fused"``) of ``system`` for the starts ``y0s`` and the
+    options of :func:`solve_ensemble`, lowered for one block of starts on ``platform``
+    (``"cuda"`` works on a machine without a GPU; ``None``: this machine's). ``phase``: one
+    kernel alone, ``"setup"``, ``"run"``, ``"serve"`` (systems with a reset map) or
+    ``"finish"`` (``docs/fused.md``); None: the whole program. Returns JAX's ``Lowered``:
+    ``.as_text()`` is the program (``docs/fused.md`` on what sets its compile time),
+    ``.compile()`` compiles it (on a GPU). A system the kernel cannot run raises
+    ``NotImplementedError`` naming the primitive."""
+    if phase is not None and phase not in _fused.PHASES:
+        raise ValueError(f"phase = {_show(phase)} is not allowed: it must be None or one of "
+                         f"{', '.join(repr(p) for p in _fused.PHASES)}")
+
+    def lower(pb, y0s_, aux, valid, bargs, sargs, sc, progress=None):
+        raise _Lowered(_fused.lower(pb, y0s_, aux, bargs, sargs, sc, platform, phase))
+
+    token = _RUNNER.set(lower)
+    try:
+        solve_ensemble(system, y0s, t0, t1, backend="fused", **options)
+    except _Lowered as done:
+        return done.lowered
+    finally:
+        _RUNNER.reset(token)
+    raise AssertionError("the fused path did not reach its kernel")  # pragma: no cover
+
+
+def _valid_rows(valid, y0s):
+    """``valid`` as an ``(N,)`` bool array (None: all rows), or a ``ValueError``."""
+    if valid is None:
+        return None
+    n = np.shape(y0s)[0] if np.ndim(y0s) else 0
+    v = np.asarray(valid)
+    if v.dtype.kind not in "bi" or v.shape != (n,):
+        raise ValueError(f"valid = {_show(valid)} is not allowed: it must be {n} booleans, "
+                         f"one per start")
+    return v.astype(bool)
+
+
+@eqx.filter_jit
+def _euler(system, dyn, axes, y0s, modes, t0, dt):
+    static = eqx.partition(system, eqx.is_array)[1]
+    return jax.vmap(lambda dy, y, m: y + dt * eqx.combine(dy, static).vector_field(
+        jnp.asarray(t0, y.dtype), y, m), in_axes=(axes, 0, 0))(dyn, y0s, modes)
+
+
+def _initial_modes(system, t0, y0s, valid) -> np.ndarray:
+    """``system.initial_mode`` of every start (per-start parameters too) as int32 indices, or a
+    ``ValueError`` naming the first start whose mode is not an index of ``system.modes``."""
+    dyn, static = eqx.partition(system, eqx.is_array)
+    axes = system.batch_axes()
+    m = np.asarray(_modes_of(dyn, static, axes, jnp.asarray(y0s), jnp.asarray(t0, y0s.dtype)))
+    if m.ndim != 1 or m.dtype.kind not in "iu":
+        raise ValueError(f"initial_mode returned {m.dtype} values of shape {m.shape[1:]}; it "
+                         f"must be one integer index of {list(system.modes)} per start")
+    bad = (m < 0) | (m >= len(system.modes))
+    if valid is not None:
+        bad &= valid
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise ValueError(f"initial_mode returned {int(m[i])} for start {i}; it must be an "
+                         f"index of {list(system.modes)}")
+    return m.astype(np.int32)
+
+
+@eqx.filter_jit
+def _modes_of(dyn, static, axes, y0s, t0):
+    return jax.vmap(lambda dy, y: jnp.asarray(eqx.combine(dy, static).initial_mode(t0, y)),
+                    in_axes=(axes, 0))(dyn, y0s)
+
+
+@eqx.filter_jit
+def _initial_aux(system, dyn, axes, y0s, modes):
+    static = eqx.partition(system, eqx.is_array)[1]
+    return jax.vmap(lambda dy, y, m: eqx.combine(dy, static).initial_aux(y, m),
+                    in_axes=(axes, 0, 0))(dyn, y0s, modes)

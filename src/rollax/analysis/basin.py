@@ -1,0 +1,323 @@
+"""Basin maps of the ball on the rim: which starts roll periodically, fall in, or fall out.
+
+Sect. 5.1.1 of the rim paper: from each start x0 = (beta, w1, w2, w3) the rolling equations are
+integrated until
+
+* w1 has changed sign transversally twice without F2 reaching zero: **periodic**
+  (Proposition 4; only without dissipation, where the proposition holds);
+* F2 reaches zero: the ball separates and its centre flies as a projectile to the rim plane;
+  **in** if it is then closer to the rim axis than R, else **out** (a start with F2 <= 0 falls
+  at t = 0). ``recontact`` flags flights that come back within rho of the tube's core circle;
+* the time cap ``t_max`` comes first: **undecided**;
+* the solve produced NaN or hit the step limit: **failed**.
+
+The runs are those of :class:`rollax.systems.RimRolling`. With ``slip=SlipSettings(...)`` the
+ball may slip (finite ``rim.mu``): :class:`rollax.systems.RimSlipping` (the hybrid of
+:mod:`rollax.models.slip`) replaces the rolling one, with the extra outcome
+**chattering** (switch cap, Zeno-like switching, or a slip that does not converge) and, per
+start, the number of roll/slip switches and the total slipping time.
+
+A basin map is a preset of :func:`rollax.sweep` (the ensemble kernel, in resumable chunks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rollax._integrate._ensemble import solve_ensemble
+from rollax._drivers._sweep import Axis as SweepAxis
+from rollax._drivers._sweep import _per_run, sweep
+from rollax._core._validate import check_integer, naming_file
+from rollax.models.outcomes import CHATTERING, FAILED, IN, OUT, OUTCOMES, PERIODIC, UNDECIDED  # noqa: F401
+from rollax.models.rim import Rim
+from rollax.systems.rim import (RimRolling, RimSlipping, rolling_result, slip_max_resets,
+                                slip_result)
+from rollax.analysis.steady import steady_beta
+
+VARIABLES = ("beta", "omega1", "omega2", "omega3")
+UNITS = {"beta": "rad", "omega1": "1/s", "omega2": "1/s", "omega3": "1/s"}
+
+# Sections of Figs. 11-13 (docs/physics-notes.md): beta in [0.8, 1.8], w1 in [-20, 20], w3 = 10, grid 360 x 240.
+PRESETS = {"fig11": 35.0, "fig12": 65.0, "fig13": 105.0}
+DISSIPATION = {"none": (0.0, 0.0), "drilling": (0.02, 0.0), "rolling": (0.0, 0.02)}
+
+
+@jax.jit
+def _flight(rim, ys):
+    return jax.vmap(rim.flight)(ys)
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis(SweepAxis):
+    """One axis of a 2-D section: a rim state variable (``beta``, ``omega1``-``omega3``) and
+    ``numpy.linspace(lo, hi, n)`` (a :class:`rollax.Axis` restricted to the rolling state)."""
+
+    def __post_init__(self):
+        if self.name not in VARIABLES:
+            raise ValueError(f"axis name = {self.name!r} must be one of {VARIABLES}")
+        super().__post_init__()
+
+
+@dataclasses.dataclass
+class BasinMap:
+    """A computed section: per-start arrays of shape ``(x.n, y.n)`` indexed [x, y]."""
+
+    x: Axis
+    y: Axis
+    fixed: dict[str, float]
+    rim: Rim
+    t_max: float
+    rtol: float
+    atol: float
+    outcome: np.ndarray  # int8: PERIODIC, IN, OUT, UNDECIDED, FAILED
+    t_end: np.ndarray  # time of the fall / second w1 zero / cap
+    recontact: np.ndarray  # bool: the flight would hit the rim again
+    period: np.ndarray  # period of periodic rolling (2 x time between w1 zeros), nan otherwise
+    steps: np.ndarray
+    slip: object = None  # rollax.models.slip.SlipSettings when slipping was simulated
+    switches: np.ndarray | None = None  # roll/slip switches per start (slipping only)
+    t_slip: np.ndarray | None = None  # total slipping time per start (slipping only)
+    n_samples: int | None = None  # event samples per step the map was computed with
+
+    def counts(self) -> dict[str, int]:
+        """Number of starts per outcome."""
+        return {name: int(np.sum(self.outcome == k)) for k, name in enumerate(OUTCOMES)}
+
+    def steady_betas(self) -> list[float]:
+        """Angles beta0 of the steady motions (47)-(48) in a (beta, omega1) section (w1 = 0 there);
+        empty for other sections."""
+        if {self.x.name, self.y.name} != {"beta", "omega1"}:
+            return []
+        ax = self.x if self.x.name == "beta" else self.y
+        return steady_beta(self.rim, self.fixed["omega2"], self.fixed["omega3"], ax.lo, ax.hi)
+
+    def save(self, out_dir: str | os.PathLike, figure: bool = True) -> Path:
+        """Write ``basin.npz`` (and ``basin.png``) into ``out_dir``; returns the npz path."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        params = {f.name: float(getattr(self.rim, f.name)) for f in dataclasses.fields(self.rim)}
+        extra = {}
+        if self.slip is not None:
+            extra = dict(switches=self.switches, t_slip=self.t_slip,
+                         **{f"slip_{f.name}": float(getattr(self.slip, f.name))
+                            for f in dataclasses.fields(self.slip)})
+        tmp = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.tmp.npz"
+        try:
+            with naming_file(out / "basin.npz"):
+                self._write_npz(tmp, params, extra)
+            os.replace(tmp, out / "basin.npz")  # atomic: safe to share OUT
+        finally:
+            tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing
+        if figure:
+            from rollax.plot import plot_basin
+
+            png = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.png"
+            try:
+                with naming_file(out / "basin.png"):
+                    plot_basin(self, png, steady=self.steady_betas())
+                os.replace(png, out / "basin.png")
+            finally:
+                png.unlink(missing_ok=True)
+        return out / "basin.npz"
+
+    def _write_npz(self, tmp, params, extra) -> None:
+        np.savez_compressed(
+            tmp,
+            outcome=self.outcome.astype(np.int8),
+            t_end=self.t_end,
+            recontact=self.recontact,
+            period=self.period,
+            steps=self.steps,
+            **{self.x.name: self.x.values, self.y.name: self.y.values},
+            axes=np.array([self.x.name, self.y.name]),
+            fixed=np.array([[k, v] for k, v in self.fixed.items()], dtype=object).astype(str),
+            outcome_names=np.array(OUTCOMES),
+            t_max=self.t_max,
+            rtol=self.rtol,
+            atol=self.atol,
+            **({} if self.n_samples is None else {"n_samples": self.n_samples}),
+            **{f"param_{k}": v for k, v in params.items()},
+            **extra,
+        )
+
+
+def section_starts(x: Axis, y: Axis, fixed: Mapping[str, float]) -> np.ndarray:
+    """Initial states (beta, w1, w2, w3) of the grid, shape ``(x.n * y.n, 4)``, row-major [x, y]."""
+    if x.name == y.name:
+        raise ValueError(f"the two axes must be different variables, got {x.name!r} twice")
+    unknown = sorted(set(fixed) - set(VARIABLES))
+    if unknown:
+        raise ValueError(f"fixed = {dict(fixed)!r} names {unknown}, which are not state "
+                         f"variables; allowed: {list(VARIABLES)}")
+    missing = set(VARIABLES) - {x.name, y.name} - set(fixed)
+    if missing:
+        raise ValueError(f"fixed values needed for {sorted(missing)}")
+    X, Y = np.meshgrid(x.values, y.values, indexing="ij")
+    cols = []
+    for v in VARIABLES:
+        if v == x.name:
+            cols.append(X.ravel())
+        elif v == y.name:
+            cols.append(Y.ravel())
+        else:
+            val = float(fixed[v])
+            if not np.isfinite(val):
+                raise ValueError(f"{v} = {val!r} must be finite")
+            cols.append(np.full(X.size, val))
+    return np.stack(cols, axis=1)
+
+
+def _system(rim: Rim, slip):
+    """The rim's system: rolling (Sect. 5.1; with dissipation the w1 zeros are counted, never
+    ending the run, since Proposition 4 no longer holds) or rolling/slipping (Sect. 5.2)."""
+    if slip is not None:
+        return RimSlipping.from_settings(rim, slip)
+    return RimRolling(rim, w1_target=0 if rim.dissipative else 2)
+
+
+def _options(system, max_steps, lanes, devices, rtol, atol):
+    opts = dict(rtol=rtol, atol=atol, max_steps=max_steps, lanes=lanes, devices=devices)
+    if isinstance(system, RimSlipping):
+        # max_steps bounds each phase: a slip that does not converge must not hold the kernel's
+        # lanes for long (it is reported as chattering)
+        opts.update(max_steps=min(max_steps, 8192), max_resets=slip_max_resets(system))
+    return opts
+
+
+def _summary(system, sol) -> dict:
+    if isinstance(system, RimSlipping):
+        r = slip_result(system, sol)
+        return dict(outcome=r.outcome.astype(jnp.int8), t_end=r.t_end, recontact=r.recontact,
+                    period=r.period, steps=r.steps, switches=r.switches, t_slip=r.t_slip)
+    r = rolling_result(system, sol)
+    return {**r, "outcome": r["outcome"].astype(jnp.int8)}
+
+
+def simulate(
+    rim: Rim,
+    starts: np.ndarray,
+    *,
+    t_max: float = 60.0,
+    rtol: float = 1e-9,
+    atol: float = 1e-9,
+    max_steps: int = 200_000,
+    lanes: int = 512,
+    devices: int | None = None,
+    slip=None,
+    backend: str = "auto",
+) -> dict[str, np.ndarray]:
+    """Outcomes of the given rolling starts ``(N, 4)`` (one :func:`rollax.solve_ensemble` call).
+
+    Returns a dict with ``outcome``, ``t_end``, ``recontact``, ``period`` and ``steps`` (and
+    ``switches``, ``t_slip`` with ``slip``, a :class:`rollax.models.slip.SlipSettings`). ``backend``:
+    as :func:`rollax.solve_ensemble`.
+    """
+    system = _system(rim, slip)
+    starts = np.asarray(starts, dtype=float)
+    if starts.ndim != 2 or starts.shape[1] != 4:
+        raise ValueError(f"starts has shape {starts.shape}; allowed: (N, 4) rolling states")
+    if slip is not None:
+        starts = np.asarray(RimSlipping.rolling_start(starts))
+    sol = solve_ensemble(system, starts, 0.0, t_max,
+                         backend=backend, **_options(system, max_steps, lanes, devices, rtol, atol))
+    return {k: np.asarray(v) for k, v in _per_run(_summary, system, sol).items()}
+
+
+def basin_map(
+    rim: Rim | None = None,
+    *,
+    x: Axis = Axis("beta", 0.8, 1.8, 360),
+    y: Axis = Axis("omega1", -20.0, 20.0, 240),
+    fixed: Mapping[str, float] | None = None,
+    t_max: float = 60.0,
+    rtol: float = 1e-9,
+    atol: float = 1e-9,
+    max_steps: int = 200_000,
+    chunk_size: int = 1 << 17,
+    lanes: int = 512,
+    devices: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    keep_chunks: bool = False,
+    progress: bool = True,
+    slip=None,
+    n_samples: int | None = None,
+    backend: str = "auto",
+) -> BasinMap:
+    """Outcome map of a 2-D section of rolling starts (Figs. 11-13, Sect. 5.1): a preset of
+    :func:`rollax.sweep` over the rim's system (:class:`rollax.systems.RimRolling`, or
+    :class:`rollax.systems.RimSlipping` with ``slip``).
+
+    ``x`` and ``y`` are two of ``beta, omega1, omega2, omega3``; ``fixed`` gives the other two
+    (default: ``omega2 = 35``, ``omega3 = 10``, the section of Fig. 11). Work is done in chunks of
+    ``chunk_size`` starts; with ``cache_dir`` every finished chunk is saved and a rerun with the
+    same arguments resumes (the chunks are verified, and removed after a successful run unless
+    ``keep_chunks``; see :func:`rollax.sweep`). ``slip`` (a :class:`rollax.models.slip.SlipSettings`): let the ball slip
+    with friction coefficient ``rim.mu`` (Sect. 5.2); ``None`` (default): no slipping.
+    ``n_samples``: event samples per step (default: the system's, 4; with 8 no F2 dip of the
+    Figs. 11-13 panels is missed, see the README's event semantics). ``backend``: the
+    ensemble path (:func:`rollax.solve_ensemble`: ``"auto"``, ``"queue"`` or ``"fused"``).
+    """
+    rim = Rim() if rim is None else rim
+    fixed = dict(fixed) if fixed is not None else {"omega2": 35.0, "omega3": 10.0}
+    if not (t_max > 0):
+        raise ValueError(f"t_max = {t_max!r} must be > 0")
+    if n_samples is not None:  # before any work (the sweep would refuse it in its worker)
+        n_samples = check_integer("n_samples", n_samples, 1)
+    both = [a.name for a in (x, y) if a.name in fixed]
+    if both:
+        raise ValueError(f"fixed = {fixed!r} sets {both}, which {'is' if len(both) == 1 else 'are'} "
+                         f"on an axis (x or y): remove {'it' if len(both) == 1 else 'them'} from "
+                         f"fixed, or choose other axes")
+    # checks the axes and fixed values (on a 2 x 2 grid: the sweep builds its starts by chunks)
+    section_starts(Axis(x.name, x.lo, x.hi, 2), Axis(y.name, y.lo, y.hi, 2), fixed)
+    system = _system(rim, slip)
+    y0 = {k: float(v) for k, v in fixed.items()}
+    if slip is not None:
+        y0.update(u1=0.0, u3=0.0)
+    res = sweep(system, [SweepAxis(x.name, x.lo, x.hi, x.n), SweepAxis(y.name, y.lo, y.hi, y.n)],
+                y0=y0, t1=t_max, chunk_size=chunk_size, cache_dir=cache_dir,
+                keep_chunks=keep_chunks, progress=progress,
+                summary=_summary, keep_solution=False, n_samples=n_samples,
+                backend=backend, **_options(system, max_steps, lanes, devices, rtol, atol))
+    out = res.summary
+    return BasinMap(
+        x=x, y=y, fixed=fixed, rim=rim, t_max=t_max, rtol=rtol, atol=atol,
+        outcome=out["outcome"], t_end=out["t_end"], recontact=out["recontact"],
+        period=out["period"], steps=out["steps"], slip=slip,
+        switches=out["switches"] if slip is not None else None,
+        t_slip=out["t_slip"] if slip is not None else None,
+        n_samples=int(system.n_samples if n_samples is None else n_samples),
+    )
+
+
+def preset(name: str, dissipation: str = "none", rim: Rim | None = None) -> tuple[Rim, dict]:
+    """The rim and ``basin_map`` keyword arguments of the sections of Figs. 11-13.
+
+    ``dissipation`` is ``none``, ``drilling`` (k_d = 0.02 1/s) or ``rolling`` (k_r = 0.02 1/s),
+    the bottom panels of the figures (Sect. 5.3.2).
+    """
+    if name not in PRESETS:
+        raise ValueError(f"preset = {name!r} must be one of {sorted(PRESETS)}")
+    if dissipation not in DISSIPATION:
+        raise ValueError(f"dissipation = {dissipation!r} must be one of {sorted(DISSIPATION)}")
+    k_d, k_r = DISSIPATION[dissipation]
+    rim = dataclasses.replace(rim or Rim(), k_d=k_d, k_r=k_r)
+    kwargs = dict(
+        x=Axis("beta", 0.8, 1.8, 360),
+        y=Axis("omega1", -20.0, 20.0, 240),
+        fixed={"omega2": PRESETS[name], "omega3": 10.0},
+    )
+    return rim, kwargs
+
+
+def grid_index(values: Sequence[float], v: float) -> int:
+    """Index of the grid value nearest to ``v``."""
+    return int(np.argmin(np.abs(np.asarray(values) - v)))

@@ -1,0 +1,78 @@
+"""The parameter contract of rollax.AbstractSystem (rollax._core._system): a field declared
+``rollax.parameter(shape=...)`` is batched by its declaration alone, not by its annotation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+
+
+class _Spin(rollax.AbstractSystem):
+    """y' = w x y: a rotation about w; with w = (0, 0, omega) the x axis turns at omega."""
+
+    w: jax.Array = rollax.parameter((0.0, 0.0, 1.0), shape=(3,))
+    state_names = ("x", "y", "z")
+
+    def vector_field(self, t, y, mode):
+        return jnp.cross(self.w, y)
+
+
+def _turned(omega, t):
+    return np.stack([np.cos(omega * t), np.sin(omega * t), 0 * omega], axis=-1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_a_vector_parameter_is_shared_by_any_number_of_starts(n):
+    # a length-3 parameter annotated jax.Array once counted as a batch of 3: 5 starts failed,
+    # and 3 starts silently took one component each
+    y0s = np.tile([1.0, 0.0, 0.0], (n, 1))
+    sol = rollax.solve_ensemble(_Spin(), y0s, 0.0, 1.3)
+    np.testing.assert_allclose(sol.y, _turned(np.ones(n), 1.3), atol=1e-7)
+    assert _Spin().batch_shape() == ()
+
+
+def test_per_start_vectors_ride_on_a_leading_axis():
+    rng = np.random.default_rng(5)
+    for n in (1, 3, 4):
+        omega = rng.uniform(-3, 3, n)
+        w = np.stack([0 * omega, 0 * omega, omega], axis=1)
+        system = _Spin(w=w)
+        assert system.batch_shape() == (n,)
+        sol = rollax.solve_ensemble(system, np.tile([1.0, 0.0, 0.0], (n, 1)), 0.0, 0.7)
+        np.testing.assert_allclose(sol.y, _turned(omega, 0.7), atol=1e-7)
+        # rollax.solve takes one system: its own vector
+        one = rollax.solve(_Spin(w=w[0]), jnp.asarray([1.0, 0.0, 0.0]), 0.0, 0.7)
+        np.testing.assert_allclose(one.y, _turned(omega[:1], 0.7)[0], atol=1e-7)
+
+
+@pytest.mark.parametrize("bad", [np.ones(2), np.ones((4, 2)), np.ones(()), np.ones((2, 3, 1))])
+def test_a_value_of_another_shape_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match=r"_Spin.w has shape .*declared "
+                                         r"rollax.parameter\(shape=\(3,\)\)"):
+        _Spin(w=bad)
+
+
+@pytest.mark.parametrize("shape", [(-1,), "abc", 3])
+def test_a_bad_declared_shape_is_refused(shape):
+    with pytest.raises(ValueError, match=r"shape = .* must be a tuple of non-negative integers"):
+        rollax.parameter(1.0, shape=shape)
+
+
+def test_scalar_parameters_are_batched_on_any_leading_axis():
+    class Decay(rollax.AbstractSystem):
+        k: jax.Array = rollax.parameter(1.0)
+        state_names = ("x",)
+
+        def vector_field(self, t, y, mode):
+            return -self.k * y
+
+    rng = np.random.default_rng(2)
+    for n in (1, 2, 6):
+        k = rng.uniform(0.1, 2.0, n)
+        sol = rollax.solve_ensemble(Decay(k=k), np.ones((n, 1)), 0.0, 1.0)
+        np.testing.assert_allclose(sol.y[:, 0], np.exp(-k), rtol=1e-7)
+    with pytest.raises(ValueError, match=r"Decay.k = nan is not allowed: a parameter must be "
+                                         r"finite"):
+        Decay(k=np.nan)
