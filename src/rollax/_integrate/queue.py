@@ -59,19 +59,24 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from rollax._integrate import dopri5, dopri8
+from rollax._core._solution import Status
 from rollax._core._validate import check_jump_ts, past_jump
 from rollax._core.events import (CROSSING, EventSet, Located, locate_in_step, near_theta, scan,
                            unresolved_in)
 
 # Status codes of a finished start.
-EVENT = 0  # ended by an event (see ``event``)
-T_MAX = 1  # reached t_max with no event
-FAILED_NAN = 2  # the state or the step size became non-finite / underflowed
-FAILED_STEPS = 3  # the step limit (per segment) or the reset limit was hit
+# the codes of a finished start are rollax.Status's (one source); the others never leave the
+# kernel (padding rows are dropped, the internal ones end before the records are written)
+EVENT = int(Status.EVENT)  # ended by an event (see ``event``)
+T_MAX = int(Status.T_MAX)  # reached t_max with no event
+FAILED_NAN = int(Status.NONFINITE)  # the state or the step size became non-finite / underflowed
+FAILED_STEPS = int(Status.MAX_STEPS)  # the step limit (per segment) or the reset limit was hit
 PADDING = 4  # not a real start (padding of a chunk)
 _PENDING = 5  # internal: the step holding the (terminal) event is located after the loop
 _PARKED = 6  # internal: the step holding an event is located, and reset, in the loop
 _LIVE = 7  # internal: integrating
+assert len(Status) == PADDING, "the kernel's own codes follow rollax.Status's"
+
 
 STATUS_NAMES = {EVENT: "event", T_MAX: "t_max", FAILED_NAN: "nan", FAILED_STEPS: "max_steps"}
 

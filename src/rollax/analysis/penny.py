@@ -25,6 +25,7 @@ from rollax.models._penny import (
     CHAOS_TIMES,
     FAILED,
     GLANCING,
+    FlightStatus,
     IMPACT,
     NO_IMPACT,
     OUTSIDE,
@@ -50,6 +51,7 @@ from rollax.systems.penny import PennyOutcome, PennySystem
 __all__ = [
     "CHAOS_TIMES",
     "FAILED",
+    "FlightStatus",
     "GLANCING",
     "IMPACT",
     "NO_IMPACT",

@@ -17,6 +17,8 @@ machinery, :class:`rollax.systems.PennySystem` and :func:`rollax.solve`.
 
 from __future__ import annotations
 
+import enum
+
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -35,6 +37,7 @@ from rollax.models.impacts import (
 
 __all__ = [
     "FAILED",
+    "FlightStatus",
     "GLANCING",
     "IMPACT",
     "NO_IMPACT",
@@ -52,13 +55,20 @@ __all__ = [
     "sequence_records",
 ]
 
-# Status of a flight / an impact record.
-IMPACT = 0  # the penny hit the edge and bounced
-NO_IMPACT = 1  # the motion never reaches the edge again (at rest, or circling inside the table)
-GLANCING = 2  # the edge is reached tangentially: no nontrivial impact (Prop. IV.1); sequence stops
-OUTSIDE = 3  # the penny is not inside the table, or sits on the edge moving outwards
-FAILED = 4  # the integrator failed (non-finite values, or its step or reset limit)
-STATUS_NAMES = ("impact", "no_impact", "glancing", "outside", "failed")
+class FlightStatus(enum.IntEnum):
+    """How one flight of an impact sequence ended (the ``status`` of an impact record); a
+    run's outcome is :class:`rollax.systems.PennyOutcome`, a separate enumeration."""
+
+    IMPACT = 0  # the penny hit the edge and bounced
+    NO_IMPACT = 1  # the motion never reaches the edge again (at rest, or circling inside)
+    GLANCING = 2  # the edge is reached tangentially: no nontrivial impact (Prop. IV.1); stops
+    OUTSIDE = 3  # the penny is not inside the table, or sits on the edge moving outwards
+    FAILED = 4  # the integrator failed (non-finite values, or its step or reset limit)
+
+
+# the codes as plain ints (for arrays) and their names in code order
+IMPACT, NO_IMPACT, GLANCING, OUTSIDE, FAILED = (int(m) for m in FlightStatus)
+STATUS_NAMES = tuple(m.name.lower() for m in FlightStatus)
 
 _FRONT_BACK = (1.0, -1.0)  # sign of R cos(phi) in (27) and (34)
 
