@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "guide"
@@ -74,3 +75,13 @@ def test_identifying_parameters_example():
     (w, dw), (c, dc) = _numbers(out[1]).reshape(2, 2)
     assert abs(w - 2.0) < 4 * dw and abs(c - 0.3) < 4 * dc  # the truth within the error bars
     assert dw < 0.01 and dc < 0.01
+
+
+@pytest.mark.slow  # an SQP over 4-knot splines: about a minute of compile and iterations
+def test_optimal_control_example():
+    ns: dict = {}
+    out = _run_page("robot.md", ns)
+    opt = ns["opt"]
+    assert out[0].split()[0] == "converged" and opt.converged and opt.feasible
+    miss, n_min, ratio = _numbers(out[1])
+    assert abs(miss) < 1e-4 and n_min >= 0.5 - 1e-3 and ratio <= 0.2 + 1e-3
