@@ -42,7 +42,8 @@ def scipy_outcome(rim: Rim, x0: np.ndarray, t_max: float, rtol: float, atol: flo
         j, r, g = p["j"], p["r"], p["g"]
         return [
             r / p["rho"] * w1,
-            ((1 + j) * r * w3**2 * s - j * r * w2 * w3 * c) / ((1 + j) * D) - g * c / (r * (1 + j))
+            ((1 + j) * r * w3**2 * s - j * r * w2 * w3 * c) / ((1 + j) * D)
+            - g * c / (r * (1 + j))
             - p["kr"] * w1,
             r * p["R"] * w1 * w3 / (p["rho"] * D) - p["kd"] * w2,
             -r * w1 * w3 * s / D - j * r * w1 * w2 / (p["rho"] * (1 + j)) - p["kr"] * w3,
@@ -51,8 +52,11 @@ def scipy_outcome(rim: Rim, x0: np.ndarray, t_max: float, rtol: float, atol: flo
     def fall(t, x):
         beta, w1, _, w3 = x
         c = np.cos(beta)
-        return p["r"] ** 2 * w3**2 * c / (p["R"] - p["rho"] * c) - p["r"] ** 2 * w1**2 / p["rho"] \
+        return (
+            p["r"] ** 2 * w3**2 * c / (p["R"] - p["rho"] * c)
+            - p["r"] ** 2 * w1**2 / p["rho"]
             + p["g"] * np.sin(beta)
+        )
 
     def turn(t, x):
         return x[1]
@@ -62,10 +66,14 @@ def scipy_outcome(rim: Rim, x0: np.ndarray, t_max: float, rtol: float, atol: flo
     if fall(0.0, x0) <= 0:
         state = x0
     else:
-        sol = solve_ivp(f, (0.0, t_max), x0, method="RK45", rtol=rtol, atol=atol,
-                        events=(fall, turn))
-        if sol.status == 1 and len(sol.t_events[1]) >= 2 and not rim.dissipative and (
-            not len(sol.t_events[0]) or sol.t_events[1][1] < sol.t_events[0][0]
+        sol = solve_ivp(
+            f, (0.0, t_max), x0, method="RK45", rtol=rtol, atol=atol, events=(fall, turn)
+        )
+        if (
+            sol.status == 1
+            and len(sol.t_events[1]) >= 2
+            and not rim.dissipative
+            and (not len(sol.t_events[0]) or sol.t_events[1][1] < sol.t_events[0][0])
         ):
             return PERIODIC
         if sol.status != 1:
@@ -83,15 +91,22 @@ def main() -> None:
     ap.add_argument("--panels", nargs="*", default=["none", "drilling", "rolling"])
     ap.add_argument("--fig", default="fig11")
     ap.add_argument("--grid", type=int, nargs=2, default=None, help="e.g. 1000 1000 on a GPU")
-    ap.add_argument("--lanes", type=int, nargs="*", default=[512],
-                    help="lanes per device (several: one timing per value; 10^4-10^5 on a GPU)")
+    ap.add_argument(
+        "--lanes",
+        type=int,
+        nargs="*",
+        default=[512],
+        help="lanes per device (several: one timing per value; 10^4-10^5 on a GPU)",
+    )
     ap.add_argument("--backend", default="auto", help="auto, queue or fused")
     args = ap.parse_args()
     rtol = atol = 1e-9
     t_max = 60.0
     dev = jax.devices()
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, " \
-              f"{len(dev)} x {dev[0].platform} JAX devices ({dev[0].device_kind})"
+    machine = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"{len(dev)} x {dev[0].platform} JAX devices ({dev[0].device_kind})"
+    )
     print(f"# {machine}; jax {jax.__version__}")
     results = {"machine": machine, "panels": []}
     rng = np.random.default_rng(0)
@@ -102,14 +117,32 @@ def main() -> None:
             kw["y"] = type(kw["y"])("omega1", -20.0, 20.0, args.grid[1])
         n = kw["x"].n * kw["y"].n
         t0 = time.perf_counter()
-        bmap = basin_map(rim, progress=False, t_max=t_max, rtol=rtol, atol=atol,
-                         chunk_size=n, lanes=lanes, backend=args.backend, **kw)
+        bmap = basin_map(
+            rim,
+            progress=False,
+            t_max=t_max,
+            rtol=rtol,
+            atol=atol,
+            chunk_size=n,
+            lanes=lanes,
+            backend=args.backend,
+            **kw,
+        )
         first = time.perf_counter() - t0
         warm = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            bmap = basin_map(rim, progress=False, t_max=t_max, rtol=rtol, atol=atol,
-                             chunk_size=n, lanes=lanes, backend=args.backend, **kw)
+            bmap = basin_map(
+                rim,
+                progress=False,
+                t_max=t_max,
+                rtol=rtol,
+                atol=atol,
+                chunk_size=n,
+                lanes=lanes,
+                backend=args.backend,
+                **kw,
+            )
             warm.append(time.perf_counter() - t0)
         best = min(warm)
         # SciPy on a random sample of the same starts
@@ -121,12 +154,18 @@ def main() -> None:
         scipy_panel = t_sample / len(pick) * n
         agree = float(np.mean(ref == bmap.outcome.ravel()[pick]))
         row = dict(
-            panel=f"{args.fig} {diss}", grid=[kw["x"].n, kw["y"].n], lanes=lanes,
-            counts=bmap.counts(), ns_per_start=round(best / n * 1e9, 1),
-            compile_s=round(first - best, 2), warm_s=round(best, 3),
-            scipy_1proc_s=round(scipy_panel, 1), scipy_2proc_s=round(scipy_panel / 2, 1),
+            panel=f"{args.fig} {diss}",
+            grid=[kw["x"].n, kw["y"].n],
+            lanes=lanes,
+            counts=bmap.counts(),
+            ns_per_start=round(best / n * 1e9, 1),
+            compile_s=round(first - best, 2),
+            warm_s=round(best, 3),
+            scipy_1proc_s=round(scipy_panel, 1),
+            scipy_2proc_s=round(scipy_panel / 2, 1),
             speedup_vs_scipy_2proc=round(scipy_panel / 2 / best, 1),
-            sample=len(pick), sample_agreement=agree,
+            sample=len(pick),
+            sample_agreement=agree,
             steps=int(np.sum(bmap.steps)),
             # about 125 flops per right-hand side with the step around it (PERFORMANCE.md),
             # six evaluations per accepted step: an estimate of the arithmetic done

@@ -55,8 +55,10 @@ def main() -> None:
     rollax.configure()
     records = _load("rim_records", ROOT / "tests" / "rim_records.py")
     ref = _load("scipy_rim_fit", ROOT / "benchmarks" / "scipy_rim_fit.py")
-    print(f"machine: {platform.processor() or platform.machine()}, {jax.device_count()} JAX "
-          f"CPU devices; profile likelihoods {'on' if args.profile else 'off'}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {jax.device_count()} JAX "
+        f"CPU devices; profile likelihoods {'on' if args.profile else 'off'}"
+    )
     rows = []
     cold = None
     for seed in range(args.seed0, args.seed0 + args.records):
@@ -81,20 +83,35 @@ def main() -> None:
         agree = (np.asarray(s["values"]) - fit.values) / fit.std_errors
         pull_r = (fit.values - truth) / fit.std_errors
         pull_s = (np.asarray(s["values"]) - truth) / np.asarray(s["std_errors"])
-        rows.append((seed, t[-1], t_rollax, s["wall_time"], np.max(np.abs(agree)),
-                     np.max(np.abs(pull_r)), np.max(np.abs(pull_s)), fit.status))
-        print(f"record {seed}: {t[-1]:5.1f} s, {len(t)} samples | rollax first {first:6.2f} "
-              f"s, warm {t_rollax:6.2f} s "
-              f"({fit.status}, chi2/dof {fit.chi2_per_dof:.3f}) | SciPy {s['wall_time']:6.2f} s "
-              f"| ratio {t_rollax / s['wall_time']:.2f} | max |rollax - SciPy| "
-              f"{np.max(np.abs(agree)):.3f} SE | max pull rollax {np.max(np.abs(pull_r)):.2f}, "
-              f"SciPy {np.max(np.abs(pull_s)):.2f}", flush=True)
+        rows.append(
+            (
+                seed,
+                t[-1],
+                t_rollax,
+                s["wall_time"],
+                np.max(np.abs(agree)),
+                np.max(np.abs(pull_r)),
+                np.max(np.abs(pull_s)),
+                fit.status,
+            )
+        )
+        print(
+            f"record {seed}: {t[-1]:5.1f} s, {len(t)} samples | rollax first {first:6.2f} "
+            f"s, warm {t_rollax:6.2f} s "
+            f"({fit.status}, chi2/dof {fit.chi2_per_dof:.3f}) | SciPy {s['wall_time']:6.2f} s "
+            f"| ratio {t_rollax / s['wall_time']:.2f} | max |rollax - SciPy| "
+            f"{np.max(np.abs(agree)):.3f} SE | max pull rollax {np.max(np.abs(pull_r)):.2f}, "
+            f"SciPy {np.max(np.abs(pull_s)):.2f}",
+            flush=True,
+        )
     r = np.array([row[2:7] for row in rows], float)
     print(f"cold (the first fit in the process, compiling): {cold:.1f} s")
-    print(f"median over {len(rows)} records: rollax (warm) {np.median(r[:, 0]):.2f} s, SciPy "
-          f"{np.median(r[:, 1]):.2f} s, ratio {np.median(r[:, 0] / r[:, 1]):.2f} "
-          f"(range {np.min(r[:, 0] / r[:, 1]):.2f}-{np.max(r[:, 0] / r[:, 1]):.2f}); "
-          f"largest disagreement {np.max(r[:, 2]):.3f} SE")
+    print(
+        f"median over {len(rows)} records: rollax (warm) {np.median(r[:, 0]):.2f} s, SciPy "
+        f"{np.median(r[:, 1]):.2f} s, ratio {np.median(r[:, 0] / r[:, 1]):.2f} "
+        f"(range {np.min(r[:, 0] / r[:, 1]):.2f}-{np.max(r[:, 0] / r[:, 1]):.2f}); "
+        f"largest disagreement {np.max(r[:, 2]):.3f} SE"
+    )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,10 @@ def main() -> None:
     a = jnp.asarray(np.random.default_rng(0).uniform(-10, 10, 2_000_000))
     xla = jax.jit(lambda a: jnp.sin(a) + jnp.cos(a))
     poly = jax.jit(lambda a: sum(sincos(a)))
-    out["sincos_ns_per_elem"] = {"xla": per_call(xla, a) / a.size * 1e9,
-                                 "fastmath": per_call(poly, a) / a.size * 1e9}
+    out["sincos_ns_per_elem"] = {
+        "xla": per_call(xla, a) / a.size * 1e9,
+        "fastmath": per_call(poly, a) / a.size * 1e9,
+    }
 
     system = RimRolling(Rim(), w1_target=2)
     L = 512
@@ -57,16 +59,19 @@ def main() -> None:
     g = lambda t, y: system.event_values(t, y, 0)  # noqa: E731
     out["dopri5_step_ns_per_lane"] = per_call(steps(f, g), y, n=3) / 200 / L * 1e9
 
-    y0 = section_starts(Axis("beta", 0.8, 1.8, 360), Axis("omega1", -20, 20, 240),
-                        {"omega2": 35.0, "omega3": 10.0})
+    y0 = section_starts(
+        Axis("beta", 0.8, 1.8, 360), Axis("omega1", -20, 20, 240), {"omega2": 35.0, "omega3": 10.0}
+    )
     panel = {}
     for devices in (1, 2):
         for lanes in (256, 512, 1024, 2048):
             run = lambda: rollax.solve_ensemble(  # noqa: E731
-                system, y0, 0.0, 60.0, lanes=lanes, devices=devices, backend="queue")
+                system, y0, 0.0, 60.0, lanes=lanes, devices=devices, backend="queue"
+            )
             run()
             panel[f"devices={devices} lanes={lanes}"] = min(
-                per_call(lambda: run().t, n=1) for _ in range(3))
+                per_call(lambda: run().t, n=1) for _ in range(3)
+            )
     out["fig11_panel_kernel_s"] = panel
     print(json.dumps(out, indent=2))
 

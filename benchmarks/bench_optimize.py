@@ -58,9 +58,11 @@ def starts_together_and_one_at_a_time(man, n: int) -> None:
     t = time.perf_counter()
     opts = alone()
     t_alone = time.perf_counter() - t
-    print(f"{n} starts (warm): together {t_together:.2f} s (best J = "
-          f"{np.nanmin(opt.start_costs):.8g}), one at a time {t_alone:.2f} s (best J = "
-          f"{min(o.cost for o in opts):.8g}); SQP iterations {[o.iterations for o in opts]}")
+    print(
+        f"{n} starts (warm): together {t_together:.2f} s (best J = "
+        f"{np.nanmin(opt.start_costs):.8g}), one at a time {t_alone:.2f} s (best J = "
+        f"{min(o.cost for o in opts):.8g}); SQP iterations {[o.iterations for o in opts]}"
+    )
 
 
 def main() -> None:
@@ -75,13 +77,16 @@ def main() -> None:
     t = time.perf_counter()
     opt2 = optimize(man, knots=16)
     warm = time.perf_counter() - t
-    print(f"machine: {platform.processor() or platform.machine()}, "
-          f"{jax.device_count()} {jax.default_backend()} device(s), jax {jax.__version__}")
-    print(f"disk to convergence: {opt.status}, J = {opt.cost:.8g}, violation "
-          f"{opt.violation:.1e}, kkt {opt.kkt:.1e}; {opt.iterations} SQP iterations, "
-          f"{opt.evaluations} simulations")
-    print(f"  cold {cold:.2f} s (compilation included), warm {warm:.2f} s "
-          f"(J = {opt2.cost:.8g})")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, "
+        f"{jax.device_count()} {jax.default_backend()} device(s), jax {jax.__version__}"
+    )
+    print(
+        f"disk to convergence: {opt.status}, J = {opt.cost:.8g}, violation "
+        f"{opt.violation:.1e}, kkt {opt.kkt:.1e}; {opt.iterations} SQP iterations, "
+        f"{opt.evaluations} simulations"
+    )
+    print(f"  cold {cold:.2f} s (compilation included), warm {warm:.2f} s (J = {opt2.cost:.8g})")
 
     z = opt.control.z
 
@@ -91,13 +96,13 @@ def main() -> None:
 
     f_fwd = jax.jit(lambda z: scalar(z, False))
     g_rev = jax.jit(jax.grad(lambda z: scalar(z, False)))
-    jac = jax.jit(jax.jacfwd(lambda z: jnp.concatenate(evaluate(
-        man, RestToRestControl(z, man.T))[1:])))
+    jac = jax.jit(
+        jax.jacfwd(lambda z: jnp.concatenate(evaluate(man, RestToRestControl(z, man.T))[1:]))
+    )
     tf, tg, tj = best(f_fwd, z), best(g_rev, z), best(jac, z)
     print(f"one forward solve (values): {tf * 1e3:.2f} ms")
     print(f"one gradient, reverse mode: {tg * 1e3:.2f} ms = {tg / tf:.1f}x forward")
-    print(f"one Jacobian (64 directions, forward mode): {tj * 1e3:.2f} ms = {tj / tf:.1f}x "
-          f"forward")
+    print(f"one Jacobian (64 directions, forward mode): {tj * 1e3:.2f} ms = {tj / tf:.1f}x forward")
 
     # baseline: the same scalar's gradient through plain diffrax (Dopri5, same tolerances)
     model, y0, T = man.model, man.y0, float(man.T)
@@ -106,18 +111,27 @@ def main() -> None:
     def plain(z):
         c = RestToRestControl(z, man.T)
         sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(lambda t, y, a: model.vector_field(t, y, c)), diffrax.Dopri5(),
-            0.0, T, None, y0, saveat=diffrax.SaveAt(ts=ts),
-            stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-8,
-                                                      jump_ts=jnp.asarray(c.knots)),
-            max_steps=16384)
+            diffrax.ODETerm(lambda t, y, a: model.vector_field(t, y, c)),
+            diffrax.Dopri5(),
+            0.0,
+            T,
+            None,
+            y0,
+            saveat=diffrax.SaveAt(ts=ts),
+            stepsize_controller=diffrax.PIDController(
+                rtol=1e-8, atol=1e-8, jump_ts=jnp.asarray(c.knots)
+            ),
+            max_steps=16384,
+        )
         N = jax.vmap(lambda t, y: model.contact_forces(t, y, c)[0])(ts, sol.ys)
         yT = sol.ys[-1]
         return c.effort() + yT[8] ** 2 + jnp.sum(jnp.maximum(0.5 - N, 0.0) ** 2)
 
     pf, pg = best(jax.jit(plain), z), best(jax.jit(jax.grad(plain)), z)
-    print(f"plain diffrax: forward {pf * 1e3:.2f} ms, gradient {pg * 1e3:.2f} ms = "
-          f"{pg / pf:.1f}x forward")
+    print(
+        f"plain diffrax: forward {pf * 1e3:.2f} ms, gradient {pg * 1e3:.2f} ms = "
+        f"{pg / pf:.1f}x forward"
+    )
     if args.starts > 1:
         starts_together_and_one_at_a_time(man, args.starts)
 

@@ -48,8 +48,10 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rollax.configure(cpu_devices=1)
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, " \
-              f"jax {jax.__version__} ({jax.devices()[0].platform})"
+    machine = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"jax {jax.__version__} ({jax.devices()[0].platform})"
+    )
     print(f"# {machine}")
     closed = eqx.filter_jit(lambda b, s, n: b.simulate(s, n))
     closed_batch = eqx.filter_jit(lambda b, s, n: jax.vmap(lambda x: b.simulate(x, n))(s))
@@ -59,8 +61,9 @@ def main() -> None:
         b = paper_billiard("ellipse", law)
         s0 = b.penny.state()
         pert = rng.uniform(-0.005, 0.005, size=(args.batch, 2))
-        batch = np.stack([np.asarray(b.penny.state(theta_dot=10 + d1, phi_dot=0.2 + d2))
-                          for d1, d2 in pert])
+        batch = np.stack(
+            [np.asarray(b.penny.state(theta_dot=10 + d1, phi_dot=0.2 + d2)) for d1, d2 in pert]
+        )
         n = args.impacts
         ours, f1, w1 = timed(lambda: simulate(b, s0, n), args.repeat)
         ref, f2, w2 = timed(lambda: closed(b, s0, n), args.repeat)
@@ -70,17 +73,32 @@ def main() -> None:
         ok = np.asarray(ref.status) == 0
         same = bool(np.array_equal(np.asarray(ours.status), np.asarray(ref.status)))
         dt = np.abs(np.asarray(ours.times) - np.asarray(ref.times))[ok]
-        row = dict(law=law, impacts=n, batch=args.batch, statuses_equal=same,
-                   first_impact_dt=float(dt[0]), max_dt=float(dt.max()),
-                   solve_first_s=f1, solve_warm_s=w1, closed_first_s=f2, closed_warm_s=w2,
-                   batch_solve_first_s=f3, batch_solve_warm_s=w3, batch_closed_first_s=f4,
-                   batch_closed_warm_s=w4, ftle_batch_first_s=f5, ftle_batch_warm_s=w5)
+        row = dict(
+            law=law,
+            impacts=n,
+            batch=args.batch,
+            statuses_equal=same,
+            first_impact_dt=float(dt[0]),
+            max_dt=float(dt.max()),
+            solve_first_s=f1,
+            solve_warm_s=w1,
+            closed_first_s=f2,
+            closed_warm_s=w2,
+            batch_solve_first_s=f3,
+            batch_solve_warm_s=w3,
+            batch_closed_first_s=f4,
+            batch_closed_warm_s=w4,
+            ftle_batch_first_s=f5,
+            ftle_batch_warm_s=w5,
+        )
         rows.append(row)
-        print(f"{law}: one run of {n} impacts: solve {w1 * 1e3:.2f} ms (first {f1:.1f} s), "
-              f"closed form {w2 * 1e3:.2f} ms (first {f2:.1f} s); batch of {args.batch}: "
-              f"solve {w3:.3f} s (first {f3:.1f} s), closed form {w4:.3f} s (first {f4:.1f} s); "
-              f"ftle_batch {w5:.3f} s (first {f5:.1f} s); statuses equal: {same}; impact times "
-              f"differ by {dt[0]:.1e} (1st) to {dt.max():.1e} (max)")
+        print(
+            f"{law}: one run of {n} impacts: solve {w1 * 1e3:.2f} ms (first {f1:.1f} s), "
+            f"closed form {w2 * 1e3:.2f} ms (first {f2:.1f} s); batch of {args.batch}: "
+            f"solve {w3:.3f} s (first {f3:.1f} s), closed form {w4:.3f} s (first {f4:.1f} s); "
+            f"ftle_batch {w5:.3f} s (first {f5:.1f} s); statuses equal: {same}; impact times "
+            f"differ by {dt[0]:.1e} (1st) to {dt.max():.1e} (max)"
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"machine": machine, "rows": rows}, fh, indent=1)

@@ -43,11 +43,13 @@ def step_cost(lanes: int = 512, n_steps: int = 50, n_samples: int = 4) -> dict[s
         "slipping (mixed modes)": (
             RimSlipping.from_settings(Rim(mu=1.0), SlipSettings()),
             jnp.asarray(np.concatenate([x, np.full((lanes, 2), 1e-3)], axis=1)),
-            jnp.asarray(rng.integers(0, 3, lanes), jnp.int32)),
+            jnp.asarray(rng.integers(0, 3, lanes), jnp.int32),
+        ),
     }
     out = {}
     for name, (system, y0, modes) in cases.items():
         for K in (1, n_samples):
+
             def one(y, mode, system=system, K=K):
                 f = lambda t, y_: system.vector_field(t, y_, mode)  # noqa: E731
                 fg = lambda t, y_: system.field_and_events(t, y_, mode)  # noqa: E731
@@ -55,8 +57,10 @@ def step_cost(lanes: int = 512, n_steps: int = 50, n_samples: int = 4) -> dict[s
                 y1, _, ks, _, g1 = dopri5.step(f, 0.0, y, h, f(0.0, y), fg=fg)
                 coef = dopri5.dense_coefficients(y, y1, ks, h)
                 thetas = np.linspace(0.0, 1.0, K + 1)[1:-1]
-                gs = [system.event_values(h * th, dopri5.dense_eval(y, coef, th), mode)
-                      for th in thetas]
+                gs = [
+                    system.event_values(h * th, dopri5.dense_eval(y, coef, th), mode)
+                    for th in thetas
+                ]
                 return y1, jnp.stack(gs + [g1])
 
             def body(i, c, one=one):
@@ -67,8 +71,9 @@ def step_cost(lanes: int = 512, n_steps: int = 50, n_samples: int = 4) -> dict[s
                 g = jax.lax.optimization_barrier(g)
                 return y1, acc + jnp.sum(g.reshape(lanes, -1), axis=1)
 
-            run = jax.jit(lambda y, body=body: jax.lax.fori_loop(
-                0, n_steps, body, (y, jnp.zeros(lanes))))
+            run = jax.jit(
+                lambda y, body=body: jax.lax.fori_loop(0, n_steps, body, (y, jnp.zeros(lanes)))
+            )
             jax.block_until_ready(run(y0))
             best = np.inf
             for _ in range(7):
@@ -76,7 +81,8 @@ def step_cost(lanes: int = 512, n_steps: int = 50, n_samples: int = 4) -> dict[s
                 jax.block_until_ready(run(y0))
                 best = min(best, time.perf_counter() - t0)
             out[f"{name}, {K} sample{'s' if K > 1 else ''}"] = round(
-                best / n_steps / lanes * 1e9, 1)
+                best / n_steps / lanes * 1e9, 1
+            )
     return out
 
 
@@ -87,7 +93,9 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--step-cost", action="store_true")
     ap.add_argument("--lanes", type=int, default=512, help="lanes per device (10^4-10^5 on a GPU)")
-    ap.add_argument("--chunk", type=int, default=1 << 17, help="starts per chunk (the library default)")
+    ap.add_argument(
+        "--chunk", type=int, default=1 << 17, help="starts per chunk (the library default)"
+    )
     ap.add_argument("--backend", default="auto", help="auto, queue or fused")
     args = ap.parse_args()
     if args.step_cost:
@@ -96,17 +104,35 @@ def main() -> None:
     rows = {}
     for name, slip in (("no slip", None), ("mu = 1", SlipSettings())):
         t0 = time.perf_counter()
-        m = basin_map(rim, progress=False, slip=slip, lanes=args.lanes,
-                      chunk_size=args.chunk, backend=args.backend, **kw)
+        m = basin_map(
+            rim,
+            progress=False,
+            slip=slip,
+            lanes=args.lanes,
+            chunk_size=args.chunk,
+            backend=args.backend,
+            **kw,
+        )
         first = time.perf_counter() - t0
         warm = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            m = basin_map(rim, progress=False, slip=slip, lanes=args.lanes,
-                      chunk_size=args.chunk, backend=args.backend, **kw)
+            m = basin_map(
+                rim,
+                progress=False,
+                slip=slip,
+                lanes=args.lanes,
+                chunk_size=args.chunk,
+                backend=args.backend,
+                **kw,
+            )
             warm.append(time.perf_counter() - t0)
-        rows[name] = dict(counts=m.counts(), first_s=round(first, 2), warm_s=round(min(warm), 3),
-                          steps=int(np.sum(m.steps)))
+        rows[name] = dict(
+            counts=m.counts(),
+            first_s=round(first, 2),
+            warm_s=round(min(warm), 3),
+            steps=int(np.sum(m.steps)),
+        )
         if slip is not None:
             rows[name]["slipped"] = int(np.sum(m.switches > 0))
         print(name, json.dumps(rows[name]), flush=True)

@@ -51,8 +51,10 @@ def rss_mb() -> float:
 
 def starts(n, seed=0):
     rng = np.random.default_rng(seed)
-    return np.stack([rng.uniform(1.0, 1.4, n), rng.uniform(-3, 3, n), np.full(n, 35.0),
-                     np.full(n, 10.0)], axis=1)
+    return np.stack(
+        [rng.uniform(1.0, 1.4, n), rng.uniform(-3, 3, n), np.full(n, 35.0), np.full(n, 10.0)],
+        axis=1,
+    )
 
 
 def eager_loop(calls: int):
@@ -68,9 +70,11 @@ def eager_loop(calls: int):
             rss0 = rss_mb()
     rss1 = rss_mb()
     after = np.array(times[1:])
-    print(f"eager rollax.solve x {calls}: first {times[0]:.2f} s; after it median "
-          f"{1e3 * np.median(after):.2f} ms, max {1e3 * after.max():.2f} ms; "
-          f"RSS growth from call 10 to {calls}: {rss1 - rss0:+.1f} MB")
+    print(
+        f"eager rollax.solve x {calls}: first {times[0]:.2f} s; after it median "
+        f"{1e3 * np.median(after):.2f} ms, max {1e3 * after.max():.2f} ms; "
+        f"RSS growth from call 10 to {calls}: {rss1 - rss0:+.1f} MB"
+    )
 
 
 def plain_diffrax(rim, y0, t1, rtol, atol):
@@ -81,10 +85,19 @@ def plain_diffrax(rim, y0, t1, rtol, atol):
         return args.normal_force(y) / args.m
 
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vf), diffrax.Dopri5(), 0.0, t1, None, y0, args=rim,
+        diffrax.ODETerm(vf),
+        diffrax.Dopri5(),
+        0.0,
+        t1,
+        None,
+        y0,
+        args=rim,
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, pcoeff=0.0, icoeff=1.0),
         event=diffrax.Event(cond, optx.Newton(1e-12, 1e-12, optx.rms_norm)),
-        saveat=diffrax.SaveAt(t1=True), max_steps=16_384, throw=False)
+        saveat=diffrax.SaveAt(t1=True),
+        max_steps=16_384,
+        throw=False,
+    )
     return sol.ts[-1], sol.ys[-1]
 
 
@@ -101,8 +114,9 @@ def compare_vmap(n: int, repeat: int, rtol=1e-9, atol=1e-9, t1=5.0):
         compiled[name] = fn.lower(x0).compile()
         t_compile = time.perf_counter() - t
         mem = compiled[name].memory_analysis()
-        mb = (mem.argument_size_in_bytes + mem.output_size_in_bytes
-              + mem.temp_size_in_bytes) / 2**20
+        mb = (
+            mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes
+        ) / 2**20
         res = compiled[name](x0)
         jax.block_until_ready(res)
         out[name] = [np.inf, mb, res, t_compile]
@@ -113,13 +127,17 @@ def compare_vmap(n: int, repeat: int, rtol=1e-9, atol=1e-9, t1=5.0):
             jax.block_until_ready(c(x0))
             out[name][0] = min(out[name][0], time.perf_counter() - t)
     for name, (best, mb, _, t_compile) in out.items():
-        print(f"vmap over {n} starts, {name}: warm {best:.3f} s, compile {t_compile:.1f} s, "
-              f"memory {mb:.1f} MB")
+        print(
+            f"vmap over {n} starts, {name}: warm {best:.3f} s, compile {t_compile:.1f} s, "
+            f"memory {mb:.1f} MB"
+        )
     (t_a, m_a, r_a, _), (t_b, m_b, r_b, _) = out.values()
     ta = np.asarray(r_a.t)
     tb = np.asarray(r_b[0])
-    print(f"ratio rollax/diffrax: time {t_a / t_b:.2f}x, memory {m_a / m_b:.2f}x; "
-          f"end times agree to {np.max(np.abs(ta - tb)):.1e} s")
+    print(
+        f"ratio rollax/diffrax: time {t_a / t_b:.2f}x, memory {m_a / m_b:.2f}x; "
+        f"end times agree to {np.max(np.abs(ta - tb)):.1e} s"
+    )
 
 
 def main():
@@ -128,8 +146,10 @@ def main():
     p.add_argument("--starts", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=3)
     a = p.parse_args()
-    print(f"machine: {platform.machine()}, {jax.device_count()} JAX device(s) "
-          f"({jax.devices()[0].platform}), jax {jax.__version__}, diffrax {diffrax.__version__}")
+    print(
+        f"machine: {platform.machine()}, {jax.device_count()} JAX device(s) "
+        f"({jax.devices()[0].platform}), jax {jax.__version__}, diffrax {diffrax.__version__}"
+    )
     eager_loop(a.calls)
     compare_vmap(a.starts, a.repeat)
 

@@ -63,8 +63,12 @@ def initial_guess(t, values, k_r=0.01, span=0.2):
     w1 = rr.rho / r * db
     w3 = -ca[1] * D / r
     dw1 = rr.rho / r * ddb
-    w2 = (r * w3**2 * s / D - g * c / (r * (1 + j)) - k_r * w1 - dw1) * (1 + j) * D / (
-        j * r * w3 * c)
+    w2 = (
+        (r * w3**2 * s / D - g * c / (r * (1 + j)) - k_r * w1 - dw1)
+        * (1 + j)
+        * D
+        / (j * r * w3 * c)
+    )
     return np.array([b, w1, w2, w3, ca[0]])
 
 
@@ -102,12 +106,20 @@ class _Model:
             return self._cache[1], self._cache[2]
         k_d, k_r = self.rates(p)
         S0 = np.zeros((5, self.np))
-        S0[:, self.nk:] = np.eye(5)
-        u0 = np.concatenate([p[self.nk:], S0.ravel()])
+        S0[:, self.nk :] = np.eye(5)
+        u0 = np.concatenate([p[self.nk :], S0.ravel()])
         ts = self.t[:n] - self.t[0]
         if ts[-1] > 0:
-            sol = solve_ivp(self._aug, (0.0, ts[-1]), u0, method="DOP853", t_eval=ts,
-                            rtol=self.rtol, atol=self.atol, args=(k_d, k_r))
+            sol = solve_ivp(
+                self._aug,
+                (0.0, ts[-1]),
+                u0,
+                method="DOP853",
+                t_eval=ts,
+                rtol=self.rtol,
+                atol=self.atol,
+                args=(k_d, k_r),
+            )
             if sol.status != 0:
                 raise RuntimeError(sol.message)
             U = sol.y.T
@@ -137,9 +149,21 @@ class _Model:
         return self.solve(p, n)[1]
 
 
-def scipy_fit(t, values, sigma, *, fit=("k_d", "k_r"), y0_guess=None,
-              windows=(0.5, 1, 2, 3.5, 5, 7.5, 11, 16), fixed=None, rates_guess=0.01,
-              rtol=1e-10, atol=1e-10, tol=1e-10, verbose=False) -> dict:
+def scipy_fit(
+    t,
+    values,
+    sigma,
+    *,
+    fit=("k_d", "k_r"),
+    y0_guess=None,
+    windows=(0.5, 1, 2, 3.5, 5, 7.5, 11, 16),
+    fixed=None,
+    rates_guess=0.01,
+    rtol=1e-10,
+    atol=1e-10,
+    tol=1e-10,
+    verbose=False,
+) -> dict:
     """Least-squares fit of the rates ``fit`` and the initial state to a camera record.
 
     ``t`` (n,), ``values`` (n, 3) = (d, z, alpha), ``sigma`` (3,) their noise levels. Rates not
@@ -165,21 +189,41 @@ def scipy_fit(t, values, sigma, *, fit=("k_d", "k_r"), y0_guess=None,
         n = t.size if w is None else int(np.searchsorted(t, t[0] + w, side="right"))
         final = w is None
         p = np.maximum(p, lo + 1e-12 * (lo == 0))  # strictly feasible start for trf
-        ls = least_squares(model.fun, p, jac=model.jac, bounds=(lo, hi), method="trf",
-                           x_scale="jac", args=(n,), ftol=tol if final else 1e-8,
-                           xtol=tol if final else 1e-8, gtol=tol if final else 1e-8,
-                           max_nfev=200)
+        ls = least_squares(
+            model.fun,
+            p,
+            jac=model.jac,
+            bounds=(lo, hi),
+            method="trf",
+            x_scale="jac",
+            args=(n,),
+            ftol=tol if final else 1e-8,
+            xtol=tol if final else 1e-8,
+            gtol=tol if final else 1e-8,
+            max_nfev=200,
+        )
         p = ls.x
         if verbose:
-            print(f"  window {'all' if final else w} s ({n} samples): chi2/dof "
-                  f"{2 * ls.cost / (3 * n - p.size):.3f}, nfev {ls.nfev}, "
-                  f"{time.perf_counter() - start:.1f} s", flush=True)
+            print(
+                f"  window {'all' if final else w} s ({n} samples): chi2/dof "
+                f"{2 * ls.cost / (3 * n - p.size):.3f}, nfev {ls.nfev}, "
+                f"{time.perf_counter() - start:.1f} s",
+                flush=True,
+            )
     res, J = model.solve(p, t.size)
     cov = np.linalg.pinv(J.T @ J)
-    return {"values": p, "std_errors": np.sqrt(np.diag(cov)), "names": fit + STATE,
-            "wall_time": time.perf_counter() - start, "chi2": float(res @ res),
-            "nfev": model.nfev, "njev": model.njev, "dof": res.size - p.size, "cov": cov,
-            "success": bool(ls.success)}
+    return {
+        "values": p,
+        "std_errors": np.sqrt(np.diag(cov)),
+        "names": fit + STATE,
+        "wall_time": time.perf_counter() - start,
+        "chi2": float(res @ res),
+        "nfev": model.nfev,
+        "njev": model.njev,
+        "dof": res.size - p.size,
+        "cov": cov,
+        "success": bool(ls.success),
+    }
 
 
 def _main(seeds):
@@ -187,15 +231,20 @@ def _main(seeds):
         t0 = time.perf_counter()
         rec = rr.make_record(seed)
         gen = time.perf_counter() - t0
-        print(f"record {seed}: {rec['t'].size} samples, {rec['t_end']:.2f} s"
-              f"{' (separated)' if rec['separated'] else ''}, generated in {gen:.2f} s")
+        print(
+            f"record {seed}: {rec['t'].size} samples, {rec['t_end']:.2f} s"
+            f"{' (separated)' if rec['separated'] else ''}, generated in {gen:.2f} s"
+        )
         out = scipy_fit(rec["t"], rec["values"], rec["sigma"], verbose=True)
         truth = np.concatenate([[rec["k_d"], rec["k_r"]], rec["y0"]])
-        print(f"  fit: {out['wall_time']:.1f} s, nfev {out['nfev']}, njev {out['njev']}, "
-              f"chi2/dof {out['chi2'] / out['dof']:.3f}")
+        print(
+            f"  fit: {out['wall_time']:.1f} s, nfev {out['nfev']}, njev {out['njev']}, "
+            f"chi2/dof {out['chi2'] / out['dof']:.3f}"
+        )
         for name, tv, v, se in zip(out["names"], truth, out["values"], out["std_errors"]):
-            print(f"  {name:6s} truth {tv:+.6f}  est {v:+.6f} +- {se:.1e}  "
-                  f"({(v - tv) / se:+.2f} SE)")
+            print(
+                f"  {name:6s} truth {tv:+.6f}  est {v:+.6f} +- {se:.1e}  ({(v - tv) / se:+.2f} SE)"
+            )
 
 
 if __name__ == "__main__":

@@ -50,8 +50,11 @@ class BouncingBall(rollax.AbstractSystem):
         return t, y_new, mode, aux.at[0].set(bounces), bounces >= self.n_bounces
 
     def outcome(self, sol):
-        return jnp.select([sol.failed, sol.status == rollax.Status.EVENT],
-                          [Bounce.FAILED, Bounce.DONE], Bounce.FLYING)
+        return jnp.select(
+            [sol.failed, sol.status == rollax.Status.EVENT],
+            [Bounce.FAILED, Bounce.DONE],
+            Bounce.FLYING,
+        )
 
     def impact_times(self, z0, k):
         """Closed-form times of the first k impacts from rest at height z0."""
@@ -65,6 +68,11 @@ if __name__ == "__main__":
     sol = rollax.solve(ball, jnp.array([1.0, 0.0]), 0.0, 10.0, rtol=1e-10, atol=1e-10)
     print("4th impact at", float(sol.t), "closed form", ball.impact_times(1.0, 4)[-1])
     # gradient of the 4th impact time with respect to the restitution coefficient
-    dt_de = jax.grad(lambda e: rollax.solve(BouncingBall(e=e), jnp.array([1.0, 0.0]), 0.0, 10.0,
-                                            rtol=1e-10, atol=1e-10).t)(0.8)
+    dt_de = jax.grad(
+        lambda e: (
+            rollax.solve(
+                BouncingBall(e=e), jnp.array([1.0, 0.0]), 0.0, 10.0, rtol=1e-10, atol=1e-10
+            ).t
+        )
+    )(0.8)
     print("dt4/de =", float(dt_de), "closed form", 2 * math.sqrt(2 / 9.81) * (1 + 2 * 0.8))

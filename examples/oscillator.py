@@ -27,7 +27,7 @@ class Oscillator(rollax.AbstractSystem):
         return (rollax.crossing("zero", target=self.n),)
 
     def vector_field(self, t, y, mode):
-        return jnp.stack([y[1], -self.omega**2 * y[0]])
+        return jnp.stack([y[1], -(self.omega**2) * y[0]])
 
     def event_values(self, t, y, mode):
         return y[:1]
@@ -43,6 +43,7 @@ if __name__ == "__main__":
     sol = rollax.solve(osc, y0, 0.0, 100.0, rtol=1e-10, atol=1e-10)
     print("6th zero:", float(sol.t), "closed form:", osc.zero_time(6))
     # d t6 / d omega = -t6 / omega
-    g = jax.grad(lambda w: rollax.solve(Oscillator(omega=w), y0, 0.0, 100.0, rtol=1e-10,
-                                        atol=1e-10).t)(2.0)
+    g = jax.grad(
+        lambda w: rollax.solve(Oscillator(omega=w), y0, 0.0, 100.0, rtol=1e-10, atol=1e-10).t
+    )(2.0)
     print("dt6/domega:", float(g), "closed form:", -osc.zero_time(6) / 2.0)

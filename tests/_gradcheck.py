@@ -15,6 +15,8 @@ def assert_finite_gradients(tree, what: str = "gradient") -> None:
         if not np.all(np.isfinite(a)):
             bad = np.argwhere(~np.isfinite(a))
             where = jax.tree_util.keystr(path) or "(root)"
-            raise AssertionError(f"{what}{where}: {int((~np.isfinite(a)).sum())} non-finite "
-                                 f"of {a.size}, the first at index {tuple(bad[0])} = "
-                                 f"{a[tuple(bad[0])]!r}")
+            raise AssertionError(
+                f"{what}{where}: {int((~np.isfinite(a)).sum())} non-finite "
+                f"of {a.size}, the first at index {tuple(bad[0])} = "
+                f"{a[tuple(bad[0])]!r}"
+            )

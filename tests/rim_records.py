@@ -46,8 +46,11 @@ def rhs(t, z, k_d=0.0, k_r=0.0):
     s, c = np.sin(beta), np.cos(beta)
     D = R - rho * c
     dbeta = r / rho * w1
-    dw1 = (((1 + j) * r * w3**2 * s - j * r * w2 * w3 * c) / ((1 + j) * D)
-           - g * c / (r * (1 + j)) - k_r * w1)
+    dw1 = (
+        ((1 + j) * r * w3**2 * s - j * r * w2 * w3 * c) / ((1 + j) * D)
+        - g * c / (r * (1 + j))
+        - k_r * w1
+    )
     dw2 = r * R * w1 * w3 / (rho * D) - k_d * w2
     dw3 = -r * w1 * w3 * s / D - j * r * w1 * w2 / (rho * (1 + j)) - k_r * w3
     dalpha = -r * w3 / D
@@ -105,8 +108,9 @@ def camera(z):
 
 def steady_w2(beta0, w3):
     """w2 of the non-trivial steady motion (beta0, 0, w2, w3), eq. (48)."""
-    return ((1 + j) * w3 * np.sin(beta0) / (j * np.cos(beta0))
-            - g * (R - rho * np.cos(beta0)) / (j * r**2 * w3))
+    return (1 + j) * w3 * np.sin(beta0) / (j * np.cos(beta0)) - g * (R - rho * np.cos(beta0)) / (
+        j * r**2 * w3
+    )
 
 
 def steady_eigenvalues(beta0, w3):
@@ -155,13 +159,15 @@ def _draw(rng):
             raise RuntimeError("no steady motion found")
         w3, w2t, b0 = unstable
     w2s = float(steady_w2(b0, w3))
-    y0 = np.array([
-        b0 + rng.uniform(-0.01, 0.01),
-        rng.uniform(-1.0, 1.0),
-        w2s * (1 + rng.uniform(-0.02, 0.02)),
-        w3 * (1 + rng.uniform(-0.02, 0.02)),
-        rng.uniform(-math.pi, math.pi),
-    ])
+    y0 = np.array(
+        [
+            b0 + rng.uniform(-0.01, 0.01),
+            rng.uniform(-1.0, 1.0),
+            w2s * (1 + rng.uniform(-0.02, 0.02)),
+            w3 * (1 + rng.uniform(-0.02, 0.02)),
+            rng.uniform(-math.pi, math.pi),
+        ]
+    )
     rates = [0.0 if rng.uniform() < P_ZERO_RATE else rng.uniform(0.0, RATE_MAX) for _ in range(2)]
     return {"w2": w2s, "w3": w3, "beta0": b0}, y0, rates[0], rates[1]
 
@@ -169,8 +175,17 @@ def _draw(rng):
 def integrate(y0, k_d, k_r, t_max, rtol=1e-12, atol=1e-12):
     """solve_ivp DOP853 from ``y0`` until F2 = 0 (terminal) or ``t_max``; returns (sol, t_end,
     separated)."""
-    sol = solve_ivp(rhs, (0.0, t_max), y0, method="DOP853", rtol=rtol, atol=atol,
-                    dense_output=True, events=_event, args=(k_d, k_r))
+    sol = solve_ivp(
+        rhs,
+        (0.0, t_max),
+        y0,
+        method="DOP853",
+        rtol=rtol,
+        atol=atol,
+        dense_output=True,
+        events=_event,
+        args=(k_d, k_r),
+    )
     if sol.status == -1:
         raise RuntimeError(f"integration failed: {sol.message}")
     separated = sol.status == 1
@@ -204,9 +219,21 @@ def make_record(seed, *, hz=240.0, noise=(1e-3, 1e-3, 2e-3), t_max=20.0) -> dict
     states[0] = y0
     clean = camera(states.T).T
     values = clean + rng.normal(size=clean.shape) * sigma
-    return {"t": t, "values": values, "clean": clean, "states": states, "sigma": sigma,
-            "k_d": float(k_d), "k_r": float(k_r), "y0": y0, "t_end": t_end,
-            "separated": bool(separated), "seed": seed, "attempt": attempt, "section": section}
+    return {
+        "t": t,
+        "values": values,
+        "clean": clean,
+        "states": states,
+        "sigma": sigma,
+        "k_d": float(k_d),
+        "k_r": float(k_r),
+        "y0": y0,
+        "t_end": t_end,
+        "separated": bool(separated),
+        "seed": seed,
+        "attempt": attempt,
+        "section": section,
+    }
 
 
 def records(n, seed0=0, **kw) -> list[dict]:
@@ -224,12 +251,16 @@ if __name__ == "__main__":
     dt = time.perf_counter() - t0
     lens = np.array([rec["t_end"] for rec in recs])
     print(f"{n} records in {dt:.1f} s ({dt / n:.2f} s each)")
-    print(f"durations: min {lens.min():.2f} s, quartiles "
-          f"{np.percentile(lens, 25):.2f} / {np.median(lens):.2f} / {np.percentile(lens, 75):.2f} s,"
-          f" max {lens.max():.2f} s; {sum(rec['separated'] for rec in recs)} separated, "
-          f"{sum(rec['attempt'] > 0 for rec in recs)} redrawn")
+    print(
+        f"durations: min {lens.min():.2f} s, quartiles "
+        f"{np.percentile(lens, 25):.2f} / {np.median(lens):.2f} / {np.percentile(lens, 75):.2f} s,"
+        f" max {lens.max():.2f} s; {sum(rec['separated'] for rec in recs)} separated, "
+        f"{sum(rec['attempt'] > 0 for rec in recs)} redrawn"
+    )
     for rec in recs:
         s = rec["section"]
-        print(f"seed {rec['seed']:3d} (attempt {rec['attempt']}): beta0 {s['beta0']:.3f} "
-              f"w2 {s['w2']:.1f} w3 {s['w3']:.2f} k_d {rec['k_d']:.4f} k_r {rec['k_r']:.4f} "
-              f"t_end {rec['t_end']:6.2f} {'sep' if rec['separated'] else ''}")
+        print(
+            f"seed {rec['seed']:3d} (attempt {rec['attempt']}): beta0 {s['beta0']:.3f} "
+            f"w2 {s['w2']:.1f} w3 {s['w3']:.2f} k_d {rec['k_d']:.4f} k_r {rec['k_r']:.4f} "
+            f"t_end {rec['t_end']:6.2f} {'sep' if rec['separated'] else ''}"
+        )

@@ -31,10 +31,13 @@ class WrongField(Oscillator):
         return y[:1]
 
 
-@pytest.mark.parametrize("cls, match", [
-    (TooFewEvents, r"TooFewEvents.event_values returns shape \(0,\); it must be \(1,\)"),
-    (WrongField, r"WrongField.vector_field returns shape \(1,\); it must be \(2,\)"),
-])
+@pytest.mark.parametrize(
+    "cls, match",
+    [
+        (TooFewEvents, r"TooFewEvents.event_values returns shape \(0,\); it must be \(1,\)"),
+        (WrongField, r"WrongField.vector_field returns shape \(1,\); it must be \(2,\)"),
+    ],
+)
 def test_function_shapes_are_checked_on_both_paths(cls, match):
     # an event with no value would never fire: refused, not run
     with pytest.raises(ValueError, match=match):
@@ -52,34 +55,42 @@ def test_parameters_must_be_finite():
 def test_a_nonfinite_field_at_the_start_fails_at_once_on_both_paths():
     # a NaN parameter that reaches the run traced (not checked on construction)
     st = jax.vmap(lambda w: rollax.solve(Oscillator(omega=w), Y, 0.0, 5.0).status)(
-        jnp.array([1.0, jnp.nan]))
+        jnp.array([1.0, jnp.nan])
+    )
     np.testing.assert_array_equal(st, [rollax.Status.T_MAX, rollax.Status.NONFINITE])
     import equinox as eqx
+
     batch = eqx.tree_at(lambda s: s.omega, Oscillator(), jnp.array([1.0, jnp.nan]))
     sol = rollax.solve_ensemble(batch, Y2, 0.0, 5.0)
     np.testing.assert_array_equal(sol.status, [rollax.Status.T_MAX, rollax.Status.NONFINITE])
     assert sol.steps[1] == 0
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(y0=jnp.array([np.nan, 0.0])), r"y0 = \[nan, 0.0\] is not allowed: a start must be finite"),
-    (dict(y0=jnp.array([1j, 0.0])), r"y0 = .* it must be real numbers"),
-    (dict(y0=np.array([True, False])), r"y0 = .* it must be real numbers"),
-    (dict(y0="ab"), r"y0 = 'ab' is not allowed"),
-    (dict(y0=None), r"y0 = None is not allowed"),
-    (dict(t1=None), r"t1 = None is not allowed"),
-    (dict(rtol=None), r"rtol = None is not allowed"),
-    (dict(rtol=jnp.array([1e-9, 1e-9])), r"rtol = .* it must be a real number"),
-    (dict(t1=5 + 1j), r"t1 = \(5\+1j\) is not allowed"),
-    (dict(t0=jnp.zeros(2)), r"t0 = .* it must be a real number"),
-    (dict(mode=jnp.array([0, 0, 0])), r"mode has shape \(3,\); rollax.solve takes one mode"),
-    # (mode=None is allowed since the initial-mode hook: system.initial_mode decides)
-    (dict(mode=1.5), r"mode = 1.5 must be an integer index"),
-    (dict(ts="ab"), r"ts = 'ab' is not allowed"),
-    (dict(solver=["dopri5"]), r"solver = \['dopri5'\] must be a diffrax solver or one of"),
-    (dict(solver=diffrax.Euler()), r"solver = Euler\(\) is not allowed: it gives no error"),
-    (dict(jump_ts=[1.0, np.nan]), r"jump_ts = \[1.0, nan\] .* must be finite times"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (
+            dict(y0=jnp.array([np.nan, 0.0])),
+            r"y0 = \[nan, 0.0\] is not allowed: a start must be finite",
+        ),
+        (dict(y0=jnp.array([1j, 0.0])), r"y0 = .* it must be real numbers"),
+        (dict(y0=np.array([True, False])), r"y0 = .* it must be real numbers"),
+        (dict(y0="ab"), r"y0 = 'ab' is not allowed"),
+        (dict(y0=None), r"y0 = None is not allowed"),
+        (dict(t1=None), r"t1 = None is not allowed"),
+        (dict(rtol=None), r"rtol = None is not allowed"),
+        (dict(rtol=jnp.array([1e-9, 1e-9])), r"rtol = .* it must be a real number"),
+        (dict(t1=5 + 1j), r"t1 = \(5\+1j\) is not allowed"),
+        (dict(t0=jnp.zeros(2)), r"t0 = .* it must be a real number"),
+        (dict(mode=jnp.array([0, 0, 0])), r"mode has shape \(3,\); rollax.solve takes one mode"),
+        # (mode=None is allowed since the initial-mode hook: system.initial_mode decides)
+        (dict(mode=1.5), r"mode = 1.5 must be an integer index"),
+        (dict(ts="ab"), r"ts = 'ab' is not allowed"),
+        (dict(solver=["dopri5"]), r"solver = \['dopri5'\] must be a diffrax solver or one of"),
+        (dict(solver=diffrax.Euler()), r"solver = Euler\(\) is not allowed: it gives no error"),
+        (dict(jump_ts=[1.0, np.nan]), r"jump_ts = \[1.0, nan\] .* must be finite times"),
+    ],
+)
 def test_solve_refuses(kw, match):
     args = dict(y0=Y, t0=0.0, t1=5.0)
     args.update(kw)
@@ -97,14 +108,20 @@ def test_traced_options_are_checked_in_the_run():
         jax.block_until_ready(run(jnp.array([5.0, -1.0])))
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(y0s=np.array([[1.0, 0.0], [np.inf, 0.0]])), r"row 1 of y0s = \[inf, 0.0\] is not allowed"),
-    (dict(y0s="ab"), r"y0s = 'ab' is not allowed"),
-    (dict(valid=[True]), r"valid = \[True\] is not allowed: it must be 2 booleans"),
-    (dict(valid="yes"), r"valid = 'yes' is not allowed"),
-    (dict(progress=3), r"progress = 3 is not allowed"),
-    (dict(t1=None), r"t1 = None is not allowed"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (
+            dict(y0s=np.array([[1.0, 0.0], [np.inf, 0.0]])),
+            r"row 1 of y0s = \[inf, 0.0\] is not allowed",
+        ),
+        (dict(y0s="ab"), r"y0s = 'ab' is not allowed"),
+        (dict(valid=[True]), r"valid = \[True\] is not allowed: it must be 2 booleans"),
+        (dict(valid="yes"), r"valid = 'yes' is not allowed"),
+        (dict(progress=3), r"progress = 3 is not allowed"),
+        (dict(t1=None), r"t1 = None is not allowed"),
+    ],
+)
 def test_solve_ensemble_refuses(kw, match):
     args = dict(y0s=Y2, t1=5.0)
     args.update(kw)
@@ -131,27 +148,49 @@ def test_counts_after_a_capped_reset_agree():
         assert abs(float(a.t) - b.t[0]) < 1e-12
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda: rollax.crossing("z", target=True), "event target = True"),
-    (lambda: rollax.crossing("z", direction=True), "event direction = True"),
-    (lambda: rollax.Event("a", kind="sideways"), r"event kind = 'sideways' must be one of"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: rollax.crossing("z", target=True), "event target = True"),
+        (lambda: rollax.crossing("z", direction=True), "event direction = True"),
+        (lambda: rollax.Event("a", kind="sideways"), r"event kind = 'sideways' must be one of"),
+    ],
+)
 def test_event_descriptors_refuse(make, match):
     with pytest.raises(ValueError, match=match):
         make()
     assert rollax.Event("a", kind="crossing").kind == rollax.EventKind.CROSSING
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda A: rollax.sweep(BouncingBall(), [("e", 0, 1, 2)], t1=1.0), r"axis = \('e', 0, 1, 2\)"),
-    (lambda A: rollax.sweep(BouncingBall(), "e", t1=1.0), r"axes = 'e' is not allowed"),
-    (lambda A: rollax.sweep(BouncingBall(), [A], y0={"z": "a", "v": 0.0}, t1=1.0),
-     r"y0\['z'\] = 'a' is not allowed"),
-    (lambda A: rollax.sweep(BouncingBall(), [A], y0={"z": 1.0, "v": 0.0}, t1=1.0, cache_dir=3),
-     r"cache_dir = 3 is not allowed"),
-    (lambda A: rollax.sweep(BouncingBall(e=np.array([0.5, 0.6])), [rollax.Axis("z", 1, 2, 2)],
-                            y0={"v": 0.0}, t1=1.0), r"batch shape \(2,\); rollax.sweep takes one"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda A: rollax.sweep(BouncingBall(), [("e", 0, 1, 2)], t1=1.0),
+            r"axis = \('e', 0, 1, 2\)",
+        ),
+        (lambda A: rollax.sweep(BouncingBall(), "e", t1=1.0), r"axes = 'e' is not allowed"),
+        (
+            lambda A: rollax.sweep(BouncingBall(), [A], y0={"z": "a", "v": 0.0}, t1=1.0),
+            r"y0\['z'\] = 'a' is not allowed",
+        ),
+        (
+            lambda A: rollax.sweep(
+                BouncingBall(), [A], y0={"z": 1.0, "v": 0.0}, t1=1.0, cache_dir=3
+            ),
+            r"cache_dir = 3 is not allowed",
+        ),
+        (
+            lambda A: rollax.sweep(
+                BouncingBall(e=np.array([0.5, 0.6])),
+                [rollax.Axis("z", 1, 2, 2)],
+                y0={"v": 0.0},
+                t1=1.0,
+            ),
+            r"batch shape \(2,\); rollax.sweep takes one",
+        ),
+    ],
+)
 def test_sweep_refuses(call, match):
     with pytest.raises(ValueError, match=match):
         call(rollax.Axis("e", 0.1, 0.9, 2))

@@ -1,6 +1,5 @@
 """Basin maps of the ball on the rim (rollax.analysis.basin): outcomes, sweeps, resumption, CLI."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,8 +13,11 @@ from rollax.models.rim import Rim
 from rollax.systems import RimRolling
 
 RIM = Rim()
-COARSE = dict(x=Axis("beta", 0.8, 1.8, 60), y=Axis("omega1", -20.0, 20.0, 40),
-              fixed={"omega2": 35.0, "omega3": 10.0})
+COARSE = dict(
+    x=Axis("beta", 0.8, 1.8, 60),
+    y=Axis("omega1", -20.0, 20.0, 40),
+    fixed={"omega2": 35.0, "omega3": 10.0},
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,15 +63,17 @@ def test_kernel_agrees_with_diffrax_path():
     """Outcomes and event times of the ensemble kernel and diffrax, on 300 random starts."""
     rng = np.random.default_rng(7)
     n = 300
-    x0 = np.stack([rng.uniform(0.8, 1.8, n), rng.uniform(-20, 20, n), np.full(n, 35.0),
-                   np.full(n, 10.0)], 1)
+    x0 = np.stack(
+        [rng.uniform(0.8, 1.8, n), rng.uniform(-20, 20, n), np.full(n, 35.0), np.full(n, 10.0)], 1
+    )
     x0[:150, 0] = rng.uniform(0.95, 1.2, 150)  # many near the periodic tongue
     x0[:150, 1] = rng.uniform(-5, 5, 150)
     tol = 1e-12
     system = RimRolling(RIM)
     res = rollax.solve_ensemble(system, x0, 0.0, 60.0, rtol=tol, atol=tol)
-    sol = jax.vmap(lambda x: rollax.solve(system, x, 0.0, 60.0, rtol=tol, atol=tol,
-                                          max_steps=8192))(jnp.asarray(x0))
+    sol = jax.vmap(
+        lambda x: rollax.solve(system, x, 0.0, 60.0, rtol=tol, atol=tol, max_steps=8192)
+    )(jnp.asarray(x0))
     assert not np.any(np.asarray(sol.failed))
     assert np.array_equal(np.asarray(sol.event), res.event)
     assert set(np.unique(res.event)) == {0, 1}
@@ -163,11 +167,14 @@ def test_a_narrow_f2_dip_needs_more_samples():
     # below zero at 0.285 s for less than a quarter of a step. The rim's default 4 samples a
     # step step over it (the README says so); 8 and 16 find it, as does rollax.solve with 16.
     rim, kw = preset("fig13", "drilling")
-    start = np.array([[kw["x"].values[256], kw["y"].values[127], kw["fixed"]["omega2"],
-                       kw["fixed"]["omega3"]]])
+    start = np.array(
+        [[kw["x"].values[256], kw["y"].values[127], kw["fixed"]["omega2"], kw["fixed"]["omega3"]]]
+    )
     system = RimRolling(rim, w1_target=0)
-    t = {k: float(rollax.solve_ensemble(system, start, 0.0, 60.0, n_samples=k).t[0])
-         for k in (4, 8, 16)}
+    t = {
+        k: float(rollax.solve_ensemble(system, start, 0.0, 60.0, n_samples=k).t[0])
+        for k in (4, 8, 16)
+    }
     assert t[8] == pytest.approx(0.285302, abs=1e-6)
     assert abs(t[16] - t[8]) < 1e-9
     assert t[4] > t[8] + 0.5  # missed: the run goes on and separates later
@@ -196,8 +203,12 @@ def test_the_figure_names_what_differs_and_uses_colour_blind_safe_colours():
     from rollax.plot import OUTCOME_COLOURS, basin_title
     from rollax.models.slip import SlipSettings
 
-    small = dict(x=Axis("beta", 0.8, 1.8, 3), y=Axis("omega1", -20, 20, 2),
-                 fixed={"omega2": 35.0, "omega3": 10.0}, progress=False)
+    small = dict(
+        x=Axis("beta", 0.8, 1.8, 3),
+        y=Axis("omega1", -20, 20, 2),
+        fixed={"omega2": 35.0, "omega3": 10.0},
+        progress=False,
+    )
     t = basin_title(basin_map(Rim(k_d=0.02, R=0.23, g=9.7), **small))
     assert "R = 0.23 m" in t and "$k_d$ = 0.02 1/s" in t and "g = 9.7" in t
     assert "r =" not in t and "mu" not in t  # defaults and the rolling model's unused mu

@@ -34,6 +34,7 @@ def _fn(calls=None):
         if calls is not None:
             calls.append(int(chunk[0, 1]))
         return {"sq": chunk[:, 0] ** 2, "idx": chunk[:, 1].astype(np.int64)}
+
     return fn
 
 
@@ -77,13 +78,16 @@ def _rewrite(path, **changes):
         np.savez(f, **arrays)
 
 
-@pytest.mark.parametrize("fault, why", [
-    ("corrupt", "is corrupt"),
-    ("truncated", "cannot be read"),
-    ("garbage", "cannot be read"),
-    ("empty", "cannot be read"),
-    ("foreign", "has no valid rollax chunk record"),
-])
+@pytest.mark.parametrize(
+    "fault, why",
+    [
+        ("corrupt", "is corrupt"),
+        ("truncated", "cannot be read"),
+        ("garbage", "cannot be read"),
+        ("empty", "cannot be read"),
+        ("foreign", "has no valid rollax chunk record"),
+    ],
+)
 def test_a_bad_chunk_is_redone_with_a_one_line_warning(tmp_path, fault, why):
     _run(tmp_path, keep_chunks=True)
     bad = _files(tmp_path)[2]
@@ -150,7 +154,8 @@ def test_a_sweep_too_large_is_refused_up_front():
 
 
 # ----------------------------------------------------------------- in other processes
-WORKER = textwrap.dedent("""
+WORKER = textwrap.dedent(
+    """
     import signal, sys, time
     import numpy as np
     # Ctrl-C acts (a shell's background job inherits SIGINT ignored, and so would this test)
@@ -176,7 +181,9 @@ WORKER = textwrap.dedent("""
         print(err, file=sys.stderr)
         sys.exit(err.exit_code)
     np.savez(out, **res)
-""" % (N, CHUNK))
+"""
+    % (N, CHUNK)
+)
 
 
 def _worker(tmp_path, name, delay):
@@ -184,7 +191,11 @@ def _worker(tmp_path, name, delay):
     log, out = tmp_path / f"{name}.log", tmp_path / f"{name}.npz"
     proc = subprocess.Popen(
         [sys.executable, "-c", WORKER, str(tmp_path / "store"), str(delay), str(log), str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert proc.stdout.readline().strip() == "ready"
     return proc, log, out
 
@@ -270,8 +281,7 @@ def test_an_interrupt_in_process_raises_sweep_interrupted(tmp_path, sigint_acts)
 
     t = time.monotonic()
     with pytest.raises(SweepInterrupted) as err:
-        run_chunked(fn, _starts, n=N, chunk_size=CHUNK, cache_dir=tmp_path, key="k",
-                    progress=False)
+        run_chunked(fn, _starts, n=N, chunk_size=CHUNK, cache_dir=tmp_path, key="k", progress=False)
     assert time.monotonic() - t < 2.0
     assert err.value.done == 2 and err.value.total == 6 and err.value.exit_code == 130
     assert len(_files(tmp_path)) == 2
@@ -322,10 +332,22 @@ def test_progress_moves_within_a_chunk_and_an_abandoned_chunk_stops(tmp_path, si
         chunks.tqdm = old
 
 
-@pytest.mark.parametrize("n, chunk_size, width", [
-    (1, 1 << 17, 4096), (4096, 1 << 17, 4096), (4097, 1 << 17, 5120), (6143, 1 << 17, 6144),
-    (86_400, 1 << 17, 98_304), (98_305, 1 << 17, 114_688), (131_072, 1 << 17, 131_072),
-    (200_000, 1 << 17, 1 << 17), (86_400, 1 << 16, 1 << 16), (53, 10, 10), (7, 10, 10)])
+@pytest.mark.parametrize(
+    "n, chunk_size, width",
+    [
+        (1, 1 << 17, 4096),
+        (4096, 1 << 17, 4096),
+        (4097, 1 << 17, 5120),
+        (6143, 1 << 17, 6144),
+        (86_400, 1 << 17, 98_304),
+        (98_305, 1 << 17, 114_688),
+        (131_072, 1 << 17, 131_072),
+        (200_000, 1 << 17, 1 << 17),
+        (86_400, 1 << 16, 1 << 16),
+        (53, 10, 10),
+        (7, 10, 10),
+    ],
+)
 def test_chunk_width(n, chunk_size, width):
     assert chunks.chunk_width(n, chunk_size) == width
 

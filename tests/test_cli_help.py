@@ -16,37 +16,51 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 def _python(code: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["basin", "--help"], ["friction", "fit", "--help"],
-                                  ["robot", "--help"], ["penny", "--help"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["basin", "--help"],
+        ["friction", "fit", "--help"],
+        ["robot", "--help"],
+        ["penny", "--help"],
+    ],
+)
 def test_help_loads_no_jax(argv):
     out = _python(
         "import contextlib, io, sys\n"
         "from rollax.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()) as buf:\n"
         f"    code = main({argv!r})\n"
-        "print(code, 'jax' in sys.modules, len(buf.getvalue()) > 200)")
+        "print(code, 'jax' in sys.modules, len(buf.getvalue()) > 200)"
+    )
     assert out.split() == ["0", "False", "True"]
 
 
 @pytest.mark.parametrize("first", ["jax", "rollax"])
 def test_float64_whichever_is_imported_first(first):
     second = "rollax" if first == "jax" else "jax"
-    out = _python(f"import {first}, {second}\nimport jax.numpy as jnp\n"
-                  "print(jnp.asarray(1.0).dtype, jax.config.jax_enable_x64)")
+    out = _python(
+        f"import {first}, {second}\nimport jax.numpy as jnp\n"
+        "print(jnp.asarray(1.0).dtype, jax.config.jax_enable_x64)"
+    )
     assert out.split() == ["float64", "True"]
 
 
 def test_the_public_names_load_on_first_use():
-    out = _python("import sys, rollax\n"
-                  "before = 'jax' in sys.modules\n"
-                  "names = [getattr(rollax, n) for n in rollax.__all__]\n"
-                  "print(before, 'jax' in sys.modules, rollax.models.rim.__name__, len(names))")
+    out = _python(
+        "import sys, rollax\n"
+        "before = 'jax' in sys.modules\n"
+        "names = [getattr(rollax, n) for n in rollax.__all__]\n"
+        "print(before, 'jax' in sys.modules, rollax.models.rim.__name__, len(names))"
+    )
     before, after, rim, n = out.split()
     assert (before, after, rim) == ("False", "True", "rollax.models.rim") and int(n) >= 20
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
@@ -74,8 +88,10 @@ def test_help_names_the_public_path():
     import rollax
 
     assert "in module rollax\n" in pydoc.render_doc(rollax.solve) + "\n"
-    assert rollax.Solution.__module__ == "rollax" and repr(rollax.Solution) == \
-        "<class 'rollax.Solution'>"
+    assert (
+        rollax.Solution.__module__ == "rollax"
+        and repr(rollax.Solution) == "<class 'rollax.Solution'>"
+    )
 
 
 def test_a_system_without_state_names_is_refused_at_construction():

@@ -58,8 +58,15 @@ def test_every_numeric_option_is_checked():
 
     walk(parser, [])
     assert unchecked == []
-    assert {w[0] for w, *_ in OPTIONS} == {"basin", "steady", "floquet", "friction", "robot",
-                                           "penny", "identify"}
+    assert {w[0] for w, *_ in OPTIONS} == {
+        "basin",
+        "steady",
+        "floquet",
+        "friction",
+        "robot",
+        "penny",
+        "identify",
+    }
 
 
 def _invalid(t):
@@ -92,11 +99,18 @@ def _bad_call(draw):
     words, opt, nargs, t = draw(st.sampled_from(OPTIONS))
     value = draw(_invalid(t))
     n = {None: 1, "+": 1, "?": 1}.get(nargs, nargs)
-    return list(words) + [f"{opt}={value}" if value.startswith("-") and n == 1 else opt] + (
-        [] if value.startswith("-") and n == 1 else [value] * n), opt, value
+    return (
+        list(words)
+        + [f"{opt}={value}" if value.startswith("-") and n == 1 else opt]
+        + ([] if value.startswith("-") and n == 1 else [value] * n),
+        opt,
+        value,
+    )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(call=_bad_call())
 def test_invalid_values_of_every_option_give_one_line_and_exit_2(call, capsys):
     argv, opt, value = call
@@ -110,18 +124,24 @@ def test_invalid_values_of_every_option_give_one_line_and_exit_2(call, capsys):
     assert "Traceback" not in err and out == ""
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["basin", "--rtol", "-1e-9"], "--rtol = -1e-9 is not allowed: it is outside the allowed range"),
-    (["basin", "--max-steps", "0"], "--max-steps = 0 is not allowed"),
-    (["basin", "--devices", "0"], "--devices = 0 is not allowed"),
-    (["penny", "--theta-dot", "nan"], "--theta-dot = nan is not allowed: it must be a finite"),
-    (["friction", "stop", "--u0", "nan", "0", "1"], "--u0 = nan is not allowed"),
-    (["friction", "fit", "--degree", "500"], "--degree = 500 is not allowed"),
-    (["steady", "--w3-max", "0"], "--w3-max = 0 is not allowed"),
-    (["basin", "--friction", "-inf"], "--friction = -inf is not allowed"),
-    (["basin", "--grid", "3", "abc"], "--grid = 'abc' is not allowed"),
-    (["basin", "--rtol=--"], "--rtol = '--' is not allowed"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (
+            ["basin", "--rtol", "-1e-9"],
+            "--rtol = -1e-9 is not allowed: it is outside the allowed range",
+        ),
+        (["basin", "--max-steps", "0"], "--max-steps = 0 is not allowed"),
+        (["basin", "--devices", "0"], "--devices = 0 is not allowed"),
+        (["penny", "--theta-dot", "nan"], "--theta-dot = nan is not allowed: it must be a finite"),
+        (["friction", "stop", "--u0", "nan", "0", "1"], "--u0 = nan is not allowed"),
+        (["friction", "fit", "--degree", "500"], "--degree = 500 is not allowed"),
+        (["steady", "--w3-max", "0"], "--w3-max = 0 is not allowed"),
+        (["basin", "--friction", "-inf"], "--friction = -inf is not allowed"),
+        (["basin", "--grid", "3", "abc"], "--grid = 'abc' is not allowed"),
+        (["basin", "--rtol=--"], "--rtol = '--' is not allowed"),
+    ],
+)
 def test_the_cases_of_the_issue(argv, match, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -137,10 +157,12 @@ def test_version(capsys):
 
     assert main(["--version"]) == 0
     out = capsys.readouterr().out.strip()
-    assert out == (f"rollax {rollax.__version__} (jax {jax.__version__}, jaxlib "
-                   f"{jaxlib.__version__}, diffrax {diffrax.__version__}, equinox "
-                   f"{equinox.__version__}; {jax.default_backend()}: {len(jax.devices())} x "
-                   f"{jax.devices()[0].device_kind})")
+    assert out == (
+        f"rollax {rollax.__version__} (jax {jax.__version__}, jaxlib "
+        f"{jaxlib.__version__}, diffrax {diffrax.__version__}, equinox "
+        f"{equinox.__version__}; {jax.default_backend()}: {len(jax.devices())} x "
+        f"{jax.devices()[0].device_kind})"
+    )
 
 
 def test_out_naming_a_file_is_refused_before_any_work(tmp_path, capsys):
@@ -172,10 +194,22 @@ def test_basin_help_shows_each_default_once(capsys):
 
 
 def test_strict_json():
-    text = dumps({"a": math.nan, "b": [math.inf, -math.inf, 1.5], "c": np.float32("nan"),
-                  "d": np.array([1.0, np.nan]), "e": np.int64(3)})
+    text = dumps(
+        {
+            "a": math.nan,
+            "b": [math.inf, -math.inf, 1.5],
+            "c": np.float32("nan"),
+            "d": np.array([1.0, np.nan]),
+            "e": np.int64(3),
+        }
+    )
     assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {
-        "a": None, "b": [None, None, 1.5], "c": None, "d": [1.0, None], "e": 3}
+        "a": None,
+        "b": [None, None, 1.5],
+        "c": None,
+        "d": [1.0, None],
+        "e": 3,
+    }
 
 
 def _sigint_default():
@@ -185,9 +219,15 @@ def _sigint_default():
 
 
 def _rollax(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "rollax.cli", *args], env=ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=_sigint_default, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "rollax.cli", *args],
+        env=ENV,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_sigint_default,
+        **kw,
+    )
 
 
 def test_a_broken_pipe_ends_quietly():
@@ -200,8 +240,19 @@ def test_a_broken_pipe_ends_quietly():
 
 def test_sigint_during_a_basin_sweep_keeps_the_chunks_and_resumes(tmp_path):
     out = tmp_path / "out"
-    args = ["basin", "--grid", "120", "100", "--chunk-size", "400", "--t-max", "30",
-            "--no-progress", "--out", str(out)]
+    args = [
+        "basin",
+        "--grid",
+        "120",
+        "100",
+        "--chunk-size",
+        "400",
+        "--t-max",
+        "30",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     p = _rollax(*args)
     t0 = time.monotonic()
     while not glob.glob(str(out / ".chunks" / "*" / "*.npz")):
@@ -247,9 +298,10 @@ def _constructors():
 
 
 CONSTRUCTORS = _constructors()
-BAD_VALUES = st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, "abc", None, "1.0",
-                                        [1.0, "x"]]),
-                       st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=False))
+BAD_VALUES = st.one_of(
+    st.sampled_from([math.nan, math.inf, -math.inf, "abc", None, "1.0", [1.0, "x"]]),
+    st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=False),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -298,18 +350,26 @@ def test_every_option_and_sub_command_has_help_text():
         assert "Equation, section and figure numbers refer to" in text, name
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["penny", "chaos", "--impacts", "6", "--json"],
-     "--impacts applies to `rollax penny run` only"),
-    (["penny", "chaos", "--table", "circle", "--e", "0.5", "--json"],
-     "--table, --e apply to `rollax penny run` only"),
-    (["penny", "--samples", "8"], "--samples applies to `rollax penny chaos` only"),
-    (["penny", "run", "--seed", "3"], "--seed applies to `rollax penny chaos` only"),
-    (["basin", "--rtol", "1e-16", "--grid", "2", "2"], "--rtol = 1e-16 is not allowed"),
-    (["basin", "--atol", "1e-305", "--grid", "2", "2"], "--atol = 1e-305 is not allowed"),
-])
-def test_options_that_would_be_ignored_or_refused_late_are_refused_first(argv, message, capsys,
-                                                                        tmp_path):
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["penny", "chaos", "--impacts", "6", "--json"],
+            "--impacts applies to `rollax penny run` only",
+        ),
+        (
+            ["penny", "chaos", "--table", "circle", "--e", "0.5", "--json"],
+            "--table, --e apply to `rollax penny run` only",
+        ),
+        (["penny", "--samples", "8"], "--samples applies to `rollax penny chaos` only"),
+        (["penny", "run", "--seed", "3"], "--seed applies to `rollax penny chaos` only"),
+        (["basin", "--rtol", "1e-16", "--grid", "2", "2"], "--rtol = 1e-16 is not allowed"),
+        (["basin", "--atol", "1e-305", "--grid", "2", "2"], "--atol = 1e-305 is not allowed"),
+    ],
+)
+def test_options_that_would_be_ignored_or_refused_late_are_refused_first(
+    argv, message, capsys, tmp_path
+):
     # refused before any work: no output folder, one line naming the option
     rc = main(argv + ["--out", str(tmp_path / "o")] if "--json" not in argv else argv)
     err = capsys.readouterr().err.strip().splitlines()

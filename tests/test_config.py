@@ -16,8 +16,9 @@ def _python(code: str, **env) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "ROLLAX_CPU_DEVICES")}
     full["PYTHONPATH"] = SRC + os.pathsep + full.get("PYTHONPATH", "")
     full.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120
+    )
 
 
 def test_import_has_no_side_effects_but_float64():
@@ -65,28 +66,37 @@ def test_configure_too_late_is_one_clear_line():
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(cpu_devices=0), "cpu_devices = 0"),
-    (dict(cpu_devices=2.5), "cpu_devices = 2.5"),
-    (dict(cpu_devices=True), "cpu_devices = True"),
-    (dict(cache_dir=5), "cache_dir = 5"),
-    (dict(cache_dir=__file__), "cache_dir = "),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(cpu_devices=0), "cpu_devices = 0"),
+        (dict(cpu_devices=2.5), "cpu_devices = 2.5"),
+        (dict(cpu_devices=True), "cpu_devices = True"),
+        (dict(cache_dir=5), "cache_dir = 5"),
+        (dict(cache_dir=__file__), "cache_dir = "),
+    ],
+)
 def test_configure_bad_arguments(kw, match):
     with pytest.raises(ValueError, match=match) as err:
         rollax.configure(**kw)
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("env, match", [
-    ({"ROLLAX_CPU_DEVICES": "abc"}, "ROLLAX_CPU_DEVICES = 'abc'"),
-    ({"ROLLAX_CPU_DEVICES": "0"}, "ROLLAX_CPU_DEVICES = '0'"),
-    ({"ROLLAX_CACHE_DIR": __file__}, "ROLLAX_CACHE_DIR = "),
-])
+@pytest.mark.parametrize(
+    "env, match",
+    [
+        ({"ROLLAX_CPU_DEVICES": "abc"}, "ROLLAX_CPU_DEVICES = 'abc'"),
+        ({"ROLLAX_CPU_DEVICES": "0"}, "ROLLAX_CPU_DEVICES = '0'"),
+        ({"ROLLAX_CACHE_DIR": __file__}, "ROLLAX_CACHE_DIR = "),
+    ],
+)
 def test_cli_bad_environment_is_one_line_error(env, match):
-    r = _python("import sys; from rollax.cli import main; sys.exit(main(['steady', '--summary']))",
-                **env)
+    r = _python(
+        "import sys; from rollax.cli import main; sys.exit(main(['steady', '--summary']))", **env
+    )
     assert r.returncode == 2
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rollax: error: ") and match in lines[0], r.stderr
+    assert len(lines) == 1 and lines[0].startswith("rollax: error: ") and match in lines[0], (
+        r.stderr
+    )

@@ -29,8 +29,10 @@ TOL = dict(rtol=1e-10, atol=1e-10)
 
 def _rim_starts(n, seed):
     rng = np.random.default_rng(seed)
-    return np.stack([rng.uniform(0.8, 1.8, n), rng.uniform(-20, 20, n), np.full(n, 35.0),
-                     np.full(n, 10.0)], axis=1)
+    return np.stack(
+        [rng.uniform(0.8, 1.8, n), rng.uniform(-20, 20, n), np.full(n, 35.0), np.full(n, 10.0)],
+        axis=1,
+    )
 
 
 def _rim_rolling(n=120):
@@ -46,8 +48,10 @@ def _robot(n=8):
     ex = paper_ball()
     robot = Robot(ex.model, RampControl(jnp.zeros(3)))
     rng = np.random.default_rng(3)
-    y0s = [robot.from_rolling(ex.model.initial_state(BALL_THETA0, Omega=(w, 0.0, 0.5)))
-           for w in rng.uniform(2.5, 3.5, n)]
+    y0s = [
+        robot.from_rolling(ex.model.initial_state(BALL_THETA0, Omega=(w, 0.0, 0.5)))
+        for w in rng.uniform(2.5, 3.5, n)
+    ]
     return robot, np.stack(y0s), 1.0, {}
 
 
@@ -68,8 +72,12 @@ def _sliding(n=12):
     x = rng.uniform(0.2, 1.0, (n, 3))
     # the slip decays exponentially in the rescaled time: its stop time is resolved only with
     # an absolute tolerance far below the slip (as simulate_stop uses)
-    return (SlidingStop(body, 1e-4), np.concatenate([x, np.zeros((n, 1))], axis=1), 400.0,
-            dict(atol=1e-14))
+    return (
+        SlidingStop(body, 1e-4),
+        np.concatenate([x, np.zeros((n, 1))], axis=1),
+        400.0,
+        dict(atol=1e-14),
+    )
 
 
 def _ball(n=60):
@@ -82,8 +90,15 @@ def _oscillator(n=60):
     return Oscillator(omega=2.0, n=6), np.stack([x, np.zeros_like(x)], axis=1), 100.0, {}
 
 
-CASES = dict(rim_rolling=_rim_rolling, rim_slipping=_rim_slipping, robot=_robot, penny=_penny,
-             sliding=_sliding, bouncing_ball=_ball, oscillator=_oscillator)
+CASES = dict(
+    rim_rolling=_rim_rolling,
+    rim_slipping=_rim_slipping,
+    robot=_robot,
+    penny=_penny,
+    sliding=_sliding,
+    bouncing_ball=_ball,
+    oscillator=_oscillator,
+)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -107,19 +122,24 @@ def _agree(name, system, y0s, t1, opts, same_steps=False):
     if same_steps:
         # the same method and controller on both paths: the same steps, and so the same
         # samples and roots up to rounding (measured: within 1e-12 s on these cases)
-        np.testing.assert_array_equal(np.asarray(a.steps), np.asarray(b.steps),
-                                      err_msg=f"{name}: steps")
+        np.testing.assert_array_equal(
+            np.asarray(a.steps), np.asarray(b.steps), err_msg=f"{name}: steps"
+        )
         # and the same rejections (error control, events.unresolved)
-        np.testing.assert_array_equal(np.asarray(a.rejected), np.asarray(b.rejected),
-                                      err_msg=f"{name}: rejected")
+        np.testing.assert_array_equal(
+            np.asarray(a.rejected), np.asarray(b.rejected), err_msg=f"{name}: rejected"
+        )
         assert np.all(np.asarray(a.rejected) <= np.asarray(a.steps))
-        np.testing.assert_allclose(np.asarray(a.t), np.asarray(b.t), rtol=0, atol=1e-10,
-                                   err_msg=f"{name}: t")
+        np.testing.assert_allclose(
+            np.asarray(a.t), np.asarray(b.t), rtol=0, atol=1e-10, err_msg=f"{name}: t"
+        )
     for f in ("status", "event", "mode", "counts"):
-        np.testing.assert_array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)),
-                                      err_msg=f"{name}: {f}")
-    np.testing.assert_array_equal(np.asarray(rollax.classify(system, a)),
-                                  np.asarray(rollax.classify(system, b)))
+        np.testing.assert_array_equal(
+            np.asarray(getattr(a, f)), np.asarray(getattr(b, f)), err_msg=f"{name}: {f}"
+        )
+    np.testing.assert_array_equal(
+        np.asarray(rollax.classify(system, a)), np.asarray(rollax.classify(system, b))
+    )
     np.testing.assert_allclose(np.asarray(a.aux), np.asarray(b.aux), atol=1e-8)
     ended = np.asarray(a.status) == rollax.Status.EVENT
     np.testing.assert_allclose(np.asarray(a.t)[ended], np.asarray(b.t)[ended], rtol=0, atol=1e-8)

@@ -51,9 +51,11 @@ def test_conserved_along_rolling_trajectories(case):
         # the printed energy (60), with m g r sin(beta), is not conserved (docs/physics-notes.md)
         m, r, j, g = RIM.m, RIM.r, RIM.j, RIM.g
         x = np.asarray(xs)
-        E_printed = (0.5 * m * j * r**2 * x[:, 2] ** 2
-                     + 0.5 * m * (1 + j) * r**2 * (x[:, 1] ** 2 + x[:, 3] ** 2)
-                     + m * g * r * np.sin(x[:, 0]))
+        E_printed = (
+            0.5 * m * j * r**2 * x[:, 2] ** 2
+            + 0.5 * m * (1 + j) * r**2 * (x[:, 1] ** 2 + x[:, 3] ** 2)
+            + m * g * r * np.sin(x[:, 0])
+        )
         assert _rel_drift(E_printed) > 1e-4
 
 

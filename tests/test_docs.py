@@ -19,9 +19,14 @@ GUIDE = ROOT / "docs" / "guide"
 def test_the_site_builds_strict(tmp_path):
     # every page in the nav, every API name rendered (mkdocstrings), no broken reference
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
-                        "-d", str(tmp_path / "site")], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     import rollax
@@ -65,7 +70,7 @@ def test_sweeps_and_basin_maps_examples():
     assert out[0].startswith("(4, 3) {'event': 12")
     assert float(out[1]) < 1e-9
     assert out[2].startswith("(12, 8) {'periodic': ")
-    counts = eval(out[2][len("(12, 8) "):])  # noqa: S307 - the page's own printed dict
+    counts = eval(out[2][len("(12, 8) ") :])  # noqa: S307 - the page's own printed dict
     assert sum(counts.values()) == 96 and counts["in"] + counts["out"] > 0
 
 

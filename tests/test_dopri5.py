@@ -17,8 +17,7 @@ def f(t, y):
 
 def _diffrax_step(solver, t0, h, y0):
     term = diffrax.ODETerm(lambda t, y, a: f(t, y))
-    return solver.step(term, t0, t0 + h, y0, None, solver.init(term, t0, t0 + h, y0, None),
-                       False)
+    return solver.step(term, t0, t0 + h, y0, None, solver.init(term, t0, t0 + h, y0, None), False)
 
 
 def test_solve_dopri5_is_the_kernels():

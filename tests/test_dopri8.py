@@ -19,16 +19,18 @@ def test_step_and_dense_output_are_diffrax_dopri8():
     y1, err, ks, states, _ = dopri8.step(f, t0, y0, h, f(t0, y0))
     assert ks.shape == (14, 2) and states.shape == (14, 2)
     term, solver = diffrax.ODETerm(lambda t, y, a: f(t, y)), diffrax.Dopri8()
-    y1d, errd, dense, _, _ = solver.step(term, t0, t0 + h, y0, None,
-                                         solver.init(term, t0, t0 + h, y0, None), False)
+    y1d, errd, dense, _, _ = solver.step(
+        term, t0, t0 + h, y0, None, solver.init(term, t0, t0 + h, y0, None), False
+    )
     np.testing.assert_allclose(y1, y1d, rtol=0, atol=1e-15)
     np.testing.assert_allclose(err, errd, rtol=0, atol=1e-16)
     np.testing.assert_allclose(ks[-1], f(t0 + h, y1), rtol=0, atol=1e-15)  # FSAL
     ip = solver.interpolation_cls(t0=t0, t1=t0 + h, **dense)
     coef = dopri8.dense_coefficients(y0, y1, ks, h)
     for theta in (0.0, 0.1, 0.25, 0.5, 0.75, 1.0):
-        np.testing.assert_allclose(dopri8.dense_eval(y0, coef, theta),
-                                   ip.evaluate(t0 + theta * h), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(
+            dopri8.dense_eval(y0, coef, theta), ip.evaluate(t0 + theta * h), rtol=0, atol=1e-14
+        )
 
 
 def test_order_on_a_linear_system():
@@ -46,6 +48,6 @@ def test_order_on_a_linear_system():
         mid = dopri8.interpolate(y0, y1, ks, h, 0.5)
         dens.append(float(jnp.linalg.norm(mid - jax.scipy.linalg.expm(A * h / 2) @ y0)))
         assert float(jnp.linalg.norm(err)) > errs[-1]  # the 7th-order estimate bounds it
-    assert errs[0] / errs[1] > 2 ** 8.5
-    assert dens[0] / dens[1] > 2 ** 6.5
+    assert errs[0] / errs[1] > 2**8.5
+    assert dens[0] / dens[1] > 2**6.5
     assert dopri8.ORDER == 8 and dopri5.ORDER == 5

@@ -48,9 +48,18 @@ def _impact_times(h0, v0, n):
 @pytest.mark.parametrize("n_impacts", [1, 4])
 def test_bounces_match_closed_form(n_impacts):
     y0 = np.array([[1.0, 0.0], [2.0, 1.0], [0.3, -2.0]])
-    res = queue.run(_fall, GROUND, y0, jnp.asarray(n_impacts), t_max=100.0,
-                                  rtol=1e-12, atol=1e-12, reset=_bounce, aux=np.zeros((3, 1)),
-                                  lanes=16)
+    res = queue.run(
+        _fall,
+        GROUND,
+        y0,
+        jnp.asarray(n_impacts),
+        t_max=100.0,
+        rtol=1e-12,
+        atol=1e-12,
+        reset=_bounce,
+        aux=np.zeros((3, 1)),
+        lanes=16,
+    )
     assert np.all(res.status == queue.EVENT) and np.all(res.event == 0)
     assert np.all(res.aux[:, 0] == n_impacts) and np.all(res.resets == n_impacts - 1)
     for i, (h, v) in enumerate(y0):
@@ -63,21 +72,37 @@ def test_bounces_match_closed_form(n_impacts):
 
 def test_event_at_the_start_is_reset_at_once():
     # on the ground moving down: the boundary is violated at t0, the reset applies there
-    res = queue.run(_fall, GROUND, np.array([[0.0, -2.0]]), jnp.asarray(2),
-                                  t_max=10.0, rtol=1e-12, atol=1e-12, reset=_bounce,
-                                  aux=np.zeros((1, 1)), lanes=16)
+    res = queue.run(
+        _fall,
+        GROUND,
+        np.array([[0.0, -2.0]]),
+        jnp.asarray(2),
+        t_max=10.0,
+        rtol=1e-12,
+        atol=1e-12,
+        reset=_bounce,
+        aux=np.zeros((1, 1)),
+        lanes=16,
+    )
     assert res.status[0] == queue.EVENT and res.aux[0, 0] == 2
     assert abs(res.t[0] - 2 * (E * 2.0) / G) < 1e-10
 
 
 def test_reset_limit_and_t_max_are_reported():
     # Zeno: the impacts accumulate at t = t1 (1 + 2e / (1 - e)); a reset cap stops it first
-    res = queue.run(_fall, GROUND, np.array([[1.0, 0.0]]), None, t_max=100.0,
-                                  reset=_never, max_resets=5, lanes=16)
+    res = queue.run(
+        _fall,
+        GROUND,
+        np.array([[1.0, 0.0]]),
+        None,
+        t_max=100.0,
+        reset=_never,
+        max_resets=5,
+        lanes=16,
+    )
     assert res.status[0] == queue.FAILED_STEPS and res.resets[0] == 6
     # before the first impact: t_max
-    res = queue.run(_fall, GROUND, np.array([[1.0, 0.0]]), None, t_max=0.2,
-                                  reset=_never, lanes=16)
+    res = queue.run(_fall, GROUND, np.array([[1.0, 0.0]]), None, t_max=0.2, reset=_never, lanes=16)
     assert res.status[0] == queue.T_MAX and res.resets[0] == 0
     assert abs(res.y[0, 0] - (1.0 - 0.5 * G * 0.2**2)) < 1e-8
 
@@ -109,10 +134,20 @@ def test_constant_components_are_carried(n_constant):
     # n_constant = 1 carries the scale through each step instead of integrating it: the same
     # impacts as integrating its zero rate, and as the closed form (flights 2 v / (g s))
     y0 = np.array([[1.0, 0.0, 1.0], [2.0, 1.0, 2.0]])
-    res = queue.run(_fall_scaled, GROUND, y0, jnp.asarray(3), t_max=100.0,
-                                  rtol=1e-12, atol=1e-12, reset=_bounce_scaled,
-                                  aux=np.zeros((2, 1)), lanes=16, n_error=2,
-                                  n_constant=n_constant)
+    res = queue.run(
+        _fall_scaled,
+        GROUND,
+        y0,
+        jnp.asarray(3),
+        t_max=100.0,
+        rtol=1e-12,
+        atol=1e-12,
+        reset=_bounce_scaled,
+        aux=np.zeros((2, 1)),
+        lanes=16,
+        n_error=2,
+        n_constant=n_constant,
+    )
     assert np.all(res.status == queue.EVENT) and np.all(res.aux[:, 0] == 3)
     for i, (h, v, s) in enumerate(y0):
         g = G * s

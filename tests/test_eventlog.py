@@ -33,8 +33,12 @@ TOL = dict(rtol=1e-11, atol=1e-11)
 
 def _balls(n=6, seed=3):
     rng = np.random.default_rng(seed)
-    return (rng.uniform(0.3, 2.5, n), rng.uniform(0.4, 0.95, n), rng.uniform(7.0, 12.0, n),
-            rng.choice([3, 5], n))  # two bounce counts: each is a compile
+    return (
+        rng.uniform(0.3, 2.5, n),
+        rng.uniform(0.4, 0.95, n),
+        rng.uniform(7.0, 12.0, n),
+        rng.choice([3, 5], n),
+    )  # two bounce counts: each is a compile
 
 
 def _impacts(z0, e, g, k):
@@ -64,7 +68,7 @@ def test_every_impact_of_the_bouncing_ball_from_one_solve():
     for i, (z0, e, g, n_b) in enumerate(zip(*_balls())):
         ball = BouncingBall(e=float(e), g=float(g), n_bounces=int(n_b))
         # each (n_bounces, K) is a compile: fewer rows than events, exactly as many, more
-        for K in ((2, int(n_b)) if i else (2, int(n_b), 7)):
+        for K in (2, int(n_b)) if i else (2, int(n_b), 7):
             sol = rollax.solve(ball, jnp.array([z0, 0.0]), 0.0, 60.0, save_events=K, **TOL)
             assert sol.events.t.shape == (K,) and sol.events.y.shape == (K, 2)
             _check_ball_log(sol.events, z0, e, g, int(n_b), K)
@@ -86,19 +90,33 @@ def test_every_impact_from_one_solve_ensemble(backend):
         _check_ball_log(jax.tree.map(lambda x: x[i], sol.events), z0[i], e[i], g[i], n_b, K)
     # the same records as rollax.solve, start by start
     for i in (0, 7):
-        one = rollax.solve(BouncingBall(e=float(e[i]), g=float(g[i]), n_bounces=n_b),
-                           jnp.asarray(y0s[i]), 0.0, 60.0, save_events=K, **TOL)
+        one = rollax.solve(
+            BouncingBall(e=float(e[i]), g=float(g[i]), n_bounces=n_b),
+            jnp.asarray(y0s[i]),
+            0.0,
+            60.0,
+            save_events=K,
+            **TOL,
+        )
         np.testing.assert_allclose(sol.events.t[i], one.events.t, atol=1e-10, equal_nan=True)
-        np.testing.assert_allclose(sol.events.y_after[i], one.events.y_after, atol=1e-9,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            sol.events.y_after[i], one.events.y_after, atol=1e-9, equal_nan=True
+        )
 
 
 def test_the_impact_times_are_differentiable():
     for z0, e, g, _ in zip(*_balls(n=2, seed=8)):
         for k in (1, 3):
-            t_k = jax.grad(lambda e_: rollax.solve(
-                BouncingBall(e=e_, g=float(g), n_bounces=4), jnp.array([z0, 0.0]), 0.0, 60.0,
-                save_events=4, **TOL).events.t[k])(float(e))
+            t_k = jax.grad(
+                lambda e_: rollax.solve(
+                    BouncingBall(e=e_, g=float(g), n_bounces=4),
+                    jnp.array([z0, 0.0]),
+                    0.0,
+                    60.0,
+                    save_events=4,
+                    **TOL,
+                ).events.t[k]
+            )(float(e))
             T0 = math.sqrt(2 * z0 / g)
             ref = 2 * T0 * sum(i * e ** (i - 1) for i in range(1, k + 1))
             assert float(t_k) == pytest.approx(ref, rel=1e-7, abs=1e-9)
@@ -122,8 +140,14 @@ def test_mode_switches_are_logged_with_the_modes_before_and_after():
     assert np.all(ev.event[:, 0] == 0) and np.all(ev.n == 1)
     np.testing.assert_allclose(ev.y_after[:, 0, 1], 0.0)
     for i in (0, 5):
-        one = rollax.solve(Block(F=float(F[i]), mu_s=float(mu_s[i]), mu_k=float(mu_k[i])),
-                           jnp.asarray(y0s[i]), 0.0, 20.0, save_events=3, **TOL)
+        one = rollax.solve(
+            Block(F=float(F[i]), mu_s=float(mu_s[i]), mu_k=float(mu_k[i])),
+            jnp.asarray(y0s[i]),
+            0.0,
+            20.0,
+            save_events=3,
+            **TOL,
+        )
         np.testing.assert_allclose(one.events.t, ev.t[i], rtol=1e-10, equal_nan=True)
         np.testing.assert_array_equal(one.events.mode_after, ev.mode_after[i])
 
@@ -148,8 +172,15 @@ def test_a_system_without_a_reset_map_logs_its_terminal_event():
 def test_a_sweep_keeps_the_event_logs_and_saves_them(tmp_path):
     ball = BouncingBall(n_bounces=3)
     zs, es = np.linspace(0.5, 2.0, 3), np.linspace(0.5, 0.9, 2)
-    res = rollax.sweep(ball, [rollax.Axis("z", 0.5, 2.0, 3), rollax.Axis("e", 0.5, 0.9, 2)],
-                       y0={"v": 0.0}, t1=30.0, save_events=4, progress=False, **TOL)
+    res = rollax.sweep(
+        ball,
+        [rollax.Axis("z", 0.5, 2.0, 3), rollax.Axis("e", 0.5, 0.9, 2)],
+        y0={"v": 0.0},
+        t1=30.0,
+        save_events=4,
+        progress=False,
+        **TOL,
+    )
     assert res.events.t.shape == (3, 2, 4)
     ref = np.array([[_impacts(z, e, 9.81, 3) for e in es] for z in zs])
     np.testing.assert_allclose(res.events.t[..., :3], ref, atol=1e-9)

@@ -67,8 +67,9 @@ def test_earliest_event_and_counting_both_paths():
         sol = solve(_osc, y0, 0.0, 20.0, None, ev, rtol=1e-12, atol=1e-12)
         assert int(sol.event) == idx and not bool(sol.failed)
         assert abs(float(sol.t) - t_exact) < 1e-10
-        res = queue.run(_osc, ev, np.array([[1.0, 0.0]]), None, t_max=20.0,
-                                      rtol=1e-12, atol=1e-12, lanes=16)
+        res = queue.run(
+            _osc, ev, np.array([[1.0, 0.0]]), None, t_max=20.0, rtol=1e-12, atol=1e-12, lanes=16
+        )
         assert res.status[0] == queue.EVENT and res.event[0] == idx
         assert abs(res.t[0] - t_exact) < 1e-10
         assert abs(res.t_first[0, idx] - np.pi / 2) < 1e-10
@@ -96,7 +97,12 @@ def test_dip_inside_one_step_is_found_exactly():
     import diffrax
 
     steps = diffrax.diffeqsolve(
-        diffrax.ODETerm(_drift), diffrax.Dopri5(), 0.0, 5.0, None, jnp.array([0.0]),
+        diffrax.ODETerm(_drift),
+        diffrax.Dopri5(),
+        0.0,
+        5.0,
+        None,
+        jnp.array([0.0]),
         stepsize_controller=diffrax.PIDController(rtol=1e-9, atol=1e-9),
         saveat=diffrax.SaveAt(steps=True),
     ).ts
@@ -110,8 +116,9 @@ def test_failures_are_reported_not_hidden():
     res = queue.run(blow, none, np.array([[1.0], [0.1]]), None, t_max=2.0, lanes=16)
     assert res.status[0] in (queue.FAILED_NAN, queue.FAILED_STEPS)
     assert res.status[1] == queue.T_MAX and abs(res.y[1, 0] - 0.1 / (1 - 0.2)) < 1e-7
-    res = queue.run(_osc, OSC_COUNT3, np.array([[1.0, 0.0]]), None, t_max=20.0,
-                                  max_steps=5, lanes=16)
+    res = queue.run(
+        _osc, OSC_COUNT3, np.array([[1.0, 0.0]]), None, t_max=20.0, max_steps=5, lanes=16
+    )
     assert res.status[0] == queue.FAILED_STEPS
     sol = solve(blow, jnp.array([1.0]), 0.0, 2.0, None, (), max_steps=256)
     assert bool(sol.failed)
@@ -123,8 +130,16 @@ def test_event_time_gradient_matches_closed_form():
     ev = (Event(lambda t, y, a: y[0]),)
 
     def t_land(z0, v):
-        sol = solve(lambda t, y, a: jnp.stack([y[1], -g + 0.0 * y[0]]), jnp.stack([z0, v]),
-                    0.0, 10.0, None, ev, rtol=1e-12, atol=1e-12)
+        sol = solve(
+            lambda t, y, a: jnp.stack([y[1], -g + 0.0 * y[0]]),
+            jnp.stack([z0, v]),
+            0.0,
+            10.0,
+            None,
+            ev,
+            rtol=1e-12,
+            atol=1e-12,
+        )
         return sol.t
 
     z0, v = 1.3, 2.0
@@ -138,8 +153,9 @@ def test_event_time_gradient_matches_closed_form():
 def test_gradient_without_event_is_the_flow_jacobian():
     # no event fires before t1: d y(t1) / d y0 is the rotation of the oscillator
     never = (Event(lambda t, y, a: y[0] + 2.0),)
-    jac = jax.jacrev(lambda y0: solve(_osc, y0, 0.0, 1.0, None, never, rtol=1e-12,
-                                      atol=1e-12).y)(jnp.array([1.0, 0.0]))
+    jac = jax.jacrev(lambda y0: solve(_osc, y0, 0.0, 1.0, None, never, rtol=1e-12, atol=1e-12).y)(
+        jnp.array([1.0, 0.0])
+    )
     c, s = np.cos(1.0), np.sin(1.0)
     assert np.allclose(jac, [[c, s], [-s, c]], atol=1e-9)
 
@@ -263,7 +279,7 @@ class _Dip(rollax.AbstractSystem):
         return jnp.ones(1)
 
     def event_values(self, t, y, mode):
-        return jnp.stack([(y[0] - self.c) ** 2 - self.eps ** 2])
+        return jnp.stack([(y[0] - self.c) ** 2 - self.eps**2])
 
 
 class _DipWall(_Dip):
@@ -278,12 +294,15 @@ def _both(system, t1):
     return float(a.t), float(b.t[0]), int(a.steps), int(b.steps[0])
 
 
-@pytest.mark.parametrize("system, want", [
-    # the cases: with large error-free steps the third zero of cos(y/2) came at 9 pi,
-    # the sixth of a square wave's sin(pi y) at t = 8
-    (_Wave(jnp.asarray(1.0), jnp.asarray(0.5), jnp.asarray(0.0)), 5 * np.pi),
-    (_Square(jnp.asarray(1.0), jnp.asarray(np.pi), jnp.asarray(-np.pi / 2)), 6.0),
-])
+@pytest.mark.parametrize(
+    "system, want",
+    [
+        # the cases: with large error-free steps the third zero of cos(y/2) came at 9 pi,
+        # the sixth of a square wave's sin(pi y) at t = 8
+        (_Wave(jnp.asarray(1.0), jnp.asarray(0.5), jnp.asarray(0.0)), 5 * np.pi),
+        (_Square(jnp.asarray(1.0), jnp.asarray(np.pi), jnp.asarray(-np.pi / 2)), 6.0),
+    ],
+)
 def test_crossings_closer_than_the_samples_are_not_skipped(system, want):
     ta, tb, sa, sb = _both(system, 100.0)
     assert abs(ta - want) < 1e-9 and abs(tb - want) < 1e-9
@@ -297,8 +316,7 @@ def test_waves_of_any_rate_give_their_closed_form_crossing():
         v, w, phi = rng.uniform(0.3, 3.0), 10 ** rng.uniform(-1.5, 0.7), rng.uniform(0, np.pi)
         zeros = (np.pi / 2 + np.arange(8) * np.pi - phi) / (w * v)
         want = zeros[zeros > 0][2]
-        ta, tb, sa, sb = _both(_Wave(jnp.asarray(v), jnp.asarray(w), jnp.asarray(phi)),
-                               4 * want)
+        ta, tb, sa, sb = _both(_Wave(jnp.asarray(v), jnp.asarray(w), jnp.asarray(phi)), 4 * want)
         assert abs(ta - want) < 1e-9 * want and abs(tb - want) < 1e-9 * want, (v, w, phi)
         assert sa == sb
 
@@ -326,22 +344,33 @@ def test_unresolved_flags_what_the_samples_show_and_not_resolved_samplings():
         # a line (any slope and offset, crossing or not) is always resolved
         a, b = rng.normal(size=2)
         g = lambda th: a + b * th  # noqa: E731
-        assert not bool(unresolved(jnp.asarray(g(theta))[:, None], jnp.asarray([g(0.0)]),
-                                   jnp.asarray([g(near_th)])))
+        assert not bool(
+            unresolved(
+                jnp.asarray(g(theta))[:, None], jnp.asarray([g(0.0)]), jnp.asarray([g(near_th)])
+            )
+        )
         # a parabola with its narrow negative dip strictly between two samples is flagged,
         # whichever interval holds it
         k = rng.integers(0, K)
         c = (k + rng.uniform(0.2, 0.8)) / K
         eps = rng.uniform(0.01, 0.2) / K * min(c * K - k, k + 1 - c * K)
-        p = lambda th: (th - c) ** 2 - eps ** 2  # noqa: E731
-        assert bool(unresolved(jnp.asarray(p(theta))[:, None], jnp.asarray([p(0.0)]),
-                               jnp.asarray([p(near_th)]))), (k, c, eps)
+        p = lambda th: (th - c) ** 2 - eps**2  # noqa: E731
+        assert bool(
+            unresolved(
+                jnp.asarray(p(theta))[:, None], jnp.asarray([p(0.0)]), jnp.asarray([p(near_th)])
+            )
+        ), (k, c, eps)
         # a wave sampled below its Nyquist rate (two to four zeros per sample interval)
         w = rng.uniform(1.1, 3.9) * np.pi * K
         phi = rng.uniform(0, 2 * np.pi)
         s = lambda th: np.cos(w * th + phi)  # noqa: E731
-        flagged.append(bool(unresolved(jnp.asarray(s(theta))[:, None], jnp.asarray([s(0.0)]),
-                                       jnp.asarray([s(near_th)]))))
+        flagged.append(
+            bool(
+                unresolved(
+                    jnp.asarray(s(theta))[:, None], jnp.asarray([s(0.0)]), jnp.asarray([s(near_th)])
+                )
+            )
+        )
     # a step is missed when its samples happen to look resolved (94 % flagged on 1200 such
     # waves); a run is lost only if every step over the wave is missed
     assert np.mean(flagged) >= 0.85

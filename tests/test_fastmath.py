@@ -8,8 +8,13 @@ from rollax._core.fastmath import sincos
 
 
 def test_sincos_matches_numpy_to_two_ulp():
-    x = np.concatenate([np.linspace(-60, 60, 400_001), np.random.default_rng(0).normal(0, 1e4, 10_000),
-                        np.pi / 2 * np.arange(-40, 41)])
+    x = np.concatenate(
+        [
+            np.linspace(-60, 60, 400_001),
+            np.random.default_rng(0).normal(0, 1e4, 10_000),
+            np.pi / 2 * np.arange(-40, 41),
+        ]
+    )
     s, c = jax.jit(sincos)(jnp.asarray(x))
     # absolute error relative to the size of the result's scale (|sin|, |cos| <= 1)
     assert np.max(np.abs(np.asarray(s) - np.sin(x))) <= 2 * np.spacing(1.0)

@@ -23,8 +23,7 @@ def _scipy_monodromy(rho_R, j):
         A = np.array([[0.0, 1.0 / d], [-j / (1 + j), -rho_R * np.sin(b) / d]])
         return (A @ Y).ravel()
 
-    sol = solve_ivp(f, (0.0, 2 * np.pi), np.eye(2).ravel(), method="DOP853", rtol=1e-12,
-                    atol=1e-13)
+    sol = solve_ivp(f, (0.0, 2 * np.pi), np.eye(2).ravel(), method="DOP853", rtol=1e-12, atol=1e-13)
     return sol.y[:, -1].reshape(2, 2)
 
 
@@ -37,8 +36,9 @@ def test_standard_ball_is_unstable():
     assert np.all(np.abs(mu.imag) == 0.0)
     assert abs(mu[0]) < 1.0 < abs(mu[1])
     assert mu[0] * mu[1] == pytest.approx(1.0, abs=1e-10)
-    np.testing.assert_allclose(np.sort(np.abs(mu)), np.sort(np.abs(np.linalg.eigvals(M))),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        np.sort(np.abs(mu)), np.sort(np.abs(np.linalg.eigvals(M))), rtol=1e-12
+    )
     assert float(STANDARD.stability_index()) > 0
     # a numerical trajectory of (62) grows like |mu2|^n over n periods
     Phi = np.asarray(STANDARD.fundamental_matrix(6 * np.pi))

@@ -14,7 +14,22 @@ def _json(capsys, argv):
 
 
 def test_law_json_and_figure(capsys, tmp_path):
-    d = _json(capsys, ["friction", "law", "--pressure", "uniform", "--eps", "0", "1", "4", "--json", "--out", str(tmp_path)])
+    d = _json(
+        capsys,
+        [
+            "friction",
+            "law",
+            "--pressure",
+            "uniform",
+            "--eps",
+            "0",
+            "1",
+            "4",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert d["Q"][0] == 0.0 and d["T"][0] == 1.0
     assert d["Q"][1] == pytest.approx(8 / (3 * math.pi), abs=1e-15)
     assert (tmp_path / "law.png").stat().st_size < 300_000
@@ -24,19 +39,74 @@ def test_law_json_and_figure(capsys, tmp_path):
 
 
 def test_limit_directions_and_fit(capsys):
-    d = _json(capsys, ["friction", "limit-directions", "--body", "disc", "--force", "0", "--degree", "2", "--json"])
+    d = _json(
+        capsys,
+        [
+            "friction",
+            "limit-directions",
+            "--body",
+            "disc",
+            "--force",
+            "0",
+            "--degree",
+            "2",
+            "--json",
+        ],
+    )
     assert d["bifurcations"]["F_T"] == pytest.approx(1.04732, abs=1e-5)
     assert any(x["circle"] and 0 < abs(x["w"][2]) < 1 for x in d["limit_directions"])
-    d = _json(capsys, ["friction", "limit-directions", "--body", "ball", "--force", "1", "--degree", "3", "--json"])
+    d = _json(
+        capsys,
+        [
+            "friction",
+            "limit-directions",
+            "--body",
+            "ball",
+            "--force",
+            "1",
+            "--degree",
+            "3",
+            "--json",
+        ],
+    )
     assert d["bifurcations"]["folds"] == []
-    d = _json(capsys, ["friction", "fit", "--pressure", "uniform", "--model", "harmonic", "--degree", "2", "--json"])
+    d = _json(
+        capsys,
+        [
+            "friction",
+            "fit",
+            "--pressure",
+            "uniform",
+            "--model",
+            "harmonic",
+            "--degree",
+            "2",
+            "--json",
+        ],
+    )
     assert d["c"] == pytest.approx(d["c_quadrature"], abs=1e-9)
-    d = _json(capsys, ["friction", "fit", "--pressure", "hertz", "--model", "pade", "--degree", "2", "--json"])
+    d = _json(
+        capsys,
+        ["friction", "fit", "--pressure", "hertz", "--model", "pade", "--degree", "2", "--json"],
+    )
     assert d["poles_free"] and d["error"]["rms_Q"] < 0.1
 
 
 def test_stop(capsys, tmp_path):
-    d = _json(capsys, ["friction", "stop", "--body", "disc", "--law", "exact-uniform", "--json", "--out", str(tmp_path)])
+    d = _json(
+        capsys,
+        [
+            "friction",
+            "stop",
+            "--body",
+            "disc",
+            "--law",
+            "exact-uniform",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert d["stopped"] and d["eps"] == pytest.approx(0.653, abs=5e-4)
     assert d["eps"] == pytest.approx(d["eps_limit_direction"][0], abs=2e-6)
     assert (tmp_path / "stop.png").exists()

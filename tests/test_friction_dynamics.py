@@ -65,7 +65,10 @@ def test_force_free_linear_vs_second_order_figs_15_16():
     lin = PlanarBody.disc(HarmonicModel.from_law(U, 1)).limit_directions()
     poles = [d for d in lin if abs(d["w"][2]) == 1.0]
     # linear model: attracting stable poles -> stick along pure spin (wrong, Fig. 15)
-    assert all(d["radial"] == "attracting" and d["sphere"] == "node" and d["stability"] == "stable" for d in poles)
+    assert all(
+        d["radial"] == "attracting" and d["sphere"] == "node" and d["stability"] == "stable"
+        for d in poles
+    )
     assert not [d for d in lin if d["circle"] and 0 < abs(d["w"][2]) < 1]
     assert force_free_eps(PlanarBody.disc(LinearModel("uniform"))) == []
     # second order: poles unstable, circles of combined slip-spin at w3 = sqrt(-k1/k2) stable (Fig. 16)
@@ -86,7 +89,9 @@ def test_force_free_linear_vs_second_order_figs_15_16():
 def test_ball_lambda5_has_no_fold_for_N_1_to_4():
     for N in range(1, 5):
         body = PlanarBody.ball(HarmonicModel.from_law(ExactHertz(), N), lam=5.0)
-        assert float(body.a) == pytest.approx(3.5) and float(body.b) == pytest.approx(45 * math.pi**2 / (512 * 25))
+        assert float(body.a) == pytest.approx(3.5) and float(body.b) == pytest.approx(
+            45 * math.pi**2 / (512 * 25)
+        )
         assert body.folds() == []
     # while the disc has one from N = 2 on
     assert all(len(PlanarBody.disc(HarmonicModel.from_law(U, N)).folds()) >= 1 for N in (2, 3))
@@ -111,7 +116,9 @@ _stop = eqx.filter_jit(jax.vmap(simulate_stop, in_axes=(None, 0)))
 
 def test_force_free_disc_exact_law_stops_with_definite_eps():
     body = SlidingBody(U)  # m = g = mu = 1, j = 1/2, R_bar = R, rho = kappa
-    x0 = jnp.array([[1.0, 0.0, 1.0], [0.3, -0.4, 2.0], [2.0, 1.0, -0.3], [0.7, 0.0, 0.0], [0.0, 0.0, 0.7]])
+    x0 = jnp.array(
+        [[1.0, 0.0, 1.0], [0.3, -0.4, 2.0], [2.0, 1.0, -0.3], [0.7, 0.0, 0.0], [0.0, 0.0, 0.7]]
+    )
     res = _stop(body, x0)
     assert bool(np.all(res.stopped))
     eps_root = force_free_eps(PlanarBody.disc(U))[0]
@@ -127,7 +134,11 @@ def test_force_free_disc_exact_law_stops_with_definite_eps():
 def test_stop_with_second_order_model_and_force_above_F_T():
     eps2 = force_free_eps(PlanarBody.disc(H2))[0]
     F_T = PlanarBody.disc(H2).F_T()
-    run = eqx.filter_jit(jax.vmap(lambda F: simulate_stop(SlidingBody(H2, F=F), jnp.array([1.0, 0.0, 1.0]), tau_max=60.0)))
+    run = eqx.filter_jit(
+        jax.vmap(
+            lambda F: simulate_stop(SlidingBody(H2, F=F), jnp.array([1.0, 0.0, 1.0]), tau_max=60.0)
+        )
+    )
     res = run(jnp.array([0.0, 1.2 * F_T]))
     assert bool(res.stopped[0]) and float(res.eps[0]) == pytest.approx(eps2, abs=1e-4)
     assert not bool(res.stopped[1])  # pushed above F_T (130) the disc never sticks

@@ -66,7 +66,9 @@ def test_identify_mu_and_coefficients_from_noisy_disc_trajectory():
     h = HarmonicModel.from_law(U, 2)
     kw = dict(P=1.0, R=1.0, rho=U.rho, kappa=U.kappa)
     true = constrained_harmonic(0.3, h.c[1:], h.s[1:], **kw)
-    x0 = jnp.array([[1.0, 0.2, 1.5], [2.0, 0.0, 0.3], [0.2, 0.1, 2.0]])  # slip-, mixed-, spin-dominated
+    x0 = jnp.array(
+        [[1.0, 0.2, 1.5], [2.0, 0.0, 0.3], [0.2, 0.1, 2.0]]
+    )  # slip-, mixed-, spin-dominated
     ts = jnp.linspace(0.05, 1.5, 25)
     xs = jax.vmap(lambda x: disc_trajectory(SlidingBody(true), x, ts))(x0)
     noisy = xs + 1e-3 * jax.random.normal(jax.random.PRNGKey(0), xs.shape)

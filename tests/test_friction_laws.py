@@ -27,7 +27,9 @@ from rollax.friction.elliptic import ellipd, ellipe, ellipk
 
 # ---------------------------------------------------------------- elliptic integrals
 def test_elliptic_matches_scipy_and_derivatives():
-    m = np.concatenate([np.linspace(0, 0.999, 1001), 1 - np.logspace(-15, -3, 60), np.logspace(-200, -3, 30)])
+    m = np.concatenate(
+        [np.linspace(0, 0.999, 1001), 1 - np.logspace(-15, -3, 60), np.logspace(-200, -3, 30)]
+    )
     assert np.max(np.abs(ellipk(m) - sp.ellipk(m)) / sp.ellipk(m)) < 1e-12
     assert np.max(np.abs(ellipe(m) - sp.ellipe(m)) / sp.ellipe(m)) < 1e-12
     mm = m[(m > 1e-2) & (m < 1 - 1e-6)]
@@ -55,7 +57,12 @@ def _ref_uniform(e):
         return q, t
     m = 1 / e**2  # (58) second branch is T_eps2 (docs/physics-notes.md erratum)
     q = 4 / (3 * mp.pi) * ((e**2 + 1) * mp.ellipe(m) - (e**2 - 1) * mp.ellipk(m))
-    t = 2 / (3 * mp.pi) * ((4 - 2 * e**2) * mp.ellipe(m) + (2 * e**2 - 5 + 3 / e**2) * mp.ellipk(m)) * e
+    t = (
+        2
+        / (3 * mp.pi)
+        * ((4 - 2 * e**2) * mp.ellipe(m) + (2 * e**2 - 5 + 3 / e**2) * mp.ellipk(m))
+        * e
+    )
     return q, t
 
 
@@ -64,7 +71,9 @@ def _ref_hertz(e):
     if e <= 1:
         return 3 * mp.pi / 32 * e * (4 - e**2), (3 * e**4 - 8 * e**2 + 8) / 8
     q = 3 / (16 * e) * (e**2 * (4 - e**2) * mp.asin(1 / e) + (e**2 + 2) * mp.sqrt(e**2 - 1))
-    t = ((3 * e**4 - 8 * e**2 + 8) * mp.asin(1 / e) + (6 - 3 * e**2) * mp.sqrt(e**2 - 1)) / (4 * mp.pi)
+    t = ((3 * e**4 - 8 * e**2 + 8) * mp.asin(1 / e) + (6 - 3 * e**2) * mp.sqrt(e**2 - 1)) / (
+        4 * mp.pi
+    )
     return q, t
 
 
@@ -84,12 +93,21 @@ def test_uniform_series_with_corrected_coefficients():
     law = ExactUniform()
     e = 0.05
     assert abs(float(law.Q_eps(e)) - (e - e**3 / 8 - e**5 / 64)) < 1e-9
-    assert abs(float(law.T_eps(e)) - 1.5 * (2 / 3 - e**2 / 2 + 3 * e**4 / 32 + 5 * e**6 / 384)) < 1e-11
+    assert (
+        abs(float(law.T_eps(e)) - 1.5 * (2 / 3 - e**2 / 2 + 3 * e**4 / 32 + 5 * e**6 / 384)) < 1e-11
+    )
     e = 20.0
-    assert abs(float(law.Q_eps(e)) - (1 - 1 / (8 * e**2) - 1 / (64 * e**4) - 5 / (1024 * e**6))) < 1e-11
-    assert abs(float(law.T_eps(e)) - 1.5 * (1 / (4 * e) + 1 / (48 * e**3) + 3 / (512 * e**5))) < 1e-11
+    assert (
+        abs(float(law.Q_eps(e)) - (1 - 1 / (8 * e**2) - 1 / (64 * e**4) - 5 / (1024 * e**6)))
+        < 1e-11
+    )
+    assert (
+        abs(float(law.T_eps(e)) - 1.5 * (1 / (4 * e) + 1 / (48 * e**3) + 3 / (512 * e**5))) < 1e-11
+    )
     # the printed 1/512 would be off by 2/512 * 1.5 / e^5 = 1.8e-9, far above the tolerance
-    assert abs(float(law.T_eps(e)) - 1.5 * (1 / (4 * e) + 1 / (48 * e**3) + 1 / (512 * e**5))) > 1e-9
+    assert (
+        abs(float(law.T_eps(e)) - 1.5 * (1 / (4 * e) + 1 / (48 * e**3) + 1 / (512 * e**5))) > 1e-9
+    )
 
 
 def test_exact_laws_continuous_and_differentiable_at_eps_one():
@@ -112,7 +130,13 @@ def _ref_slopes(ref, e, h=mp.mpf("1e-30")):
     return [float((hi[k] - lo[k]) / (2 * h)) for k in range(2)]
 
 
-@pytest.mark.parametrize("law,ref", [(ExactUniform(mu=0.5, P=2.0, rho="R"), _ref_uniform), (ExactHertz(mu=0.5, P=2.0, rho="R"), _ref_hertz)])
+@pytest.mark.parametrize(
+    "law,ref",
+    [
+        (ExactUniform(mu=0.5, P=2.0, rho="R"), _ref_uniform),
+        (ExactHertz(mu=0.5, P=2.0, rho="R"), _ref_hertz),
+    ],
+)
 def test_exact_law_gradients_near_eps_one(law, ref):
     """jax.grad in eps and jacfwd / jacrev in the slip variables against 80-digit derivatives of the
     closed forms, within 1e-9 of eps = 1 (where autodiff through the closed forms cancels) and away."""
@@ -127,34 +151,61 @@ def test_exact_law_gradients_near_eps_one(law, ref):
     Jr = np.asarray(jax.vmap(jax.jacrev(law.force))(jnp.asarray(x)))
     muP, kr = 0.5 * 2.0, law.kappa / law.rho
     for i, xi in enumerate(x):
-        e_in = mp.sqrt(mp.mpf(xi[0]) ** 2 + mp.mpf(xi[1]) ** 2) / abs(mp.mpf(xi[2]))  # eps of the float slip
+        e_in = mp.sqrt(mp.mpf(xi[0]) ** 2 + mp.mpf(xi[1]) ** 2) / abs(
+            mp.mpf(xi[2])
+        )  # eps of the float slip
         dq, dt = _ref_slopes(ref, eps[i])
         assert abs(gq[i] - dq) < 1e-10 * max(1.0, abs(dq)), (eps[i], gq[i], dq)
         assert abs(gt[i] - dt) < 1e-10 * max(1.0, abs(dt)), (eps[i], gt[i], dt)
-        q = float(ref(e_in - mp.mpf("1e-60") * (e_in == 1))[0])  # the uniform closed form is 0*inf at 1
+        q = float(
+            ref(e_in - mp.mpf("1e-60") * (e_in == 1))[0]
+        )  # the uniform closed form is 0*inf at 1
         dq, dt = _ref_slopes(ref, e_in)
         u, om, e = xi[:2], xi[2], float(e_in)
         sn = np.hypot(*u)
         de_du, de_dw = e * u / sn**2, -e / om
         J = np.zeros((3, 3))
-        J[:2, :2] = -muP * (dq * np.outer(u / sn, de_du) + q * (np.eye(2) / sn - np.outer(u, u) / sn**3))
+        J[:2, :2] = -muP * (
+            dq * np.outer(u / sn, de_du) + q * (np.eye(2) / sn - np.outer(u, u) / sn**3)
+        )
         J[:2, 2] = -muP * dq * u / sn * de_dw
         J[2, :2] = -muP * kr * np.sign(om) * dt * de_du
         J[2, 2] = -muP * kr * np.sign(om) * dt * de_dw
-        np.testing.assert_allclose(Jf[i], J, rtol=0, atol=1e-10 * np.abs(J).max(), err_msg=f"jacfwd eps={eps[i]}")
-        np.testing.assert_allclose(Jr[i], J, rtol=0, atol=1e-10 * np.abs(J).max(), err_msg=f"jacrev eps={eps[i]}")
+        np.testing.assert_allclose(
+            Jf[i], J, rtol=0, atol=1e-10 * np.abs(J).max(), err_msg=f"jacfwd eps={eps[i]}"
+        )
+        np.testing.assert_allclose(
+            Jr[i], J, rtol=0, atol=1e-10 * np.abs(J).max(), err_msg=f"jacrev eps={eps[i]}"
+        )
 
 
 # ---------------------------------------------------------------- quadrature (23) vs exact
-@pytest.mark.parametrize("name,exact", [("uniform", ExactUniform(rho=1.0)), ("hertz", ExactHertz(rho=1.0))])
+@pytest.mark.parametrize(
+    "name,exact", [("uniform", ExactUniform(rho=1.0)), ("hertz", ExactHertz(rho=1.0))]
+)
 def test_exact_against_quadrature_of_23(name, exact):
     """Every eps, the ICR on or near the edge (eps ~ 1) and the switch of rules at eps = 4 included."""
     quad = QuadratureLaw(pressure_for(name), rho=1.0)
     assert abs(float(quad.total_load()) - 1.0) < 1e-12  # (19)
     assert abs(float(quad.kappa()) - exact.kappa) < 1e-12  # (39): (76), (77)
     rng = np.random.default_rng(0)
-    near = [0.97, 0.99, 0.999, 1 - 1e-6, 1 - 1e-12, 1.0, 1 + 1e-12, 1 + 1e-6, 1.001, 1.01, 1.05, 1.1]
-    eps = np.array([0.0, 0.05, 0.2, 0.5, 0.8, 0.95, *near, 1.2, 1.5, 2.0, 4.0, 4.0001, 20.0, 1e4, np.inf])
+    near = [
+        0.97,
+        0.99,
+        0.999,
+        1 - 1e-6,
+        1 - 1e-12,
+        1.0,
+        1 + 1e-12,
+        1 + 1e-6,
+        1.001,
+        1.01,
+        1.05,
+        1.1,
+    ]
+    eps = np.array(
+        [0.0, 0.05, 0.2, 0.5, 0.8, 0.95, *near, 1.2, 1.5, 2.0, 4.0, 4.0001, 20.0, 1e4, np.inf]
+    )
     phi = rng.uniform(-np.pi, np.pi, eps.size)
     om = rng.choice([-1.0, 1.0], eps.size) * rng.uniform(0.2, 3.0, eps.size)
     fin = np.isfinite(eps)
@@ -176,7 +227,10 @@ def _adaptive_lines_reference(poly, edge, x_o):
     n = 12
     if edge:  # Gauss-Chebyshev of the 2nd kind: sqrt((r+ - r)(r - r-)) is the edge factor
         bt = np.arange(1, n + 1) * np.pi / (n + 1)
-        nodes = lambda lo, hw: (lo + hw - hw * np.cos(bt), hw * hw * np.pi / (n + 1) * np.sin(bt) ** 2)
+        nodes = lambda lo, hw: (
+            lo + hw - hw * np.cos(bt),
+            hw * hw * np.pi / (n + 1) * np.sin(bt) ** 2,
+        )
     else:
         s, w = np.polynomial.legendre.leggauss(n)
         nodes = lambda lo, hw: (lo + hw + hw * s, hw * w)
@@ -192,7 +246,9 @@ def _adaptive_lines_reference(poly, edge, x_o):
 
     lim = np.pi / 2 if a < 1.0 else np.arcsin(1.0 / a)
     kw = dict(epsabs=1e-11, epsrel=1e-11, limit=400)
-    return -np.sign(om) * np.array([squad(g, -lim, 0.0, (k,), **kw)[0] + squad(g, 0.0, lim, (k,), **kw)[0] for k in range(3)])
+    return -np.sign(om) * np.array(
+        [squad(g, -lim, 0.0, (k,), **kw)[0] + squad(g, 0.0, lim, (k,), **kw)[0] for k in range(3)]
+    )
 
 
 @pytest.mark.parametrize("edge", [False, True])
@@ -215,7 +271,9 @@ def test_quadrature_non_axisymmetric_pressure_against_adaptive(edge):
     got = np.asarray(jax.jit(jax.vmap(law.force))(jnp.asarray(xs)))
     assert np.all(np.isfinite(got))
     for i in range(eps.size):
-        np.testing.assert_allclose(got[i], _adaptive_lines_reference(poly, edge, x[i]), atol=1e-10, err_msg=str(eps[i]))
+        np.testing.assert_allclose(
+            got[i], _adaptive_lines_reference(poly, edge, x[i]), atol=1e-10, err_msg=str(eps[i])
+        )
     if not edge:
         return
     J = np.asarray(jax.jit(jax.jacfwd(law.force))(jnp.asarray(x0)))
@@ -248,7 +306,10 @@ def _transforms(x, lam, alpha):
     return jnp.stack([x, lam * x, x * jnp.array([1, 1, -1.0]), x * jnp.array([-1, -1, 1.0]), rot])
 
 
-_EVAL = {k: jax.jit(lambda x, lam, a, law=law: jax.vmap(law.force)(_transforms(x, lam, a))) for k, law in _LAWS.items()}
+_EVAL = {
+    k: jax.jit(lambda x, lam, a, law=law: jax.vmap(law.force)(_transforms(x, lam, a)))
+    for k, law in _LAWS.items()
+}
 
 _coord = st.floats(-3, 3, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
 
@@ -267,7 +328,9 @@ def test_homogeneity_and_symmetries(name, ux, uy, w, lam, alpha):
     np.testing.assert_allclose(q_negu, q * np.array([-1, -1, 1]), atol=tol)  # (43)
     assert abs(q[0] * uy - q[1] * ux) < tol * 10  # (44)
     ca, sa = math.cos(alpha), math.sin(alpha)
-    np.testing.assert_allclose(q_rot, [q[0] * ca - q[1] * sa, q[0] * sa + q[1] * ca, q[2]], atol=tol)  # (45)
+    np.testing.assert_allclose(
+        q_rot, [q[0] * ca - q[1] * sa, q[0] * sa + q[1] * ca, q[2]], atol=tol
+    )  # (45)
     # dissipation: friction opposes the slip
     assert q @ np.asarray(x) < 0
 
@@ -318,12 +381,19 @@ def test_parametrisations_agree_and_gradients_finite():
     np.testing.assert_allclose(-F[:, 2] * law.rho / law.kappa, law.T_eps(eps), atol=1e-14)
     # autodiff of the vector law vs central differences, including pure slip/spin and eps = 1
     for lw in (ExactUniform(), law, _LAWS["harmonic"], _LAWS["pade"]):
-        for x0 in ([0.3, -0.2, 0.5], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [float(lw.R / lw.rho), 0.0, 1.0]):
+        for x0 in (
+            [0.3, -0.2, 0.5],
+            [1.0, 0.0, 0.0],
+            [0.0, 0.0, 1.0],
+            [float(lw.R / lw.rho), 0.0, 1.0],
+        ):
             x0 = jnp.asarray(x0)
             J = jax.jacfwd(lw.force)(x0)
             assert np.all(np.isfinite(J))
             h = 1e-6
-            fd = np.stack([(lw.force(x0 + h * e) - lw.force(x0 - h * e)) / (2 * h) for e in jnp.eye(3)], 1)
+            fd = np.stack(
+                [(lw.force(x0 + h * e) - lw.force(x0 - h * e)) / (2 * h) for e in jnp.eye(3)], 1
+            )
             np.testing.assert_allclose(J, fd, atol=2e-5)
 
 
@@ -349,7 +419,9 @@ def test_linear_model_from_elementary_directions_66_67():
     """(66) applied to the quadrature law of uniform pressure gives the diagonal (67)."""
     quad = QuadratureLaw(pressure_for("uniform", P=2.0), mu=0.4, rho=2.0 / 3.0)
     lin = LinearEllipsoidal.from_law(quad)
-    np.testing.assert_allclose(lin.Pi_hat, np.diag([-0.8, -0.8, -0.8 * (2 / 3) / (2 / 3)]), atol=1e-12)
+    np.testing.assert_allclose(
+        lin.Pi_hat, np.diag([-0.8, -0.8, -0.8 * (2 / 3) / (2 / 3)]), atol=1e-12
+    )
     model = LinearModel("uniform", mu=0.4, P=2.0)  # rho = kappa
     x = jnp.array([0.3, -1.1, 0.7])
     np.testing.assert_allclose(lin.force(x), model.force(x), atol=1e-12)
@@ -363,4 +435,8 @@ def test_linear_model_from_elementary_directions_66_67():
     np.testing.assert_allclose(lr.T_eps(e), 1 / jnp.sqrt(e**2 + 1), atol=1e-15)
     # Coulomb (75) is the R -> 0 limit of (69)
     small = LinearModel("uniform", R=1e-9, rho="R")
-    np.testing.assert_allclose(small.force(jnp.array([0.3, 0.4, 1e-9 * 0.2]))[:2], Coulomb().force(jnp.array([0.3, 0.4, 0.2]))[:2], atol=1e-9)
+    np.testing.assert_allclose(
+        small.force(jnp.array([0.3, 0.4, 1e-9 * 0.2]))[:2],
+        Coulomb().force(jnp.array([0.3, 0.4, 0.2]))[:2],
+        atol=1e-9,
+    )

@@ -17,12 +17,12 @@ from test_conformance import CASES, TOL
 
 def _compare(name, a, b):
     for f in ("status", "event", "mode", "counts", "steps", "resets", "rejected"):
-        np.testing.assert_array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)),
-                                      err_msg=f"{name}: {f}")
+        np.testing.assert_array_equal(
+            np.asarray(getattr(a, f)), np.asarray(getattr(b, f)), err_msg=f"{name}: {f}"
+        )
     np.testing.assert_allclose(b.t, a.t, rtol=0, atol=1e-10, err_msg=f"{name}: t")
     np.testing.assert_allclose(b.y, a.y, rtol=1e-8, atol=1e-8, err_msg=f"{name}: y")
-    np.testing.assert_allclose(b.t_first, a.t_first, rtol=0, atol=1e-10,
-                               err_msg=f"{name}: t_first")
+    np.testing.assert_allclose(b.t_first, a.t_first, rtol=0, atol=1e-10, err_msg=f"{name}: t_first")
     np.testing.assert_allclose(b.aux, a.aux, rtol=0, atol=1e-8, err_msg=f"{name}: aux")
 
 
@@ -34,8 +34,19 @@ def _both(name, n, mode, monkeypatch):
     b = rollax.solve_ensemble(system, y0s, 0.0, t1, backend="fused", **opts)
     _compare(name, a, b)
     # NumPy arrays, as documented (the kernel's results come back in one transfer)
-    for f in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets",
-              "rejected"):
+    for f in (
+        "t",
+        "y",
+        "mode",
+        "aux",
+        "status",
+        "event",
+        "counts",
+        "t_first",
+        "steps",
+        "resets",
+        "rejected",
+    ):
         assert type(getattr(b, f)) is np.ndarray, f
 
 
@@ -78,23 +89,26 @@ def test_padding_and_chunks_do_not_change_the_results(monkeypatch):
     orig = _fused.solve
 
     def small_chunks(*args, **kw):
-        return orig(*args, **{**kw, "chunk": 32, "block": 16,
-                              "progress": lambda k: seen.append(k)})
+        return orig(*args, **{**kw, "chunk": 32, "block": 16, "progress": lambda k: seen.append(k)})
 
     monkeypatch.setattr(_fused, "solve", small_chunks)
     parts = rollax.solve_ensemble(system, y0s, 0.0, t1, backend="fused", valid=valid, **TOL)
     assert seen == [int(valid[:32].sum()), int(valid.sum())]
     ok = valid
     for f in ("status", "event", "steps"):
-        np.testing.assert_array_equal(np.asarray(getattr(parts, f))[ok],
-                                      np.asarray(getattr(whole, f))[ok])
+        np.testing.assert_array_equal(
+            np.asarray(getattr(parts, f))[ok], np.asarray(getattr(whole, f))[ok]
+        )
     np.testing.assert_array_equal(parts.t[ok], whole.t[ok])
 
 
 def test_a_bad_backend_is_refused():
     system, y0s, t1, _ = CASES["oscillator"](4)
-    with pytest.raises(ValueError, match=r"backend = 'gpu' is not allowed: it must be one of "
-                                         r"'auto', 'queue', 'fused'"):
+    with pytest.raises(
+        ValueError,
+        match=r"backend = 'gpu' is not allowed: it must be one of "
+        r"'auto', 'queue', 'fused'",
+    ):
         rollax.solve_ensemble(system, y0s, 0.0, t1, backend="gpu")
 
 
@@ -155,8 +169,7 @@ def test_rolled_stages_are_the_unrolled_arithmetic(method):
         a = jax.jit(lambda t, y, h, k1: rk.step(f, t, y, h, k1, fg=fg))(t, y, h, k1)
         b = jax.jit(lambda t, y, h, k1: rk.step(f, t, y, h, k1, fg=fg, rolled=True))(t, y, h, k1)
         for i in (0, 1, 2, 4):  # y_new, err, ks, g at the new state
-            np.testing.assert_allclose(np.asarray(b[i]), np.asarray(a[i]), rtol=1e-13,
-                                       atol=1e-13)
+            np.testing.assert_allclose(np.asarray(b[i]), np.asarray(a[i]), rtol=1e-13, atol=1e-13)
         assert b[3] is None  # the stage states are not kept when rolled
 
 
@@ -167,9 +180,14 @@ def test_the_lane_tiles_carry_every_dtype_and_shape_both_ways():
 
     rng = np.random.default_rng(5)
     N = 8
-    leaves = [rng.uniform(size=(N, 3)) > 0.5, rng.integers(-2**31, 2**31 - 1, (N,), np.int32),
-              rng.normal(size=(N, 2, 3)), np.zeros((N, 0)), rng.normal(size=(N,)),
-              rng.integers(-5, 5, (N, 4), np.int32)]
+    leaves = [
+        rng.uniform(size=(N, 3)) > 0.5,
+        rng.integers(-(2**31), 2**31 - 1, (N,), np.int32),
+        rng.normal(size=(N, 2, 3)),
+        np.zeros((N, 0)),
+        rng.normal(size=(N,)),
+        rng.integers(-5, 5, (N, 4), np.int32),
+    ]
     shapes = [x.shape[1:] for x in leaves]
     dtypes = [x.dtype for x in leaves]
     t = _fused._Tiles.of(shapes, dtypes)
@@ -195,8 +213,9 @@ def test_splitting_and_joining_a_tile_is_the_identity_inside_a_kernel():
             rows = _fused._split_rows(i_ref[...])
             o_ref[...] = _fused._join_rows([r * (k + 1) for k, r in enumerate(rows)])
 
-        y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((W, 16), x.dtype),
-                           interpret=True)(x)
+        y = pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((W, 16), x.dtype), interpret=True
+        )(x)
         np.testing.assert_array_equal(np.asarray(y), np.asarray(x) * np.arange(1, W + 1)[:, None])
 
 
@@ -221,7 +240,7 @@ def test_each_kernel_reads_one_tile_and_writes_one(monkeypatch):
         mods = re.split(r"The kernel jaxpr for pallas_call", buf.getvalue())[1:]
         assert len(mods) == n_kernels, name
         for m in mods:
-            ir = m[m.find("\nmodule"):]
+            ir = m[m.find("\nmodule") :]
             # Pallas writes a ref by a swap: a load of the output tile too (never used; Triton
             # keeps it, checked with pip triton 3.9)
             assert len(re.findall(r"tt\.load %\S+ : tensor<", ir)) <= 2, name
@@ -232,13 +251,21 @@ def test_each_kernel_reads_one_tile_and_writes_one(monkeypatch):
 def test_one_kernel_of_the_program_lowers_alone_and_bad_phases_are_refused():
     system, y0s, t1, _ = CASES["bouncing_ball"](4)
     whole = len(rollax.fused_program(system, y0s, 0.0, t1).as_text())
-    sizes = {ph: len(rollax.fused_program(system, y0s, 0.0, t1, phase=ph).as_text())
-             for ph in ("setup", "run", "serve", "finish")}
+    sizes = {
+        ph: len(rollax.fused_program(system, y0s, 0.0, t1, phase=ph).as_text())
+        for ph in ("setup", "run", "serve", "finish")
+    }
     assert all(0 < v < whole for v in sizes.values())
-    with pytest.raises(ValueError, match=r"^phase = 'step' is not allowed: it must be None or "
-                                         r"one of 'setup', 'run', 'serve', 'finish'$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^phase = 'step' is not allowed: it must be None or "
+        r"one of 'setup', 'run', 'serve', 'finish'$",
+    ):
         rollax.fused_program(system, y0s, 0.0, t1, phase="step")
     osc, y0s, t1, _ = CASES["oscillator"](4)
-    with pytest.raises(ValueError, match=r"phase = 'serve' is not allowed for this system: it "
-                                         r"has no reset map"):
+    with pytest.raises(
+        ValueError,
+        match=r"phase = 'serve' is not allowed for this system: it "
+        r"has no reset map",
+    ):
         rollax.fused_program(osc, y0s, 0.0, t1, phase="serve")

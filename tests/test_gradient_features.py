@@ -29,8 +29,9 @@ def test_identify_hybrid_record_ending_between_impacts():
     times = true.impact_times(1.0, 3)
     t1 = times[1] + 0.6 * (times[2] - times[1])
     t = np.linspace(0.0, t1, 160)
-    sol = rollax.solve(true, jnp.array([1.0, 0.0]), 0.0, t1, ts=jnp.asarray(t),
-                       rtol=1e-12, atol=1e-12)
+    sol = rollax.solve(
+        true, jnp.array([1.0, 0.0]), 0.0, t1, ts=jnp.asarray(t), rtol=1e-12, atol=1e-12
+    )
     z = np.asarray(sol.ys[:, 0]) + 1e-3 * np.random.default_rng(3).normal(size=t.shape)
     obs = rollax.Observations(t, z, lambda s, t_, y: y[:1], ("z",), sigma=1e-3)
     start = BouncingBall(g=9.5, e=0.7, n_bounces=50)
@@ -41,8 +42,16 @@ def test_identify_hybrid_record_ending_between_impacts():
         assert abs(v - value) < 4 * se, (name, v, se)
 
     def cost(p, adjoint=None):
-        s = rollax.solve(BouncingBall(g=p[1], e=p[0], n_bounces=50), jnp.array([1.0, 0.0]),
-                         0.0, t1, ts=jnp.asarray(t), rtol=1e-10, atol=1e-10, adjoint=adjoint)
+        s = rollax.solve(
+            BouncingBall(g=p[1], e=p[0], n_bounces=50),
+            jnp.array([1.0, 0.0]),
+            0.0,
+            t1,
+            ts=jnp.asarray(t),
+            rtol=1e-10,
+            atol=1e-10,
+            adjoint=adjoint,
+        )
         return jnp.sum((s.ys[:, 0] - jnp.asarray(z)) ** 2)
 
     g_rev = jax.grad(cost)(jnp.array([0.72, 9.7]))
@@ -62,14 +71,23 @@ def test_robot_hybrid_run_to_t1_reverse_equals_forward():
 
     def final(a, adjoint=None):
         robot = Robot(ex.model, RampControl(a))
-        sol = rollax.solve(robot, robot.from_rolling(ex.y0), 0.0, 0.5, rtol=1e-10, atol=1e-10,
-                           adjoint=adjoint)
+        sol = rollax.solve(
+            robot, robot.from_rolling(ex.y0), 0.0, 0.5, rtol=1e-10, atol=1e-10, adjoint=adjoint
+        )
         return sol.y
 
     a = jnp.array([-1.0, 1.0, -1.0, 1.0]) * 0.8
-    assert int(rollax.solve(Robot(ex.model, RampControl(a)),
-                            Robot(ex.model, RampControl(a)).from_rolling(ex.y0), 0.0, 0.5).status) \
+    assert (
+        int(
+            rollax.solve(
+                Robot(ex.model, RampControl(a)),
+                Robot(ex.model, RampControl(a)).from_rolling(ex.y0),
+                0.0,
+                0.5,
+            ).status
+        )
         == rollax.Status.T_MAX
+    )
     rev = jax.jacrev(final)(a)
     assert_finite_gradients(rev)
     fwd = jax.jacfwd(lambda x: final(x, diffrax.ForwardMode()))(a)
@@ -85,16 +103,26 @@ def test_sliding_disc_record_to_t1_reverse_equals_forward():
     from rollax.systems.friction import Sliding
 
     def final(p, adjoint=None):
-        body = SlidingBody(exact_law("uniform", mu=p[0], P=9.81, R=0.05), m=1.0, j=0.5,
-                           R_bar=0.1, kind="disc")
-        sol = rollax.solve(Sliding(body), jnp.stack([p[1], 0.0, p[2]]), 0.0, 0.05,
-                           rtol=1e-10, atol=1e-10, adjoint=adjoint)
+        body = SlidingBody(
+            exact_law("uniform", mu=p[0], P=9.81, R=0.05), m=1.0, j=0.5, R_bar=0.1, kind="disc"
+        )
+        sol = rollax.solve(
+            Sliding(body),
+            jnp.stack([p[1], 0.0, p[2]]),
+            0.0,
+            0.05,
+            rtol=1e-10,
+            atol=1e-10,
+            adjoint=adjoint,
+        )
         return jnp.concatenate([sol.y, sol.t[None]])
 
     p = jnp.array([0.3, 1.0, 0.5])
     body = SlidingBody(exact_law("uniform", mu=0.3, P=9.81, R=0.05), m=1.0, j=0.5, R_bar=0.1)
-    assert int(rollax.solve(Sliding(body), jnp.array([1.0, 0.0, 0.5]), 0.0, 0.05).status) \
+    assert (
+        int(rollax.solve(Sliding(body), jnp.array([1.0, 0.0, 0.5]), 0.0, 0.05).status)
         == rollax.Status.T_MAX
+    )
     rev = jax.jacrev(final)(p)
     assert_finite_gradients(rev)
     fwd = jax.jacfwd(lambda x: final(x, diffrax.ForwardMode()))(p)

@@ -17,8 +17,13 @@ from rollax._drivers import _identify
 from rollax.cli import main
 from rollax.friction import exact_law
 from rollax.friction.sliding import SlidingBody
-from rollax.analysis.identification import (fit_rim, fit_slide, read_rim_csv, rim_observations,
-                                   write_rim_csv)
+from rollax.analysis.identification import (
+    fit_rim,
+    fit_slide,
+    read_rim_csv,
+    rim_observations,
+    write_rim_csv,
+)
 from rollax.models.rim import Rim
 from rollax.systems import RimTracked
 
@@ -40,8 +45,16 @@ def _scipy_camera(rim, z0, t_max=30.0):
     g = jax.jit(lambda z: system.event_values(0.0, z, 0)[0])
     sep = lambda t, z: float(g(jnp.asarray(z)))  # noqa: E731
     sep.terminal, sep.direction = True, -1
-    sol = solve_ivp(lambda t, z: np.asarray(f(jnp.asarray(z))), (0.0, t_max), z0,
-                    method="DOP853", rtol=1e-12, atol=1e-12, dense_output=True, events=sep)
+    sol = solve_ivp(
+        lambda t, z: np.asarray(f(jnp.asarray(z))),
+        (0.0, t_max),
+        z0,
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-12,
+        dense_output=True,
+        events=sep,
+    )
     t_sep = float(sol.t_events[0][0])
     t = np.arange(0.0, t_sep, 1.0 / HZ)
     Z = sol.sol(t).T
@@ -85,8 +98,15 @@ def test_rim_fit_recovers_the_truth_within_three_standard_errors(record):
 def test_event_time_as_an_observation(record):
     t, v, t_sep = _noisy(record, seed=1)
     keep = t < 6.0  # the last 5 s unseen: only the separation time speaks for them
-    obs = rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2], sigma=NOISE,
-                           t_event=t_sep + 2e-3, sigma_event=5e-3)
+    obs = rim_observations(
+        t[keep],
+        v[keep, 0],
+        v[keep, 1],
+        v[keep, 2],
+        sigma=NOISE,
+        t_event=t_sep + 2e-3,
+        sigma_event=5e-3,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rollax.IdentifiabilityWarning)
         fit = fit_rim(obs)
@@ -96,8 +116,7 @@ def test_event_time_as_an_observation(record):
     # the separation time pins k_d better than the 6 s of track alone
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rollax.IdentifiabilityWarning)
-        alone = fit_rim(rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2],
-                                         sigma=NOISE))
+        alone = fit_rim(rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2], sigma=NOISE))
     assert fit["k_d"][1] < alone["k_d"][1]
 
 
@@ -117,12 +136,22 @@ def test_jacobian_matches_central_differences(record):
     obs = rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2], sigma=NOISE)
     system = RimTracked(Rim())
     problem = _identify._Problem(
-        system=system, y0=jnp.asarray(_true_start()), t=jnp.asarray(obs.t),
-        values=jnp.asarray(obs.values), inv_sigma=jnp.asarray(1.0 / NOISE),
-        t_event=jnp.asarray(np.nan), inv_sigma_event=jnp.asarray(1.0), rtol=jnp.asarray(1e-12),
-        atol=jnp.asarray(1e-12), paths=(("rim", "k_d"), ("rim", "k_r")),
-        y0_index=(0, 1, 2, 3, 4), observe="camera", with_event=False, event=0,
-        max_steps=16_384)
+        system=system,
+        y0=jnp.asarray(_true_start()),
+        t=jnp.asarray(obs.t),
+        values=jnp.asarray(obs.values),
+        inv_sigma=jnp.asarray(1.0 / NOISE),
+        t_event=jnp.asarray(np.nan),
+        inv_sigma_event=jnp.asarray(1.0),
+        rtol=jnp.asarray(1e-12),
+        atol=jnp.asarray(1e-12),
+        paths=(("rim", "k_d"), ("rim", "k_r")),
+        y0_index=(0, 1, 2, 3, 4),
+        observe="camera",
+        with_event=False,
+        event=0,
+        max_steps=16_384,
+    )
     x = _truth()
     _, J = _identify._residuals_and_jacobian(jnp.asarray(x), problem)
     J = np.asarray(J)
@@ -130,8 +159,10 @@ def test_jacobian_matches_central_differences(record):
         h = 1e-5 * max(abs(x[i]), 1e-2)
         e = np.zeros_like(x)
         e[i] = h
-        fd = (np.asarray(_identify._residuals(jnp.asarray(x + e), problem))
-              - np.asarray(_identify._residuals(jnp.asarray(x - e), problem))) / (2 * h)
+        fd = (
+            np.asarray(_identify._residuals(jnp.asarray(x + e), problem))
+            - np.asarray(_identify._residuals(jnp.asarray(x - e), problem))
+        ) / (2 * h)
         assert np.linalg.norm(fd - J[:, i]) <= 1e-5 * np.linalg.norm(fd), i
 
 
@@ -157,9 +188,16 @@ def _slide_record(pressure, mu, seed):
     rho = float(body.law.rho)
     stop = lambda t, x: np.linalg.norm(x) - 1e-3  # noqa: E731
     stop.terminal = True
-    sol = solve_ivp(lambda t, x: np.asarray(f(jnp.asarray(x))), (0.0, 10.0),
-                    [1.0, 0.0, 20.0 * rho], method="DOP853", rtol=1e-12, atol=1e-13,
-                    dense_output=True, events=stop)
+    sol = solve_ivp(
+        lambda t, x: np.asarray(f(jnp.asarray(x))),
+        (0.0, 10.0),
+        [1.0, 0.0, 20.0 * rho],
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-13,
+        dense_output=True,
+        events=stop,
+    )
     t = np.arange(0.0, 0.9 * sol.t_events[0][0], 1.0 / HZ)
     X = sol.sol(t).T
     rng = np.random.default_rng(seed)
@@ -193,12 +231,15 @@ def _obs(t, v=None, **kw):
     return rollax.Observations(t, v, "camera", ("d", "z", "alpha"), **kw)
 
 
-@pytest.mark.parametrize("t, match", [
-    ([0.0, 0.2, 0.1, 0.3], "not increasing"),
-    ([0.0, 0.1, 0.1, 0.3], "repeated"),
-    ([0.0, np.nan, 0.2, 0.3], "must be finite"),
-    ([0.0], "at least 2"),
-])
+@pytest.mark.parametrize(
+    "t, match",
+    [
+        ([0.0, 0.2, 0.1, 0.3], "not increasing"),
+        ([0.0, 0.1, 0.1, 0.3], "repeated"),
+        ([0.0, np.nan, 0.2, 0.3], "must be finite"),
+        ([0.0], "at least 2"),
+    ],
+)
 def test_bad_times_are_one_line_errors(t, match):
     with pytest.raises(ValueError, match=match) as err:
         _obs(t)
@@ -213,13 +254,16 @@ def test_non_finite_values_are_dropped_with_a_warning():
     assert obs.t.tolist() == [0.0, 0.1, 0.3, 0.4]
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(params=["k_x"]), "'k_x' is not a parameter of RimTracked; known: .*k_d"),
-    (dict(params=["k_d", "k_d"]), "twice"),
-    (dict(params=["k_d"], fit_y0=["gamma"]), "'gamma' is not a state component"),
-    (dict(params=["k_d"], bounds={"j": (0, 1)}), "'j' is not among params"),
-    (dict(params=["k_d"], max_iter=0), "max_iter = 0"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(params=["k_x"]), "'k_x' is not a parameter of RimTracked; known: .*k_d"),
+        (dict(params=["k_d", "k_d"]), "twice"),
+        (dict(params=["k_d"], fit_y0=["gamma"]), "'gamma' is not a state component"),
+        (dict(params=["k_d"], bounds={"j": (0, 1)}), "'j' is not among params"),
+        (dict(params=["k_d"], max_iter=0), "max_iter = 0"),
+    ],
+)
 def test_bad_requests_are_one_line_errors(kw, match):
     obs = _obs(np.linspace(0.0, 1.0, 20))
     with pytest.raises(ValueError, match=match) as err:
@@ -249,14 +293,19 @@ def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
     data = tmp_path / "obs.csv"
     write_rim_csv(data, t[keep], v[keep, 0], v[keep, 1], v[keep, 2])
     out = tmp_path / "out"
-    rc = main(["identify", "rim", "--data", str(data), "--fit", "k_d", "--json",
-               "--out", str(out)])
+    rc = main(["identify", "rim", "--data", str(data), "--fit", "k_d", "--json", "--out", str(out)])
     assert rc == 0
     res = json.loads(capsys.readouterr().out)
     on_disk = json.loads((out / "identify.json").read_text())
     assert on_disk["parameters"] == res["parameters"]
-    assert set(res["parameters"]) == {"k_d", "y0.beta", "y0.omega1", "y0.omega2", "y0.omega3",
-                                      "y0.alpha"}
+    assert set(res["parameters"]) == {
+        "k_d",
+        "y0.beta",
+        "y0.omega1",
+        "y0.omega2",
+        "y0.omega3",
+        "y0.alpha",
+    }
     assert res["converged"] and len(res["correlation"]) == 6
     assert set(res["residual_rms"]) == {"d", "z", "alpha"}
     assert (out / "fit.png").stat().st_size > 10_000 and (out / "residuals.png").exists()
@@ -268,11 +317,13 @@ def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
     assert (out / "profile.png").stat().st_size > 10_000
     assert str(out / "profile.png") in res["figures"]
     # bad requests: exit 2, one line
-    for argv, match in ((["--fit", "k_x"], "invalid choice"),
-                        (["--fit", "k_d", "--sigma-d", "-1"], "--sigma-d = -1"),
-                        (["--fit", "k_d", "--sigma-d", "1e-3"], "give all three or none"),
-                        # checked before the fit (issue 32's review: a fit, then no place)
-                        (["--fit", "k_d", "--out", "/proc/nope"], "cannot be created")):
+    for argv, match in (
+        (["--fit", "k_x"], "invalid choice"),
+        (["--fit", "k_d", "--sigma-d", "-1"], "--sigma-d = -1"),
+        (["--fit", "k_d", "--sigma-d", "1e-3"], "give all three or none"),
+        # checked before the fit (issue 32's review: a fit, then no place)
+        (["--fit", "k_d", "--out", "/proc/nope"], "cannot be created"),
+    ):
         assert main(["identify", "rim", "--data", str(data)] + argv) == 2
         err = capsys.readouterr().err
         assert match in err and "Traceback" not in err

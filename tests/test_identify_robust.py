@@ -30,8 +30,9 @@ def _fit(rec, *, sigma=True, keep=None, **kw):
     t, v = rec["t"], rec["values"]
     if keep is not None:
         t, v = t[keep], v[keep]
-    obs = rim_observations(t, v[:, 0], v[:, 1], v[:, 2],
-                           sigma=tuple(rec["sigma"]) if sigma else None)
+    obs = rim_observations(
+        t, v[:, 0], v[:, 1], v[:, 2], sigma=tuple(rec["sigma"]) if sigma else None
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_rim(obs, **kw)
@@ -92,8 +93,9 @@ def test_thirty_generated_records():
             assert np.all(np.abs(agree) < 0.1), (seed, np.round(z, 2), np.round(agree, 3))
         pulls.append(z)
         gn_cover.append(np.abs(z) <= 1.96)
-        prof_cover.append([_covers(fit, n, v) for n, v in (("k_d", rec["k_d"]),
-                                                          ("k_r", rec["k_r"]))])
+        prof_cover.append(
+            [_covers(fit, n, v) for n, v in (("k_d", rec["k_d"]), ("k_r", rec["k_r"]))]
+        )
     pulls = np.asarray(pulls)
     assert np.sum(np.abs(pulls) > 3.0) <= 4, np.round(pulls, 2)
     assert np.all(np.abs(pulls) < 4.5), np.round(pulls, 2)
@@ -143,8 +145,7 @@ def test_estimated_noise_is_said_and_scales_the_errors():
     rec = make_record(1)
     fit, _ = _fit(rec, sigma=False, profile=False)
     assert fit.noise_estimated and fit.to_dict()["noise_estimated"] is True
-    np.testing.assert_allclose([fit.sigma[k] for k in ("d", "z", "alpha")], rec["sigma"],
-                               rtol=0.1)
+    np.testing.assert_allclose([fit.sigma[k] for k in ("d", "z", "alpha")], rec["sigma"], rtol=0.1)
     assert abs(fit.chi2_per_dof - 1.0) < 0.01  # by construction with estimated noise
     pulls = (fit.values - _truth(rec)) / fit.std_errors
     assert np.all(np.abs(pulls) < 3.0)
@@ -200,15 +201,15 @@ def test_profile_of_a_linear_problem_is_the_gauss_newton_interval():
     cov = np.linalg.inv(A.T @ A)
     se = np.sqrt(np.diag(cov))
     lo, hi = np.array([-np.inf, -np.inf]), np.array([np.inf, np.inf])
-    out = _diagnostics.profile(x, float(cost(x[None])[0]), cov, lo, hi, [0, 1], ("a", "b"),
-                               rj, cost)
+    out = _diagnostics.profile(
+        x, float(cost(x[None])[0]), cov, lo, hi, [0, 1], ("a", "b"), rj, cost
+    )
     for i, n in enumerate(("a", "b")):
         a, b = out[n]["interval"]
         assert a == pytest.approx(x[i] - 1.96 * se[i], rel=1e-3, abs=1e-6)
         assert b == pytest.approx(x[i] + 1.96 * se[i], rel=1e-3, abs=1e-6)
     lo_b = np.array([-np.inf, x[1] - 0.5 * se[1]])
-    out = _diagnostics.profile(x, float(cost(x[None])[0]), cov, lo_b, hi, [1], ("a", "b"),
-                               rj, cost)
+    out = _diagnostics.profile(x, float(cost(x[None])[0]), cov, lo_b, hi, [1], ("a", "b"), rj, cost)
     assert out["b"]["interval"][0] == pytest.approx(lo_b[1]) and out["b"]["closed"][0]
 
 
@@ -228,20 +229,23 @@ def test_the_camera_guess_reads_the_state_off_the_data():
         assert cands.shape[1] == 5 and cands[:, 2].min() < truth[2] < cands[:, 2].max()
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(windows=[1e3]), "the record is"),
-    (dict(windows="1"), "must be a sequence"),
-    (dict(windows=[1e-4]), "holds 3 observed values for 7"),
-    (dict(windows=[1.0, 0.5]), "increasing"),
-    (dict(n_starts=0), "n_starts = 0"),
-    (dict(robust="no"), "robust = 'no'"),
-    (dict(bounds={"k_d": 0.5}), r"bounds\['k_d'\] = 0.5 must be a pair"),
-    (dict(bounds={"k_d": (1, 0)}), "lo < hi"),
-    (dict(bounds={"k_d": (0, float("nan"))}), "lo < hi"),
-    (dict(bounds={"k_d": (0, 1, 2)}), "must be a pair"),
-    (dict(bounds=[("k_d", (0, 1))]), "must be a dict"),
-    (dict(y0_candidates=np.full((1, 5), np.nan)), r"y0_candidates\[0\]"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(windows=[1e3]), "the record is"),
+        (dict(windows="1"), "must be a sequence"),
+        (dict(windows=[1e-4]), "holds 3 observed values for 7"),
+        (dict(windows=[1.0, 0.5]), "increasing"),
+        (dict(n_starts=0), "n_starts = 0"),
+        (dict(robust="no"), "robust = 'no'"),
+        (dict(bounds={"k_d": 0.5}), r"bounds\['k_d'\] = 0.5 must be a pair"),
+        (dict(bounds={"k_d": (1, 0)}), "lo < hi"),
+        (dict(bounds={"k_d": (0, float("nan"))}), "lo < hi"),
+        (dict(bounds={"k_d": (0, 1, 2)}), "must be a pair"),
+        (dict(bounds=[("k_d", (0, 1))]), "must be a dict"),
+        (dict(y0_candidates=np.full((1, 5), np.nan)), r"y0_candidates\[0\]"),
+    ],
+)
 def test_bad_fit_options_are_one_line_errors(kw, match):
     # refused before anything is integrated (a record of 2 s; nothing compiles)
     rec = make_record(1)

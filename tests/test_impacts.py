@@ -53,7 +53,9 @@ def test_elastic_conserves_energy_and_constraints(seed):
     assert np.abs(A @ w).max() <= 1e-12 * scale
     # the normal velocity is reversed exactly, and the map is an involution
     assert dh @ w == pytest.approx(-(dh @ v), rel=1e-10)
-    np.testing.assert_allclose(np.asarray(_elastic(M, A, dh, w)), v, rtol=0, atol=1e-12 * np.abs(v).max())
+    np.testing.assert_allclose(
+        np.asarray(_elastic(M, A, dh, w)), v, rtol=0, atol=1e-12 * np.abs(v).max()
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -70,7 +72,9 @@ def test_plastic_satisfies_constraints_and_never_gains_energy(seed):
     np.testing.assert_allclose(w, w20, rtol=1e-12, atol=1e-13 * np.abs(v).max())
     e_p = float(plastic_equivalent_restitution(M, A, dh))
     assert -1.0 <= e_p <= 1.0
-    np.testing.assert_allclose(w, np.asarray(_restitution(M, A, dh, v, e_p)), atol=1e-12 * np.abs(v).max())
+    np.testing.assert_allclose(
+        w, np.asarray(_restitution(M, A, dh, v, e_p)), atol=1e-12 * np.abs(v).max()
+    )
 
 
 def test_projection_is_idempotent_and_M_orthogonal():
@@ -82,7 +86,10 @@ def test_projection_is_idempotent_and_M_orthogonal():
     # kernel g-orthogonal to Delta: (v - Pv) . M (Pw) = 0
     rng = np.random.default_rng(2)
     v, w = rng.normal(size=6), rng.normal(size=6)
-    assert abs((v - P @ v) @ M @ (P @ w)) <= 1e-12 * np.linalg.norm(v) * np.linalg.norm(w) * np.abs(M).max()
+    assert (
+        abs((v - P @ v) @ M @ (P @ w))
+        <= 1e-12 * np.linalg.norm(v) * np.linalg.norm(w) * np.abs(M).max()
+    )
     # the e = 0 holonomic map is the g-orthogonal projection onto ker dh
     Pe0 = np.stack([np.asarray(holonomic_plastic(M, dh, c)) for c in np.eye(6)], axis=1)
     np.testing.assert_allclose(Pe0 @ Pe0, Pe0, atol=1e-13)
@@ -99,7 +106,9 @@ def test_elastic_matches_numerical_solution_of_corner_conditions():
         w, lam, alpha = z[:n], z[n : n + m], z[-1]
         dE = 0.5 * w @ M @ w - 0.5 * v @ M @ v
         # energy equation divided by alpha: deflates the trivial root alpha = 0
-        return np.concatenate([M @ (w - v) - A.T @ lam - alpha * dh, [dE / alpha if deflate else dE], A @ w])
+        return np.concatenate(
+            [M @ (w - v) - A.T @ lam - alpha * dh, [dE / alpha if deflate else dE], A @ w]
+        )
 
     a_hol = -2 * (dh @ v) / (dh @ np.linalg.solve(M, dh))
     guess = np.concatenate([np.asarray(holonomic_elastic(M, dh, v)), np.zeros(m), [a_hol]])
@@ -112,13 +121,17 @@ def test_elastic_matches_numerical_solution_of_corner_conditions():
     np.testing.assert_allclose(np.asarray(root.lam), z[n : n + m], rtol=1e-8)
     # the quadratic has alpha = 0 as a root and alpha* as the other
     c2, c1, _ = elastic_quadratic(M, A, dh, v)
-    assert float(c2 * root.alpha**2 + c1 * root.alpha) == pytest.approx(0.0, abs=1e-12 * abs(float(c1 * root.alpha)))
+    assert float(c2 * root.alpha**2 + c1 * root.alpha) == pytest.approx(
+        0.0, abs=1e-12 * abs(float(c1 * root.alpha))
+    )
 
 
 def test_restitution_family_endpoints_and_energy_loss():
     M, A, dh, v = random_system(4)
     np.testing.assert_allclose(
-        np.asarray(nonholonomic_restitution(M, A, dh, v, 1.0)), np.asarray(nonholonomic_elastic(M, A, dh, v)), atol=1e-14
+        np.asarray(nonholonomic_restitution(M, A, dh, v, 1.0)),
+        np.asarray(nonholonomic_elastic(M, A, dh, v)),
+        atol=1e-14,
     )
     c2, c1, _ = elastic_quadratic(M, A, dh, v)
     E0 = float(kinetic_energy(M, v))
@@ -128,7 +141,9 @@ def test_restitution_family_endpoints_and_energy_loss():
         assert np.abs(A @ w).max() < 1e-12
         assert dh @ w == pytest.approx(-e * (dh @ v), abs=1e-12)
         loss = E0 - float(kinetic_energy(M, w))
-        assert loss == pytest.approx((1 - e**2) * (dh @ v) ** 2 / (2 * float(c2)), rel=1e-9, abs=1e-13 * E0)
+        assert loss == pytest.approx(
+            (1 - e**2) * (dh @ v) ** 2 / (2 * float(c2)), rel=1e-9, abs=1e-13 * E0
+        )
         losses.append(loss)
     assert losses == sorted(losses, reverse=True)
     # e = 0 is the g-orthogonal projection onto Delta intersected with ker dh: idempotent
@@ -149,9 +164,14 @@ def test_holonomic_limits_e1_e0():
     assert float(kinetic_energy(M, e1)) == pytest.approx(float(kinetic_energy(M, v)), rel=1e-13)
     assert dh @ e0 == pytest.approx(0.0, abs=1e-14)
     np.testing.assert_allclose(np.asarray(nonholonomic_elastic(M, A0, dh, v)), e1, rtol=1e-13)
-    np.testing.assert_allclose(np.asarray(nonholonomic_restitution(M, A0, dh, v, 0.0)), e0, atol=1e-14)
-    np.testing.assert_allclose(np.asarray(nonholonomic_restitution(M, A0, dh, v, 0.4)),
-                               np.asarray(holonomic_restitution(M, dh, v, 0.4)), atol=1e-14)
+    np.testing.assert_allclose(
+        np.asarray(nonholonomic_restitution(M, A0, dh, v, 0.0)), e0, atol=1e-14
+    )
+    np.testing.assert_allclose(
+        np.asarray(nonholonomic_restitution(M, A0, dh, v, 0.4)),
+        np.asarray(holonomic_restitution(M, dh, v, 0.4)),
+        atol=1e-14,
+    )
     np.testing.assert_allclose(np.asarray(nonholonomic_plastic(M, A0, dh, v)), e1, atol=1e-14)
 
 
@@ -176,8 +196,12 @@ def test_jacobian_autodiff_matches_finite_differences():
     """d qdot+/d(q, qdot-) of ImpactMap by jacfwd vs. central differences (penny-like system)."""
     R, m, I, J = 0.01, 0.0025, 1.25e-7, 6.25e-8
     mass = lambda q: jnp.diag(jnp.array([m, m, I, J]))
-    cons = lambda q: jnp.array([[1.0, 0.0, -R * jnp.cos(q[3]), 0.0], [0.0, 1.0, -R * jnp.sin(q[3]), 0.0]])
-    surf = lambda q: (q[0] + R * jnp.cos(q[3])) ** 2 / 0.15**2 + (q[1] + R * jnp.sin(q[3])) ** 2 / 0.2**2 - 1
+    cons = lambda q: jnp.array(
+        [[1.0, 0.0, -R * jnp.cos(q[3]), 0.0], [0.0, 1.0, -R * jnp.sin(q[3]), 0.0]]
+    )
+    surf = lambda q: (
+        (q[0] + R * jnp.cos(q[3])) ** 2 / 0.15**2 + (q[1] + R * jnp.sin(q[3])) ** 2 / 0.2**2 - 1
+    )
     q = np.array([0.1, 0.08, 0.3, 0.9])
     qd = np.array([R * 7 * np.cos(0.9), R * 7 * np.sin(0.9), 7.0, 0.4])
     for law in ("elastic", "plastic"):

@@ -41,8 +41,12 @@ class Block(rollax.AbstractSystem):
     def event_values(self, t, y, mode):
         # slipping: valid while v keeps the sign it started with (here v > 0); sticking: valid
         # while the push is below the static limit
-        return jnp.stack([jnp.where(mode == 1, y[1], 1.0),
-                          jnp.where(mode == 0, self.mu_s * G - jnp.abs(self.F), 1.0)])
+        return jnp.stack(
+            [
+                jnp.where(mode == 1, y[1], 1.0),
+                jnp.where(mode == 0, self.mu_s * G - jnp.abs(self.F), 1.0),
+            ]
+        )
 
     def reset(self, t, y, mode, aux, event):
         stuck = jnp.abs(self.F) <= self.mu_s * G
@@ -113,11 +117,17 @@ def test_a_hook_returning_a_mode_the_system_lacks_is_refused():
         def initial_mode(self, t0, y0):
             return jnp.int32(5)
 
-    with pytest.raises(ValueError, match=r"initial_mode returned 5 for start 0; it must be an "
-                                         r"index of \['stick', 'slip'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"initial_mode returned 5 for start 0; it must be an "
+        r"index of \['stick', 'slip'\]",
+    ):
         rollax.solve_ensemble(Bad(), np.array([[0.0, 1.0]]), 0.0, 1.0)
-    with pytest.raises(ValueError, match=r"initial_mode returned 5; it must be an index of "
-                                         r"\['stick', 'slip'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"initial_mode returned 5; it must be an index of "
+        r"\['stick', 'slip'\]",
+    ):
         rollax.solve(Bad(), jnp.array([0.0, 1.0]), 0.0, 1.0)
 
 
@@ -137,9 +147,17 @@ def test_the_slipping_rim_starts_slipping_from_a_state_with_a_slip_velocity():
     rs = RimSlipping(Rim(mu=1.0))
     rng = np.random.default_rng(4)
     n = 6
-    y0s = np.stack([rng.uniform(1.0, 1.3, n), rng.uniform(-1, 1, n), rng.uniform(30, 40, n),
-                    rng.uniform(8, 12, n), np.where(np.arange(n) % 2, 0.0, 0.05),
-                    np.where(np.arange(n) % 2, 0.0, -0.03)], axis=1)
+    y0s = np.stack(
+        [
+            rng.uniform(1.0, 1.3, n),
+            rng.uniform(-1, 1, n),
+            rng.uniform(30, 40, n),
+            rng.uniform(8, 12, n),
+            np.where(np.arange(n) % 2, 0.0, 0.05),
+            np.where(np.arange(n) % 2, 0.0, -0.03),
+        ],
+        axis=1,
+    )
     want = np.where(np.arange(n) % 2, 0, 1)  # rolling, slipping
     np.testing.assert_array_equal([int(rs.initial_mode(0.0, jnp.asarray(y))) for y in y0s], want)
     tol = dict(rtol=1e-9, atol=1e-9, lanes=16)

@@ -21,12 +21,25 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 PKG = SRC / "rollax"
 
-MODELS = ("rollax.models.rim", "rollax.models.slip", "rollax.models.impacts", "rollax.models._penny", "rollax.friction",
-          "rollax.robot", "rollax.models.outcomes")
+MODELS = (
+    "rollax.models.rim",
+    "rollax.models.slip",
+    "rollax.models.impacts",
+    "rollax.models._penny",
+    "rollax.friction",
+    "rollax.robot",
+    "rollax.models.outcomes",
+)
 # rollax.analysis.penny: the penny's sequences, FTLEs and Fig. 5 through rollax.solve (its model is
 # rollax.models._penny)
-ANALYSES = ("rollax.analysis.basin", "rollax.analysis.steady", "rollax.analysis.floquet", "rollax.analysis.conserved",
-            "rollax.analysis.identification", "rollax.analysis.penny")
+ANALYSES = (
+    "rollax.analysis.basin",
+    "rollax.analysis.steady",
+    "rollax.analysis.floquet",
+    "rollax.analysis.conserved",
+    "rollax.analysis.identification",
+    "rollax.analysis.penny",
+)
 
 
 def _in(name: str, prefixes) -> bool:
@@ -141,7 +154,9 @@ def _describe(graph, comp) -> str:
     for a in comp:
         for b in comp:
             for line, top in graph[a].get(b, ()):
-                lines.append(f"    {a} imports {b} (line {line}, {'module level' if top else 'in a function'})")
+                lines.append(
+                    f"    {a} imports {b} (line {line}, {'module level' if top else 'in a function'})"
+                )
     return "\n".join(lines)
 
 
@@ -153,23 +168,39 @@ def test_no_import_cycles():
 
 
 def test_only_the_cli_imports_the_cli():
-    bad = [f"{a} imports {b} (line {ln})" for a, edges in import_graph().items()
-           if not _in(a, ("rollax.cli",)) for b, uses in edges.items() if _in(b, ("rollax.cli",))
-           for ln, _ in uses]
+    bad = [
+        f"{a} imports {b} (line {ln})"
+        for a, edges in import_graph().items()
+        if not _in(a, ("rollax.cli",))
+        for b, uses in edges.items()
+        if _in(b, ("rollax.cli",))
+        for ln, _ in uses
+    ]
     assert not bad, bad
 
 
 def test_models_and_analyses_do_not_import_plotting_at_module_level():
-    bad = [f"{a} imports {b} (line {ln})" for a, edges in import_graph().items()
-           if _in(a, MODELS + ANALYSES) for b, uses in edges.items() if b == "rollax.plot"
-           for ln, top in uses if top]
+    bad = [
+        f"{a} imports {b} (line {ln})"
+        for a, edges in import_graph().items()
+        if _in(a, MODELS + ANALYSES)
+        for b, uses in edges.items()
+        if b == "rollax.plot"
+        for ln, top in uses
+        if top
+    ]
     assert not bad, bad
 
 
 def test_models_import_no_analysis_plotting_or_cli():
-    bad = [f"{a} imports {b} (line {ln})" for a, edges in import_graph().items()
-           if _in(a, MODELS) for b, uses in edges.items()
-           if _in(b, ANALYSES + ("rollax.plot", "rollax.cli")) for ln, _ in uses]
+    bad = [
+        f"{a} imports {b} (line {ln})"
+        for a, edges in import_graph().items()
+        if _in(a, MODELS)
+        for b, uses in edges.items()
+        if _in(b, ANALYSES + ("rollax.plot", "rollax.cli"))
+        for ln, _ in uses
+    ]
     assert not bad, bad
 
 
@@ -193,7 +224,11 @@ def _script_violations(path: Path) -> list[str]:
                 for m in mods:
                     if _in(m, ("rollax.cli",)) or any(p.startswith("_") for p in m.split(".")):
                         bad.append(f"line {node.lineno}: import {m}")
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rollax") and not node.level:
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("rollax")
+            and not node.level
+        ):
             m = node.module
             if _in(m, ("rollax.cli",)) or any(p.startswith("_") for p in m.split(".")):
                 bad.append(f"line {node.lineno}: from {m} import ...")
@@ -208,12 +243,18 @@ def _script_violations(path: Path) -> list[str]:
                 if _in(m, ("rollax.cli",)) or any(p.startswith("_") for p in m.split(".")):
                     bad.append(f"line {node.lineno}: __import__({m!r})")
     for node in ast.walk(tree):  # rollax.x._private or alias._private
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             base = node.value
             while isinstance(base, ast.Attribute):
                 base = base.value
             if isinstance(base, ast.Name) and base.id in aliases:
-                bad.append(f"line {node.lineno}: {base.id}...{node.attr} (private name of {aliases[base.id]})")
+                bad.append(
+                    f"line {node.lineno}: {base.id}...{node.attr} (private name of {aliases[base.id]})"
+                )
     return bad
 
 
@@ -222,16 +263,29 @@ MEASURE_INTERNALS = {"benchmarks/bench_kernel.py", "benchmarks/bench_slip.py"}
 
 
 def test_experiments_and_benchmarks_use_the_public_api():
-    files = sorted((ROOT / "experiments").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py"))
+    files = sorted((ROOT / "experiments").rglob("*.py")) + sorted(
+        (ROOT / "benchmarks").rglob("*.py")
+    )
     assert files
-    bad = {str(f.relative_to(ROOT)): v for f in files
-           if str(f.relative_to(ROOT)) not in MEASURE_INTERNALS and (v := _script_violations(f))}
+    bad = {
+        str(f.relative_to(ROOT)): v
+        for f in files
+        if str(f.relative_to(ROOT)) not in MEASURE_INTERNALS and (v := _script_violations(f))
+    }
     assert not bad, bad
 
 
 # the layers, bottom up: a module may import its own layer and those below
-LAYERS = ("rollax._core", "rollax._integrate", "rollax._drivers", "rollax.models",
-          "rollax.systems", "rollax.analysis", "rollax.plot", "rollax.cli")
+LAYERS = (
+    "rollax._core",
+    "rollax._integrate",
+    "rollax._drivers",
+    "rollax.models",
+    "rollax.systems",
+    "rollax.analysis",
+    "rollax.plot",
+    "rollax.cli",
+)
 # what a layer may not import although it lies below: models only model (no solves), the
 # systems are models with events (no solves either), drawing needs data only
 FORBIDDEN = {
@@ -241,8 +295,10 @@ FORBIDDEN = {
 }
 # the debts left, (importer, imported) -> why; each to go with the rest of the layout issue
 KNOWN = {
-    ("rollax.systems.rim", "rollax._integrate._solve"):
-        "simulate_slip, an old-API run of RimSlipping, to move to the analyses",
+    (
+        "rollax.systems.rim",
+        "rollax._integrate._solve",
+    ): "simulate_slip, an old-API run of RimSlipping, to move to the analyses",
 }
 # packages not yet split into layers (models, analyses and drawing side by side)
 UNSPLIT = ("rollax.robot", "rollax.friction")
@@ -268,12 +324,14 @@ def test_layers_import_only_downwards():
             if lb is not None and lb > la:
                 # an analysis's write() draws its figure beside its data: plot imported inside
                 # that function, so that the analysis loads without matplotlib
-                up = [ln for ln, top in uses
-                      if top or not (LAYERS[la] == "rollax.analysis" and b == "rollax.plot")]
+                up = [
+                    ln
+                    for ln, top in uses
+                    if top or not (LAYERS[la] == "rollax.analysis" and b == "rollax.plot")
+                ]
                 bad += [f"{a} imports {b} (line {ln}): a layer above it" for ln in up]
             elif _in(b, FORBIDDEN.get(LAYERS[la], ())):
-                bad += [f"{a} imports {b} (line {ln}): forbidden in {LAYERS[la]}"
-                        for ln, _ in uses]
+                bad += [f"{a} imports {b} (line {ln}): forbidden in {LAYERS[la]}" for ln, _ in uses]
             elif lb is None and _in(b, UNSPLIT) and la < _layer("rollax.systems"):
                 bad += [f"{a} imports {b} (line {ln}): below the systems" for ln, _ in uses]
     assert not bad, "\n".join(bad)
@@ -289,9 +347,13 @@ def _imports_of_package(pkg: str) -> dict[str, list[int]]:
     for path in sorted(PKG.rglob("*.py")):
         name = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            mods = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                    [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
-                    else [])
+            mods = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             if any(m == pkg or m.startswith(pkg + ".") for m in mods):
                 out.setdefault(name, []).append(node.lineno)
     return out
@@ -301,15 +363,24 @@ def _imports_of_package(pkg: str) -> dict[str, list[int]]:
 MATPLOTLIB_OK = ("rollax.plot", "rollax.cli", "rollax.robot.figures")
 # diffrax: the integrators and drivers (the CLI names its version); the rest are the solves
 # still written on raw diffrax, to go through rollax.solve
-DIFFRAX_OK = ("rollax._integrate", "rollax._drivers", "rollax.cli",
-              "rollax.analysis.conserved", "rollax.analysis.floquet", "rollax.analysis.penny",
-              "rollax.friction.fit", "rollax.robot.flight", "rollax.robot.optimal",
-              "rollax.robot.trajectory")
+DIFFRAX_OK = (
+    "rollax._integrate",
+    "rollax._drivers",
+    "rollax.cli",
+    "rollax.analysis.conserved",
+    "rollax.analysis.floquet",
+    "rollax.analysis.penny",
+    "rollax.friction.fit",
+    "rollax.robot.flight",
+    "rollax.robot.optimal",
+    "rollax.robot.trajectory",
+)
 
 
 def test_matplotlib_only_where_drawing_is_done():
-    bad = {m: ln for m, ln in _imports_of_package("matplotlib").items()
-           if not _in(m, MATPLOTLIB_OK)}
+    bad = {
+        m: ln for m, ln in _imports_of_package("matplotlib").items() if not _in(m, MATPLOTLIB_OK)
+    }
     assert not bad, bad
 
 
@@ -327,7 +398,9 @@ if __name__ == "__main__":
         print("no import cycles")
     for c in found:
         print("cycle: " + _describe(g, c))
-    files = sorted((ROOT / "experiments").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py"))
+    files = sorted((ROOT / "experiments").rglob("*.py")) + sorted(
+        (ROOT / "benchmarks").rglob("*.py")
+    )
     for f in files:
         for v in _script_violations(f):
             print(f"{f.relative_to(ROOT)}: {v}")

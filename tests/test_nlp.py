@@ -36,8 +36,14 @@ def test_starts_together_are_the_starts_one_at_a_time_to_the_bit(rows):
 
 def test_progress_names_the_start_and_counts_its_iterations():
     seen: dict = {}
-    res = _nlp.minimize(_fun, X0, 10.0, tol=1e-9, kkt_tol=1e-8,
-                        progress=lambda k, info: seen.setdefault(info["start"], []).append(k))
+    res = _nlp.minimize(
+        _fun,
+        X0,
+        10.0,
+        tol=1e-9,
+        kkt_tol=1e-8,
+        progress=lambda k, info: seen.setdefault(info["start"], []).append(k),
+    )
     assert sorted(seen) == [0, 1, 2]
     for i, r in enumerate(res):
         assert seen[i] == list(range(len(r.history.f)))
@@ -70,5 +76,6 @@ def test_least_squares_multipliers_measure_kkt_with_dependent_active_constraints
     nu, lam = _nlp._multipliers(grad_f, Jh, Jg, g, 1e-6)
     assert _nlp._kkt(grad_f, Jh, Jg, g, nu, lam) > 1.0
     # complementarity counts: a multiplier on an inactive constraint is a residual
-    assert _nlp._kkt(np.zeros(2), np.zeros((0, 2)), Jg[2:], g[2:], np.zeros(0),
-                     np.array([1.0])) == 5.5  # lam |g| = 5.5 > |J_g^T lam| = 1
+    assert (
+        _nlp._kkt(np.zeros(2), np.zeros((0, 2)), Jg[2:], g[2:], np.zeros(0), np.array([1.0])) == 5.5
+    )  # lam |g| = 5.5 > |J_g^T lam| = 1

@@ -65,7 +65,12 @@ def test_closed_form_flow_and_impact_time_equal_integrated_nonholonomic_equation
     def integrate(s0):
         z0 = jnp.concatenate([s0[:4], s0[6:]])
         return diffrax.diffeqsolve(
-            diffrax.ODETerm(f), diffrax.Tsit5(), 0.0, 4.0, 1e-3, z0,
+            diffrax.ODETerm(f),
+            diffrax.Tsit5(),
+            0.0,
+            4.0,
+            1e-3,
+            z0,
             saveat=diffrax.SaveAt(dense=True),
             stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-14),
             max_steps=4096,
@@ -78,7 +83,9 @@ def test_closed_form_flow_and_impact_time_equal_integrated_nonholonomic_equation
         for t in (0.7, 1.9, 4.0):
             closed = p.flow(s0, t)
             z = evaluate(sol, t)
-            np.testing.assert_allclose(np.asarray(z[:4]), np.asarray(closed[:4]), rtol=0, atol=1e-10)
+            np.testing.assert_allclose(
+                np.asarray(z[:4]), np.asarray(closed[:4]), rtol=0, atol=1e-10
+            )
             np.testing.assert_allclose(np.asarray(z[4:]), np.asarray(closed[6:]), rtol=1e-12)
     # first impact of Sect. VI-A (front end, ellipse): root of h on the integrated motion
     tau, end = seq.times[0], seq.ends[0]
@@ -86,19 +93,27 @@ def test_closed_form_flow_and_impact_time_equal_integrated_nonholonomic_equation
 
     def h_front(t):
         q = np.asarray(evaluate(sol, t))[:4]
-        return (q[0] + 0.01 * math.cos(q[3])) ** 2 / 0.15**2 + (q[1] + 0.01 * math.sin(q[3])) ** 2 / 0.2**2 - 1
+        return (
+            (q[0] + 0.01 * math.cos(q[3])) ** 2 / 0.15**2
+            + (q[1] + 0.01 * math.sin(q[3])) ** 2 / 0.2**2
+            - 1
+        )
 
     ref = brentq(h_front, 1.0, 2.5, xtol=1e-15)
     assert float(tau) == pytest.approx(ref, rel=1e-9)
     # (25): the flow's time derivative is the vector field, and (23) holds along it
     for t in (0.0, 1.7):
         d = jax.jacfwd(lambda tt: p.flow(s0, tt))(t)
-        np.testing.assert_allclose(np.asarray(d), np.asarray(p.vector_field(t, p.flow(s0, t))), atol=1e-14)
+        np.testing.assert_allclose(
+            np.asarray(d), np.asarray(p.vector_field(t, p.flow(s0, t))), atol=1e-14
+        )
         assert np.abs(np.asarray(p.constraint_residual(p.flow(s0, t)))).max() < 1e-16
     # straight rolling (phi_dot = 0) is the limit of (26)
     s_line = p.state(phi=0.4, theta_dot=3.0, phi_dot=0.0)
     np.testing.assert_allclose(
-        np.asarray(p.flow(s_line, 2.0)[:2]), 2.0 * 3.0 * 0.01 * np.array([math.cos(0.4), math.sin(0.4)]), atol=1e-16
+        np.asarray(p.flow(s_line, 2.0)[:2]),
+        2.0 * 3.0 * 0.01 * np.array([math.cos(0.4), math.sin(0.4)]),
+        atol=1e-16,
     )
 
 
@@ -111,7 +126,9 @@ def _g_paper(s, t, sigma, a, bb, R=0.01):
     ph = om * t + p0
     x = Om / om * R * math.sin(ph) - Om / om * R * math.sin(p0) + x0
     y = -Om / om * R * math.cos(ph) + Om / om * R * math.cos(p0) + y0
-    return (x + sigma * R * math.cos(ph)) ** 2 / a**2 + (y + sigma * R * math.sin(ph)) ** 2 / bb**2 - 1
+    return (
+        (x + sigma * R * math.cos(ph)) ** 2 / a**2 + (y + sigma * R * math.sin(ph)) ** 2 / bb**2 - 1
+    )
 
 
 @pytest.mark.parametrize("table", ["circle", "ellipse"])
@@ -121,8 +138,14 @@ def test_impact_times_are_first_roots_to_1e12(runs, table):
     starts = np.concatenate([np.asarray(s0)[None], seq.states[:-1]])
     for k in range(N):
         tau, sigma = seq.taus[k], 1.0 if seq.ends[k] == 0 else -1.0
-        ref = brentq(lambda t: _g_paper(starts[k], t, sigma, a, bb), tau * (1 - 1e-7), tau * (1 + 1e-7),
-                     xtol=1e-300, rtol=8.9e-16, maxiter=200)
+        ref = brentq(
+            lambda t: _g_paper(starts[k], t, sigma, a, bb),
+            tau * (1 - 1e-7),
+            tau * (1 + 1e-7),
+            xtol=1e-300,
+            rtol=8.9e-16,
+            maxiter=200,
+        )
         assert abs(tau - ref) <= 1e-12 * ref
         # no earlier contact of either end (dense check on (0, tau))
         ts = np.linspace(0.0, tau, 4001)[1:-1]
@@ -130,7 +153,8 @@ def test_impact_times_are_first_roots_to_1e12(runs, table):
             assert max(_g_paper(starts[k], t, sg, a, bb) for t in ts) < 0.0
     # the billiard's own closed-form search (PennyBilliard.next_impact) from the same starts
     tau_cf, end_cf, status_cf, _ = eqx.filter_jit(
-        jax.vmap(lambda bb, s: bb.next_impact(s), in_axes=(None, 0)))(b, starts)
+        jax.vmap(lambda bb, s: bb.next_impact(s), in_axes=(None, 0))
+    )(b, starts)
     assert np.all(np.asarray(status_cf) == IMPACT)
     np.testing.assert_array_equal(np.asarray(end_cf), seq.ends)
     np.testing.assert_allclose(seq.taus, np.asarray(tau_cf), rtol=1e-12)
@@ -179,12 +203,14 @@ def test_plastic_impacts_lose_energy_keep_constraints_and_match_paper_formulas(r
     k = hy * c - hx * s
     C = -2 * (hx * xd + hy * yd + R * k * pd) / ((hx**2 + hy**2) / m + R**2 * k**2 / J)
     v28 = np.array([xd + C / m * hx, yd + C / m * hy, td, pd + C / J * R * k])
-    P = np.array([
-        [m * R**2 * c * c, m * R**2 * s * c, I * R * c, 0],
-        [m * R**2 * s * c, m * R**2 * s * s, I * R * s, 0],
-        [m * R * c, m * R * s, I, 0],
-        [0, 0, 0, I + m * R**2],
-    ]) / (I + m * R**2)
+    P = np.array(
+        [
+            [m * R**2 * c * c, m * R**2 * s * c, I * R * c, 0],
+            [m * R**2 * s * c, m * R**2 * s * s, I * R * s, 0],
+            [m * R * c, m * R * s, I, 0],
+            [0, 0, 0, I + m * R**2],
+        ]
+    ) / (I + m * R**2)
     np.testing.assert_allclose(seq.states[0, 4:], P @ v28, rtol=1e-12)
     # after the sequence stops, records are NaN and the status is explained
     if not ok.all():
@@ -215,7 +241,9 @@ def test_impact_sequence_jacobian_autodiff_matches_finite_differences():
         # (x_dot, y_dot) of the input are slaved: add their chain-rule terms for phi, theta_dot
         ad = Jad[:, i].copy()
         if i == 3:
-            ad += Jad[:, 4] * (-R * base[6] * math.sin(base[3])) + Jad[:, 5] * (R * base[6] * math.cos(base[3]))
+            ad += Jad[:, 4] * (-R * base[6] * math.sin(base[3])) + Jad[:, 5] * (
+                R * base[6] * math.cos(base[3])
+            )
         if i == 6:
             ad += Jad[:, 4] * R * math.cos(base[3]) + Jad[:, 5] * R * math.sin(base[3])
         np.testing.assert_allclose(ad, fd, rtol=1e-5, atol=1e-6 * np.abs(fd).max())
@@ -241,7 +269,9 @@ def test_glancing_and_never_reaching_the_edge_are_reported():
     rho = math.hypot(r, R)  # both ends move on a circle of this radius about c
 
     def circling(cx, phi0=math.pi):
-        return p.state(x=cx + r * math.sin(phi0), y=-r * math.cos(phi0), phi=phi0, theta_dot=Om, phi_dot=om)
+        return p.state(
+            x=cx + r * math.sin(phi0), y=-r * math.cos(phi0), phi=phi0, theta_dot=Om, phi_dot=om
+        )
 
     closed = eqx.filter_jit(lambda b, s: b.simulate(s, 1).status[0])  # the closed-form search
 
@@ -259,8 +289,12 @@ def test_glancing_and_never_reaching_the_edge_are_reported():
     assert np.isfinite(float(seq.times[0])) and np.isnan(np.asarray(seq.times[1:])).all()
     status, seq = first(circling(a - rho + 1e-4))  # crosses the edge by 0.1 mm: a shallow impact
     pre = seq.pre_states[0]
-    root = nonholonomic_elastic_root(p.mass_matrix(), p.constraint_forms(pre[:4]),
-                                     b.surface_differential(pre[:4], seq.ends[0]), pre[4:])
+    root = nonholonomic_elastic_root(
+        p.mass_matrix(),
+        p.constraint_forms(pre[:4]),
+        b.surface_differential(pre[:4], seq.ends[0]),
+        pre[4:],
+    )
     assert status == IMPACT and 1e-3 < abs(float(root.s)) < 0.2
     status, seq = first(circling(a - rho - 1e-3))
     assert np.all(np.asarray(seq.status) == NO_IMPACT) and np.isnan(np.asarray(seq.times)).all()
@@ -277,8 +311,12 @@ def test_glancing_and_never_reaching_the_edge_are_reported():
 def test_batched_simulation_matches_single_runs(runs):
     b, s0, seq = runs["ellipse", "elastic"]
     rng = np.random.default_rng(0)
-    states = np.stack([np.asarray(b.penny.state(theta_dot=10 + d1, phi_dot=0.2 + d2))
-                       for d1, d2 in rng.uniform(-0.005, 0.005, size=(4, 2))])
+    states = np.stack(
+        [
+            np.asarray(b.penny.state(theta_dot=10 + d1, phi_dot=0.2 + d2))
+            for d1, d2 in rng.uniform(-0.005, 0.005, size=(4, 2))
+        ]
+    )
     states[0] = np.asarray(s0)
     batch = simulate_batch(b, states, N)
     # Equal up to rounding carried through a chaotic billiard: the vmapped scan is compiled
@@ -290,13 +328,16 @@ def test_batched_simulation_matches_single_runs(runs):
     np.testing.assert_allclose(np.asarray(batch.states[0]), seq.states, rtol=1e-9, atol=1e-9)
     one = simulate(b, states[2], N)
     np.testing.assert_allclose(np.asarray(batch.times[2]), np.asarray(one.times), rtol=1e-10)
-    np.testing.assert_allclose(np.asarray(batch.states[2]), np.asarray(one.states), rtol=1e-9,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        np.asarray(batch.states[2]), np.asarray(one.states), rtol=1e-9, atol=1e-9
+    )
 
 
 def test_custom_smooth_table():
     """A user-given quartic table: impacts on its edge, energy conserved, penny inside in between."""
-    tab = CustomTable(lambda x, y: (x / 0.15) ** 4 + (y / 0.2) ** 4 - 1.0, diameter=2 * math.hypot(0.15, 0.2))
+    tab = CustomTable(
+        lambda x, y: (x / 0.15) ** 4 + (y / 0.2) ** 4 - 1.0, diameter=2 * math.hypot(0.15, 0.2)
+    )
     b = dynamic(PennyBilliard(table=tab, law="elastic"))
     s0 = b.penny.state()
     seq = simulate(b, s0, 8)
@@ -323,26 +364,44 @@ def test_bad_inputs_raise():
 
 
 def test_cli_json(capsys):
-    rc = rollax.cli.main(["penny", "--table", "circle", "--impact", "elastic", "--impacts", str(N), "--json"])
+    rc = rollax.cli.main(
+        ["penny", "--table", "circle", "--impact", "elastic", "--impacts", str(N), "--json"]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["impacts"]) == N and out["status"] == "impact"
     E = [r["energy"] for r in out["impacts"]]
     np.testing.assert_allclose(E, out["initial_energy"], rtol=1e-12)
     first = out["impacts"][0]
-    assert set(first["state"]) == {"x", "y", "theta", "phi", "x_dot", "y_dot", "theta_dot", "phi_dot"}
+    assert set(first["state"]) == {
+        "x",
+        "y",
+        "theta",
+        "phi",
+        "x_dot",
+        "y_dot",
+        "theta_dot",
+        "phi_dot",
+    }
     assert first["time"] == pytest.approx(1.9133882102554738, rel=1e-12)
     assert rollax.cli.main(["penny", "--impacts", "0"]) == 2
 
 
 @pytest.mark.slow
 def test_cli_chaos_json(capsys, tmp_path):
-    assert rollax.cli.main(["penny", "chaos", "--samples", "3", "--json", "--out", str(tmp_path)]) == 0
+    assert (
+        rollax.cli.main(["penny", "chaos", "--samples", "3", "--json", "--out", str(tmp_path)]) == 0
+    )
     cap = capsys.readouterr()
     out = json.loads(cap.out)
     # the progress bar goes to stderr, naming each batch and reaching 8/8 when all are done
     assert "penny chaos: 8/8 batches" in cap.err and "plastic ellipse" in cap.err
-    assert set(out["cases"]) == {"elastic_circle", "elastic_ellipse", "plastic_circle", "plastic_ellipse"}
+    assert set(out["cases"]) == {
+        "elastic_circle",
+        "elastic_ellipse",
+        "plastic_circle",
+        "plastic_ellipse",
+    }
     assert out["cases"]["elastic_ellipse"]["impacts_used_nominal"] == 100
     assert (tmp_path / "fig5_elastic_ellipse.png").exists() and (tmp_path / "ftle.json").exists()
 
@@ -355,7 +414,10 @@ def test_restitution_law_interpolates_between_plastic_and_elastic(runs):
     post_el = np.asarray(b_el.impact(pre, end))
     post_1 = np.asarray(PennyBilliard(law="restitution", e=1.0).impact(pre, end))
     np.testing.assert_allclose(post_1, post_el, rtol=1e-13)
-    energies = [float(b_el.penny.energy(PennyBilliard(law="restitution", e=e).impact(pre, end))) for e in (0.0, 0.5, 1.0)]
+    energies = [
+        float(b_el.penny.energy(PennyBilliard(law="restitution", e=e).impact(pre, end)))
+        for e in (0.0, 0.5, 1.0)
+    ]
     assert energies[0] < energies[1] < energies[2] == pytest.approx(E, rel=1e-13)
     # dh(qdot+) = -e dh(qdot-) for the end that hits
     dh = np.asarray(b_el.surface_differential(pre[:4], end))
@@ -375,6 +437,7 @@ def test_reverse_mode_gradient_wrt_table_parameter():
     f = eqx.filter_jit(t3)
     fd = (float(f(jnp.asarray(0.15 + 1e-7))) - float(f(jnp.asarray(0.15 - 1e-7)))) / 2e-7
     assert g == pytest.approx(fd, rel=1e-6)
+
     # one flight and impact through rollax.solve (rollax.analysis.penny.flight: the event time's
     # implicit derivative, then the impact map) against the closed-form step, in reverse mode
     # (one scalar that needs both: a Jacobian would take 67 s to compile, CI budget)
@@ -387,15 +450,23 @@ def test_reverse_mode_gradient_wrt_table_parameter():
     assert g_solve == pytest.approx(g_closed, rel=1e-10)  # 1.23 (tau: 0.87, theta_dot: 36.2)
 
 
-@pytest.mark.parametrize("method, args", [
-    ("energy", (np.ones(7),)), ("constraint_residual", (np.ones((2, 8)),)),
-    ("flow", (np.ones(4), 0.1)), ("vector_field", (0.0, np.ones(9))),
-    ("constraint_forms", (np.ones(8),)), ("constraint_coefficients", (np.ones(3),)),
-    ("lagrangian", (np.ones(4), np.ones(8))),
-    ("billiard.ends", (np.ones(4),)), ("billiard.next_impact", (np.ones((3, 8)),)),
-    ("billiard.step", (np.ones(6),)), ("billiard.impact", (np.ones(4), 0)),
-    ("billiard.surface_differential", (np.ones(8), 0)),
-])
+@pytest.mark.parametrize(
+    "method, args",
+    [
+        ("energy", (np.ones(7),)),
+        ("constraint_residual", (np.ones((2, 8)),)),
+        ("flow", (np.ones(4), 0.1)),
+        ("vector_field", (0.0, np.ones(9))),
+        ("constraint_forms", (np.ones(8),)),
+        ("constraint_coefficients", (np.ones(3),)),
+        ("lagrangian", (np.ones(4), np.ones(8))),
+        ("billiard.ends", (np.ones(4),)),
+        ("billiard.next_impact", (np.ones((3, 8)),)),
+        ("billiard.step", (np.ones(6),)),
+        ("billiard.impact", (np.ones(4), 0)),
+        ("billiard.surface_differential", (np.ones(8), 0)),
+    ],
+)
 def test_wrong_state_shapes_get_one_line_errors(method, args):
     penny = Penny()
     obj = PennyBilliard(penny, circle_table()) if method.startswith("billiard.") else penny

@@ -13,11 +13,19 @@ from rollax.analysis.basin import Axis, basin_map
 from rollax.models.rim import Rim
 from rollax.models.slip import SlipSettings
 
-GRID = dict(x=Axis("beta", 0.8, 1.8, 24), y=Axis("omega1", -20.0, 20.0, 16),
-            fixed={"omega2": 35.0, "omega3": 10.0}, progress=False)
-PLACEMENTS = [dict(chunk_size=384, lanes=64, devices=2), dict(chunk_size=100, lanes=64, devices=2),
-              dict(chunk_size=384, lanes=16, devices=2), dict(chunk_size=384, lanes=64, devices=1),
-              dict(chunk_size=37, lanes=32, devices=1)]
+GRID = dict(
+    x=Axis("beta", 0.8, 1.8, 24),
+    y=Axis("omega1", -20.0, 20.0, 16),
+    fixed={"omega2": 35.0, "omega3": 10.0},
+    progress=False,
+)
+PLACEMENTS = [
+    dict(chunk_size=384, lanes=64, devices=2),
+    dict(chunk_size=100, lanes=64, devices=2),
+    dict(chunk_size=384, lanes=16, devices=2),
+    dict(chunk_size=384, lanes=64, devices=1),
+    dict(chunk_size=37, lanes=32, devices=1),
+]
 
 
 def _spread(maps, field):
@@ -25,10 +33,15 @@ def _spread(maps, field):
     return max(float(np.nanmax(np.abs(getattr(m, field) - ref))) for m in maps[1:])
 
 
-@pytest.mark.parametrize("slipping", [
-    False,
-    # each placement compiles the hybrid kernel again (~60 s): 7 min on 2 cores, out of CI
-    pytest.param(True, marks=pytest.mark.slow)], ids=["rolling", "slipping"])
+@pytest.mark.parametrize(
+    "slipping",
+    [
+        False,
+        # each placement compiles the hybrid kernel again (~60 s): 7 min on 2 cores, out of CI
+        pytest.param(True, marks=pytest.mark.slow),
+    ],
+    ids=["rolling", "slipping"],
+)
 def test_placement_changes_no_outcome_and_bounds_times(slipping):
     rim = Rim(mu=1.0) if slipping else Rim()
     slip = SlipSettings() if slipping else None
@@ -38,7 +51,9 @@ def test_placement_changes_no_outcome_and_bounds_times(slipping):
         if slipping:
             assert np.array_equal(m.switches, maps[0].switches), p
     spread = _spread(maps, "t_end")
-    print(f"max |t_end difference| over placements ({'slip' if slipping else 'roll'}): {spread:.3g} s")
+    print(
+        f"max |t_end difference| over placements ({'slip' if slipping else 'roll'}): {spread:.3g} s"
+    )
     assert spread <= 1e-12
 
 

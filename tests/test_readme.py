@@ -42,8 +42,14 @@ def test_the_first_example_ends_at_separation_as_its_comments_say():
     from rollax.systems import RimRolling
 
     def t_sep(k):
-        s = rollax.solve(RimRolling(Rim(k_d=k), w1_target=0), jnp.array([1.1, 1.0, 35.0, 10.0]),
-                         0.0, 60.0, rtol=1e-12, atol=1e-12)
+        s = rollax.solve(
+            RimRolling(Rim(k_d=k), w1_target=0),
+            jnp.array([1.1, 1.0, 35.0, 10.0]),
+            0.0,
+            60.0,
+            rtol=1e-12,
+            atol=1e-12,
+        )
         assert int(s.event) == 0
         return float(s.t)
 
@@ -113,8 +119,14 @@ def test_the_identification_example_reads_the_shipped_data(monkeypatch):
 def test_the_robot_example_runs_at_a_small_size():
     # 6 knots and one start instead of 16 and 3 (86 s on this 2-core machine: a slow test);
     # the least-mu curve's bound: a momentum argument gives >= 0.156 at T = 8 s
-    code = _blocks()[5].replace("knots=16, starts=3", "knots=6, starts=1").replace(
-        "least_mu(disk_manoeuvre(T=8.0), progress=True)", "least_mu(disk_manoeuvre(T=8.0), knots=6)")
+    code = (
+        _blocks()[5]
+        .replace("knots=16, starts=3", "knots=6, starts=1")
+        .replace(
+            "least_mu(disk_manoeuvre(T=8.0), progress=True)",
+            "least_mu(disk_manoeuvre(T=8.0), knots=6)",
+        )
+    )
     ns: dict = {}
     out = _run(code, ns).splitlines()
     assert out[0].split()[0] == "converged"

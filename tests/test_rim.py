@@ -41,9 +41,23 @@ def test_defaults_reproduce_notes():
 
 @pytest.mark.parametrize(
     "field,value",
-    [("r", 0.0), ("r", -0.1), ("a", -0.01), ("R", 0.0), ("R", 0.1), ("j", 0.0), ("j", 1.5),
-     ("g", 0.0), ("mu", -0.1), ("m", 0.0), ("k_d", -0.02), ("k_r", -1.0), ("r", float("nan")),
-     ("mu", float("nan")), ("a", 0.2)],
+    [
+        ("r", 0.0),
+        ("r", -0.1),
+        ("a", -0.01),
+        ("R", 0.0),
+        ("R", 0.1),
+        ("j", 0.0),
+        ("j", 1.5),
+        ("g", 0.0),
+        ("mu", -0.1),
+        ("m", 0.0),
+        ("k_d", -0.02),
+        ("k_r", -1.0),
+        ("r", float("nan")),
+        ("mu", float("nan")),
+        ("a", 0.2),
+    ],
 )
 def test_bad_parameters_raise_value_error(field, value):
     with pytest.raises(ValueError) as err:
@@ -118,8 +132,11 @@ def test_contact_forces_from_newton_euler():
     for beta, w1, w2, w3, alpha in rng.uniform([-1, -5, -40, -15, 0], [2.5, 5, 40, 15, 6], (6, 5)):
         z = jnp.array([beta, w1, w2, w3, alpha])
         vG = lambda z: rim.centre_velocity(z[:4], z[4])  # noqa: E731
-        omega = lambda z: (z[1] * _n1(z[4]) + z[2] * _n2(z[4], z[0])  # noqa: E731
-                           + z[3] * _n3(z[4], z[0]))
+        omega = lambda z: (
+            z[1] * _n1(z[4])
+            + z[2] * _n2(z[4], z[0])  # noqa: E731
+            + z[3] * _n3(z[4], z[0])
+        )
         aG = jax.jvp(vG, (z,), (fz(z),))[1]
         eps = jax.jvp(omega, (z,), (fz(z),))[1]
         n1, n2, n3 = _n1(alpha), _n2(alpha, beta), _n3(alpha, beta)

@@ -16,8 +16,16 @@ from rollax.models.rim import Rim
 
 def _random_states(n, seed=0):
     rng = np.random.default_rng(seed)
-    z = np.stack([rng.uniform(-1.5, 3.0, n), rng.uniform(-5, 5, n), rng.uniform(-60, 60, n),
-                  rng.uniform(-20, 20, n), rng.uniform(-10, 10, n)], 1)
+    z = np.stack(
+        [
+            rng.uniform(-1.5, 3.0, n),
+            rng.uniform(-5, 5, n),
+            rng.uniform(-60, 60, n),
+            rng.uniform(-20, 20, n),
+            rng.uniform(-10, 10, n),
+        ],
+        1,
+    )
     rates = rng.uniform(0.0, 0.1, (n, 2))
     rates[::5] = 0.0
     return z, rates
@@ -35,12 +43,14 @@ def test_equations_match_rollax():
         rim = Rim(k_d=float(k_d), k_r=float(k_r))
         want = np.asarray(rim.vector_field_with_alpha(jnp.asarray(zi)))
         np.testing.assert_allclose(rr.rhs(0.0, zi, k_d, k_r), want, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(rr.f2(zi), float(rim.normal_force(jnp.asarray(zi[:4]))) / rim.m,
-                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            rr.f2(zi), float(rim.normal_force(jnp.asarray(zi[:4]))) / rim.m, rtol=1e-12, atol=1e-12
+        )
     b0 = np.random.default_rng(1).uniform(0.01, 1.55, 50)
     w3 = np.random.default_rng(2).uniform(-20, 20, 50)
-    np.testing.assert_allclose(rr.steady_w2(b0, w3), np.asarray(Rim().steady_omega2(b0, w3)),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        rr.steady_w2(b0, w3), np.asarray(Rim().steady_omega2(b0, w3)), rtol=1e-12, atol=1e-12
+    )
     # the steady motion is an equilibrium of the conservative rolling equations
     for b, w in zip(b0[:10], w3[:10]):
         zs = np.array([b, 0.0, rr.steady_w2(b, w), w, 0.0])
@@ -53,8 +63,13 @@ def test_jacobians_complex_step():
     for zi, (k_d, k_r) in zip(z, rates):
         num = np.stack([rr.rhs(0.0, zi + 1j * h * e, k_d, k_r).imag / h for e in np.eye(5)], 1)
         np.testing.assert_allclose(rr.jac(zi, k_d, k_r), num, rtol=1e-13, atol=1e-12)
-        num_k = np.stack([rr.rhs(0.0, zi, k_d + 1j * h, k_r).imag / h,
-                          rr.rhs(0.0, zi, k_d, k_r + 1j * h).imag / h], 1)
+        num_k = np.stack(
+            [
+                rr.rhs(0.0, zi, k_d + 1j * h, k_r).imag / h,
+                rr.rhs(0.0, zi, k_d, k_r + 1j * h).imag / h,
+            ],
+            1,
+        )
         np.testing.assert_allclose(rr.jac_rates(zi), num_k, rtol=1e-13, atol=1e-13)
 
 
@@ -73,8 +88,11 @@ def test_energy_conserved_without_dissipation():
     rec = rr.make_record(5)
     assert rec["k_d"] == rec["k_r"] == 0.0
     beta, w1, w2, w3 = rec["states"].T[:4]
-    e = (0.5 * rr.j * rr.r**2 * w2**2 + 0.5 * (1 + rr.j) * rr.r**2 * (w1**2 + w3**2)
-         + rr.g * rr.rho * np.sin(beta))
+    e = (
+        0.5 * rr.j * rr.r**2 * w2**2
+        + 0.5 * (1 + rr.j) * rr.r**2 * (w1**2 + w3**2)
+        + rr.g * rr.rho * np.sin(beta)
+    )
     assert np.ptp(e) < 1e-9 * abs(e[0])
 
 
@@ -83,8 +101,12 @@ def test_record_consistent_with_y0():
     t, y0 = rec["t"], rec["y0"]
     assert t[0] == 0.0 and np.allclose(np.diff(t), 1 / 120.0) and t[-1] <= rec["t_end"]
     assert rec["t_end"] - t[-1] < 1 / 120.0 and rec["t_end"] >= 3.0
-    np.testing.assert_allclose(rec["clean"][0], [rr.R - rr.rho * np.cos(y0[0]),
-                                                 rr.rho * np.sin(y0[0]), y0[4]], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        rec["clean"][0],
+        [rr.R - rr.rho * np.cos(y0[0]), rr.rho * np.sin(y0[0]), y0[4]],
+        rtol=0,
+        atol=1e-15,
+    )
     np.testing.assert_allclose(rec["states"][0], y0, rtol=0, atol=0)
     np.testing.assert_allclose(rec["clean"], rr.camera(rec["states"].T).T, rtol=0, atol=1e-15)
     # the noise has the requested levels (about 1000+ samples: within 10 %)
@@ -122,8 +144,9 @@ def thirty():
 
 
 def test_ranges(thirty):
-    sec = np.array([[r["section"]["w2"], r["section"]["w3"], r["section"]["beta0"]]
-                    for r in thirty])
+    sec = np.array(
+        [[r["section"]["w2"], r["section"]["w3"], r["section"]["beta0"]] for r in thirty]
+    )
     y0 = np.array([r["y0"] for r in thirty])
     rates = np.array([[r["k_d"], r["k_r"]] for r in thirty])
     w2, w3 = sec[:, 0], sec[:, 1]

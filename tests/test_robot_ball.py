@@ -25,9 +25,16 @@ def run():
 
 def _with_force(ball):
     # same ball with an external force at the GC, to exercise the F_e terms of (3.2)-(3.4)
-    return Ball(radius=ball.radius, m0=ball.m0, inertia=ball.inertia, zeta0=ball.zeta0,
-                masses=ball.masses, rails=ball.rails, g=ball.g,
-                F_e=ConstantForce((0.3, -0.2, 0.4)))
+    return Ball(
+        radius=ball.radius,
+        m0=ball.m0,
+        inertia=ball.inertia,
+        zeta0=ball.zeta0,
+        masses=ball.masses,
+        rails=ball.rails,
+        g=ball.g,
+        F_e=ConstantForce((0.3, -0.2, 0.4)),
+    )
 
 
 def test_mu_hat_matches_paper(run):

@@ -33,8 +33,25 @@ def test_robot_bad_tolerance(capsys):
 def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
     import json
 
-    rc = main(["robot", "optimize", "--body", "disk", "--T", "8", "--mu", "inf", "--n-min",
-               "-inf", "--knots", "4", "--json", "--out", str(tmp_path)])
+    rc = main(
+        [
+            "robot",
+            "optimize",
+            "--body",
+            "disk",
+            "--T",
+            "8",
+            "--mu",
+            "inf",
+            "--n-min",
+            "-inf",
+            "--knots",
+            "4",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["status"] == "converged"
     data = json.loads((tmp_path / "optimize.json").read_text())
@@ -49,10 +66,20 @@ def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
         assert (tmp_path / f"{png}.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("argv", [["--T", "0"], ["--T", "-1"], ["--mu", "-0.1"],
-                                  ["--n-min", "5"], ["--knots", "1"], ["--body", "cube"],
-                                  ["--target", "1"], ["--cost", "foo"],
-                                  ["--least-mu", "--cost", "time"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--T", "0"],
+        ["--T", "-1"],
+        ["--mu", "-0.1"],
+        ["--n-min", "5"],
+        ["--knots", "1"],
+        ["--body", "cube"],
+        ["--target", "1"],
+        ["--cost", "foo"],
+        ["--least-mu", "--cost", "time"],
+    ],
+)
 def test_robot_optimize_bad_requests_exit_2(argv, capsys):
     assert main(["robot", "optimize", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -45,9 +45,11 @@ def test_energy_rate_and_conservation(run):
     disk, ball = ex.model, ex.model.as_ball()
     f = lambda t, y: disk.vector_field(t, y, ex.control)  # noqa: E731
     dE = jax.jit(jax.vmap(lambda t, y: jax.jvp(disk.energy, (y,), (f(t, y),))[1]))(
-        tr.ts[::50], tr.ys[::50])
+        tr.ts[::50], tr.ys[::50]
+    )
     P = jax.jit(jax.vmap(lambda t, y: ball.actuator_power(t, disk.ball_state(y), ex.control)))(
-        tr.ts[::50], tr.ys[::50])
+        tr.ts[::50], tr.ys[::50]
+    )
     np.testing.assert_allclose(dE, P, rtol=1e-10, atol=1e-12)
     # frozen masses: energy conserved along the simulated motion
     y0 = disk.initial_state([-1.0, 0.3, 2.0, -0.5], phi_dot=0.8)

@@ -25,15 +25,24 @@ T_DETACH = 3.6095007  # rollax's value for the heavy example (the paper prints 3
 
 def _ball(m0=0.7, masses=(1.0, 2.0, 0.5), F=(0.3, -0.2, 0.4)):
     rails = paper_ball().model.rails
-    return Ball(radius=1.0, m0=m0, inertia=(0.9, 1.0, 1.1), zeta0=(0.1, 0.02, -0.05),
-                masses=masses, rails=rails, g=1.0, F_e=ConstantForce(F))
+    return Ball(
+        radius=1.0,
+        m0=m0,
+        inertia=(0.9, 1.0, 1.1),
+        zeta0=(0.1, 0.02, -0.05),
+        masses=masses,
+        rails=rails,
+        g=1.0,
+        F_e=ConstantForce(F),
+    )
 
 
 def _random_flight_state(rng, n=3):
     q = rng.normal(size=4)
     q /= np.linalg.norm(q)
-    return jnp.concatenate([jnp.asarray(rng.normal(size=2 * n)), jnp.asarray(q),
-                            jnp.asarray(rng.normal(size=9))])
+    return jnp.concatenate(
+        [jnp.asarray(rng.normal(size=2 * n)), jnp.asarray(q), jnp.asarray(rng.normal(size=9))]
+    )
 
 
 def test_heavy_ball_detaches():
@@ -68,7 +77,9 @@ def test_ball_flight_balance_laws():
         pos = x + zeta @ Lam.T
         vel = v + (jnp.cross(Om, zeta) + jnp.concatenate([jnp.zeros(1), thd])[:, None] * zp) @ Lam.T
         cm = m @ pos / ball.total_mass
-        return Lam @ (ball.inertia * Om) + jnp.sum(m[:, None] * jnp.cross(pos - cm, vel), axis=0), x - cm
+        return Lam @ (ball.inertia * Om) + jnp.sum(
+            m[:, None] * jnp.cross(pos - cm, vel), axis=0
+        ), x - cm
 
     @jax.jit
     def check(t, y):
@@ -80,8 +91,9 @@ def test_ball_flight_balance_laws():
     rng = np.random.default_rng(7)
     for _ in range(3):
         acc, dL, torque = check(0.5, _random_flight_state(rng))
-        np.testing.assert_allclose(acc, ball.F_e(0.5) / ball.total_mass - jnp.array([0, 0, 1.0]),
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            acc, ball.F_e(0.5) / ball.total_mass - jnp.array([0, 0, 1.0]), atol=1e-12
+        )
         np.testing.assert_allclose(dL, torque, atol=1e-11)
     # frozen masses, no external force: the energy is conserved
     free = _ball(F=(0.0, 0.0, 0.0))
@@ -95,8 +107,16 @@ def test_ball_flight_balance_laws():
 def test_disk_flight_is_planar_ball_flight():
     # (B.18)-(B.19) against (B.17) on the planar ball
     disk = paper_disk().model
-    disk = type(disk)(radius=1.0, m0=0.5, d2=0.8, zeta0=(0.1, 0.0, -0.2), masses=(1.0, 2.0, 0.5, 3.0),
-                      rails=disk.rails, g=1.0, F_e=ConstantForce((0.3, 0.0, 0.4)))
+    disk = type(disk)(
+        radius=1.0,
+        m0=0.5,
+        d2=0.8,
+        zeta0=(0.1, 0.0, -0.2),
+        masses=(1.0, 2.0, 0.5, 3.0),
+        rails=disk.rails,
+        g=1.0,
+        F_e=ConstantForce((0.3, 0.0, 0.4)),
+    )
     dfl, bfl = DiskFlight(disk), BallFlight(disk.as_ball(d1=0.6, d3=1.7))
     ctrl = RampControl(jnp.array([1.0, -1.0, 2.0, 0.5]), t_flat=1.0, t_end=2.0)
     rng = np.random.default_rng(11)
@@ -127,8 +147,9 @@ def test_spinning_ball_lifts_off_and_lands():
     # ballistic centre of mass and conserved energy over the flight
     c0 = fm.cm_position(yf0)
     v0 = jax.jvp(fm.cm_position, (yf0,), (fm.vector_field(0.0, yf0, zero),))[1]
-    np.testing.assert_allclose(fm.cm_position(end.y), c0 + v0 * t - 0.5 * t**2 * jnp.array([0, 0, 1.0]),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        fm.cm_position(end.y), c0 + v0 * t - 0.5 * t**2 * jnp.array([0, 0, 1.0]), atol=1e-8
+    )
     assert float(fm.energy(end.y)) == pytest.approx(float(fm.energy(yf0)), rel=1e-9)
 
 
@@ -151,12 +172,26 @@ def test_landing_of_a_uniform_ball_is_the_classical_rolling_formula():
     # backspin w: angular momentum about the contact gives v+ = (5 v + 2 r w) / 7
     rails = paper_ball().model.rails
     r, m = 1.2, 2.0
-    ball = Ball(radius=r, m0=m, inertia=(0.4 * m * r**2,) * 3, zeta0=(0.0, 0.0, 0.0),
-                masses=(1e-12,) * 3, rails=rails, g=1.0)
+    ball = Ball(
+        radius=r,
+        m0=m,
+        inertia=(0.4 * m * r**2,) * 3,
+        zeta0=(0.0, 0.0, 0.0),
+        masses=(1e-12,) * 3,
+        rails=rails,
+        g=1.0,
+    )
     fm = BallFlight(ball)
     vx, vz, w = 1.3, -2.0, -4.0  # w about +y: the contact point moves at vx + r w
-    y = jnp.concatenate([jnp.zeros(6), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, w, 0.0]),
-                         jnp.array([0.3, -0.2, 0.0]), jnp.array([vx, 0.0, vz])])
+    y = jnp.concatenate(
+        [
+            jnp.zeros(6),
+            jnp.array([1.0, 0, 0, 0]),
+            jnp.array([0.0, w, 0.0]),
+            jnp.array([0.3, -0.2, 0.0]),
+            jnp.array([vx, 0.0, vz]),
+        ]
+    )
     land = fm.land(y)
     _, _, q, Om, z = ball.split(land.y)
     v_plus = (5 * vx + 2 * r * w) / 7
@@ -186,8 +221,11 @@ def test_landing_conserves_angular_momentum_about_the_contact_and_rolls_after():
         np.testing.assert_array_equal(z, fm.split(y)[4][:2])
         np.testing.assert_array_equal(Om, u1[3:])
         # an impulse at the contact only: angular momentum about it is conserved
-        np.testing.assert_allclose(_angular_momentum_about_contact(fm, y, u1),
-                                   _angular_momentum_about_contact(fm, y, u0), atol=1e-11)
+        np.testing.assert_allclose(
+            _angular_momentum_about_contact(fm, y, u1),
+            _angular_momentum_about_contact(fm, y, u0),
+            atol=1e-11,
+        )
         # and the linear momentum changes by the impulse
         p = lambda u: jax.grad(lambda v: fm.kinetic_energy(y, jnp.concatenate([v, u[3:]])))(u[:3])  # noqa: E731
         np.testing.assert_allclose(p(u1) - p(u0), land.impulse, atol=1e-11)
@@ -212,9 +250,12 @@ def test_disk_landing_is_the_planar_ball_landing():
         lb = bfl.land(yb)
         np.testing.assert_allclose(bfl.ball.split(lb.y)[3], [0.0, -phid, 0.0], atol=1e-12)
         np.testing.assert_allclose(lb.impulse, [land.impulse[0], 0.0, land.impulse[1]], atol=1e-12)
-        assert float(land.energy_change) == pytest.approx(float(lb.energy_change), rel=1e-10, abs=1e-13)
-        np.testing.assert_allclose(dfl.contact_velocity(y, jnp.array([-disk.radius * phid, 0.0, phid])), 0.0,
-                                   atol=1e-12)
+        assert float(land.energy_change) == pytest.approx(
+            float(lb.energy_change), rel=1e-10, abs=1e-13
+        )
+        np.testing.assert_allclose(
+            dfl.contact_velocity(y, jnp.array([-disk.radius * phid, 0.0, phid])), 0.0, atol=1e-12
+        )
 
 
 def test_spinning_ball_landing_after_flight():

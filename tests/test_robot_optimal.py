@@ -25,8 +25,16 @@ from scipy.interpolate import CubicSpline
 from rollax.robot import RestToRestControl
 from rollax.robot.controls import _integrals
 from rollax.robot.optimal import (
-    Manoeuvre, _fun, _Problem, _starts, ball_manoeuvre, disk_manoeuvre, evaluate, least_mu,
-    optimize)
+    Manoeuvre,
+    _fun,
+    _Problem,
+    _starts,
+    ball_manoeuvre,
+    disk_manoeuvre,
+    evaluate,
+    least_mu,
+    optimize,
+)
 
 
 def _bound_mu(T):
@@ -55,8 +63,15 @@ def _resimulate(opt, n=2001):
     y = np.asarray(man.y0)
     ts_all, ys_all = [], []
     for a, b in zip(knots[:-1], knots[1:]):  # restart at the knots (u''' jumps there)
-        sol = solve_ivp(lambda t, y: np.asarray(f(t, y, jnp.asarray(spline(t)))), (a, b), y,
-                        method="DOP853", rtol=1e-11, atol=1e-11, dense_output=True)
+        sol = solve_ivp(
+            lambda t, y: np.asarray(f(t, y, jnp.asarray(spline(t)))),
+            (a, b),
+            y,
+            method="DOP853",
+            rtol=1e-11,
+            atol=1e-11,
+            dense_output=True,
+        )
         tt = np.linspace(a, b, n // V.shape[0] + 2)
         ts_all.append(tt)
         ys_all.append(sol.sol(tt).T)
@@ -93,15 +108,23 @@ def test_spline_integrals_are_scipys_antiderivatives():
         np.testing.assert_allclose(A2 @ y, cs.antiderivative(2)(s), atol=1e-14)
 
 
-@pytest.mark.parametrize("build, cost", [(disk_manoeuvre, "effort"), (ball_manoeuvre, "effort"),
-                                         (disk_manoeuvre, "energy"), (disk_manoeuvre, "time")])
+@pytest.mark.parametrize(
+    "build, cost",
+    [
+        (disk_manoeuvre, "effort"),
+        (ball_manoeuvre, "effort"),
+        (disk_manoeuvre, "energy"),
+        (disk_manoeuvre, "time"),
+    ],
+)
 def test_gradients_of_cost_and_constraints_match_finite_differences(build, cost):
     man = build(T=3.0, mu=0.3, n_min=0.5)
     K = 4
     prob = _Problem(man, K, 21, False, 1e-12, 16384, cost=cost)
     x = 0.3 * np.random.default_rng(1).standard_normal(K * man.model.n + (cost == "time"))
-    F = jax.jit(lambda x: jnp.concatenate([jnp.stack([jnp.sum(_fun(x, prob)[0] ** 2)]),
-                                           *_fun(x, prob)[1:]]))
+    F = jax.jit(
+        lambda x: jnp.concatenate([jnp.stack([jnp.sum(_fun(x, prob)[0] ** 2)]), *_fun(x, prob)[1:]])
+    )
     J = np.asarray(jax.jit(jax.jacfwd(F))(jnp.asarray(x)))
     rng = np.random.default_rng(2)
     for _ in range(3):
@@ -110,7 +133,9 @@ def test_gradients_of_cost_and_constraints_match_finite_differences(build, cost)
             d[-1] = 1.0  # T moves: the kinks, the grid and the end move with it
         d /= np.linalg.norm(d)
         e = 1e-5
-        fd = (np.asarray(F(jnp.asarray(x + e * d))) - np.asarray(F(jnp.asarray(x - e * d)))) / (2 * e)
+        fd = (np.asarray(F(jnp.asarray(x + e * d))) - np.asarray(F(jnp.asarray(x - e * d)))) / (
+            2 * e
+        )
         ad = J @ d
         scale = np.maximum(np.abs(ad), 1e-3 * np.max(np.abs(ad)))
         assert np.max(np.abs(fd - ad) / scale) < 1e-6
@@ -127,7 +152,7 @@ def test_disk_optimum_resimulated_with_scipy_meets_target_rest_and_envelope(disk
     y, N, ratio = _resimulate(opt)
     n = 4
     assert abs(y[2 * n] + math.pi) < 1e-3  # phi(T)
-    assert abs(y[2 * n + 1]) < 1e-3 and np.max(np.abs(y[n:2 * n])) < 1e-3  # at rest
+    assert abs(y[2 * n + 1]) < 1e-3 and np.max(np.abs(y[n : 2 * n])) < 1e-3  # at rest
     assert N.min() >= 0.5 - 1e-3 and ratio.max() <= 0.2 + 1e-3
     assert ratio.max() > 0.2 - 1e-3  # the friction constraint is active
     # several starts agree on the optimum
@@ -179,13 +204,16 @@ def test_an_impossible_manoeuvre_is_reported_infeasible():
     assert opt.violation > 1e-2
 
 
-@pytest.mark.parametrize("kw, msg", [
-    (dict(T=0.0), "T = 0.0"),
-    (dict(T=-1.0), "T = -1.0"),
-    (dict(mu=-0.1), "mu = -0.1"),
-    (dict(n_min=6.0), "n_min = 6.0"),
-    (dict(n_min=5.0), "n_min = 5.0"),
-])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        (dict(T=0.0), "T = 0.0"),
+        (dict(T=-1.0), "T = -1.0"),
+        (dict(mu=-0.1), "mu = -0.1"),
+        (dict(n_min=6.0), "n_min = 6.0"),
+        (dict(n_min=5.0), "n_min = 5.0"),
+    ],
+)
 def test_bad_requests_are_one_line_errors(kw, msg):
     with pytest.raises(ValueError, match=msg.replace(".", r"\.")) as e:
         disk_manoeuvre(**kw)
@@ -203,8 +231,10 @@ def test_bad_targets_and_options_are_refused():
     with pytest.raises(ValueError, match="starts"):
         optimize(man, starts=0)
     for cost in ("foo", 3, None):
-        with pytest.raises(ValueError, match=f"cost = {cost!r} is not allowed: it must be one "
-                                             "of 'effort', 'energy', 'time'") as e:
+        with pytest.raises(
+            ValueError,
+            match=f"cost = {cost!r} is not allowed: it must be one of 'effort', 'energy', 'time'",
+        ) as e:
             optimize(man, cost=cost)
         assert "\n" not in str(e.value)
 
@@ -216,7 +246,7 @@ def test_ball_optimum_resimulated_with_scipy():
     y, N, ratio = _resimulate(opt)
     n = 3
     assert np.max(np.abs(y[-2:] - [1.0, 0.5])) < 1e-3
-    assert np.max(np.abs(y[2 * n + 4:2 * n + 7])) < 1e-3 and np.max(np.abs(y[n:2 * n])) < 1e-3
+    assert np.max(np.abs(y[2 * n + 4 : 2 * n + 7])) < 1e-3 and np.max(np.abs(y[n : 2 * n])) < 1e-3
     assert N.min() >= 0.5 - 1e-3 and 0.08 - 1e-3 < ratio.max() <= 0.08 + 1e-3
 
 
@@ -239,7 +269,7 @@ def _meets_target_rest_and_envelope(opt, mu):
     y, N, ratio = _resimulate(opt)
     n = 4
     assert abs(y[2 * n] + math.pi) < 1e-3  # phi(T)
-    assert abs(y[2 * n + 1]) < 1e-3 and np.max(np.abs(y[n:2 * n])) < 1e-3  # at rest
+    assert abs(y[2 * n + 1]) < 1e-3 and np.max(np.abs(y[n : 2 * n])) < 1e-3  # at rest
     assert N.min() >= 0.5 - 1e-3 and ratio.max() <= mu + 1e-3
     return ratio.max()
 
@@ -315,14 +345,39 @@ def test_every_optimum_figure_carries_the_parameters(tmp_path, monkeypatch):
 
     titles = {}
     save = matplotlib.figure.Figure.savefig
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **kw: (
-        titles.__setitem__(path.split("/")[-1], fig._suptitle.get_text()), save(fig, path, **kw)))
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "savefig",
+        lambda fig, path, **kw: (
+            titles.__setitem__(path.split("/")[-1], fig._suptitle.get_text()),
+            save(fig, path, **kw),
+        ),
+    )
     t = np.linspace(0.0, 8.0, 5)
-    res = dict(body="disk", T=8.0, target=[-math.pi], mu=0.2, n_min=0.5, knots=16,
-               cost_kind="effort", cost=1.25, status="converged", t=t, phi=-t, phi_dot=t,
-               theta=np.zeros((5, 2)), theta_dot=np.zeros((5, 2)), theta_ddot=np.zeros((5, 2)),
-               N=np.full(5, 5.0), f_s=np.ones(5), violation=1e-15, kkt=1e-8, iterations=3,
-               message="done", history=dict(cost=[2.0, 1.5, 1.25], violation=[1.0, 1e-3, 0]))
+    res = dict(
+        body="disk",
+        T=8.0,
+        target=[-math.pi],
+        mu=0.2,
+        n_min=0.5,
+        knots=16,
+        cost_kind="effort",
+        cost=1.25,
+        status="converged",
+        t=t,
+        phi=-t,
+        phi_dot=t,
+        theta=np.zeros((5, 2)),
+        theta_dot=np.zeros((5, 2)),
+        theta_ddot=np.zeros((5, 2)),
+        N=np.full(5, 5.0),
+        f_s=np.ones(5),
+        violation=1e-15,
+        kkt=1e-8,
+        iterations=3,
+        message="done",
+        history=dict(cost=[2.0, 1.5, 1.25], violation=[1.0, 1e-3, 0]),
+    )
     files = optimum_figures(res, str(tmp_path))
     assert sorted(titles) == sorted(f.split("/")[-1] for f in files) and len(files) == 5
     for name, title in titles.items():

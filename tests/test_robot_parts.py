@@ -45,7 +45,10 @@ def test_rail_derivatives_match_autodiff(rail):
 
 def test_duff_basis_right_handed_orthonormal():
     rng = np.random.default_rng(1)
-    for n in list(rng.normal(size=(20, 3))) + [np.array([0.0, 0.0, -1.0]), np.array([0.0, 0.0, 1.0])]:
+    for n in list(rng.normal(size=(20, 3))) + [
+        np.array([0.0, 0.0, -1.0]),
+        np.array([0.0, 0.0, 1.0]),
+    ]:
         n = jnp.asarray(n / np.linalg.norm(n))
         b1, b2 = duff_basis(n)
         B = jnp.stack([b1, b2, n], axis=1)
@@ -86,8 +89,15 @@ def test_spline_interpolates_and_is_c2():
 
 
 def _ball(**kw):
-    args = dict(radius=1.0, m0=1.0, inertia=(1.0, 1.0, 1.0), zeta0=(0, 0, 0), masses=(1.0,),
-                rails=(CircleRail(0.5),), g=1.0)
+    args = dict(
+        radius=1.0,
+        m0=1.0,
+        inertia=(1.0, 1.0, 1.0),
+        zeta0=(0, 0, 0),
+        masses=(1.0,),
+        rails=(CircleRail(0.5),),
+        g=1.0,
+    )
     args.update(kw)
     return Ball(**args)
 
@@ -124,5 +134,11 @@ def test_bad_rails_controls_and_state():
     with pytest.raises(ValueError, match="d2"):
         Disk(radius=1.0, m0=1.0, d2=-1.0, zeta0=(0, 0, 0), masses=(1.0,), rails=(CircleRail(0.5),))
     with pytest.raises(ValueError, match="plane"):
-        Disk(radius=1.0, m0=1.0, d2=1.0, zeta0=(0, 0, 0), masses=(1.0,),
-             rails=(CircleRail(0.5, u=(0, 1, 0)),))
+        Disk(
+            radius=1.0,
+            m0=1.0,
+            d2=1.0,
+            zeta0=(0, 0, 0),
+            masses=(1.0,),
+            rails=(CircleRail(0.5, u=(0, 1, 0)),),
+        )

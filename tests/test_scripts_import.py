@@ -15,8 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def _imports(path: Path) -> list[tuple[str, str | None]]:
     out = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rollax") \
-                and not node.level:
+        if (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("rollax")
+            and not node.level
+        ):
             out += [(node.module, a.name) for a in node.names]
         elif isinstance(node, ast.Import):
             out += [(a.name, None) for a in node.names if a.name.startswith("rollax")]
@@ -24,7 +27,9 @@ def _imports(path: Path) -> list[tuple[str, str | None]]:
 
 
 def test_every_rollax_name_the_scripts_import_exists():
-    scripts = sorted((ROOT / "benchmarks").rglob("*.py")) + sorted((ROOT / "experiments").rglob("*.py"))
+    scripts = sorted((ROOT / "benchmarks").rglob("*.py")) + sorted(
+        (ROOT / "experiments").rglob("*.py")
+    )
     assert len(scripts) > 10
     wanted = {str(p.relative_to(ROOT)): _imports(p) for p in scripts}
     code = (
@@ -43,8 +48,14 @@ def test_every_rollax_name_the_scripts_import_exists():
         "                importlib.import_module(f'{mod}.{name}')\n"
         "            except ImportError:\n"
         "                bad.setdefault(script, []).append(f'{mod}.{name}')\n"
-        "print(json.dumps(bad))\n")
-    r = subprocess.run([sys.executable, "-c", code], input=json.dumps(wanted), text=True,
-                       capture_output=True, timeout=300)
+        "print(json.dumps(bad))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(wanted),
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout.strip().splitlines()[-1]) == {}

@@ -31,17 +31,29 @@ Y = np.array([[1.0, 0.0]] * 3)
 
 
 # ---------------------------------------------------------------- huge integers, tolerances
-@pytest.mark.parametrize("kw, match", [
-    (dict(max_steps=2**31), r"max_steps = 2147483648 is not allowed: it must be an integer in "
-                            r"\[1, 2147483647\]"),
-    (dict(max_steps=10**19), r"max_steps = 10000000000000000000 is not allowed"),
-    (dict(max_resets=10**12), r"max_resets = 1000000000000 is not allowed"),
-    (dict(rtol=1e-300, atol=1e-300), r"rtol = 1e-300 is outside the allowed range \[1e-15, 1\) "
-                                     r"\(float64 cannot honour"),
-    (dict(rtol=1e-9, atol=1e-310), r"atol = 1e-310 is outside the allowed range \[1e-300, 1\)"),
-    (dict(n_samples=10**6), r"n_samples = 1000000 is not allowed: it must be an integer in "
-                            r"\[1, 256\]"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (
+            dict(max_steps=2**31),
+            r"max_steps = 2147483648 is not allowed: it must be an integer in "
+            r"\[1, 2147483647\]",
+        ),
+        (dict(max_steps=10**19), r"max_steps = 10000000000000000000 is not allowed"),
+        (dict(max_resets=10**12), r"max_resets = 1000000000000 is not allowed"),
+        (
+            dict(rtol=1e-300, atol=1e-300),
+            r"rtol = 1e-300 is outside the allowed range \[1e-15, 1\) "
+            r"\(float64 cannot honour",
+        ),
+        (dict(rtol=1e-9, atol=1e-310), r"atol = 1e-310 is outside the allowed range \[1e-300, 1\)"),
+        (
+            dict(n_samples=10**6),
+            r"n_samples = 1000000 is not allowed: it must be an integer in "
+            r"\[1, 256\]",
+        ),
+    ],
+)
 @pytest.mark.parametrize("path", ["solve", "solve_ensemble"])
 def test_huge_counts_and_tiny_tolerances_are_refused_by_name(kw, match, path):
     with pytest.raises(ValueError, match=match):
@@ -52,8 +64,11 @@ def test_huge_counts_and_tiny_tolerances_are_refused_by_name(kw, match, path):
 
 
 def test_lanes_are_bounded_and_never_more_than_the_starts_need():
-    with pytest.raises(ValueError, match=r"lanes = 1000000000 is not allowed: it must be an "
-                                         r"integer in \[16, 4194304\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"lanes = 1000000000 is not allowed: it must be an "
+        r"integer in \[16, 4194304\]",
+    ):
         rollax.solve_ensemble(OSC, Y, 0.0, 10.0, lanes=10**9)
     assert LANES_MAX == 1 << 22
     # the usual sizes are kept (one compiled kernel for every chunk); a large count on few
@@ -68,9 +83,24 @@ def test_lanes_are_bounded_and_never_more_than_the_starts_need():
 
 
 def test_the_cli_refuses_a_huge_step_limit_in_one_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "rollax.cli", "basin", "--grid", "4", "4",
-                        "--max-steps", "1000000000000", "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rollax.cli",
+            "basin",
+            "--grid",
+            "4",
+            "4",
+            "--max-steps",
+            "1000000000000",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 or "usage" in r.stderr
@@ -82,8 +112,11 @@ def _rim_rows_ok(r, a, R):
     return (r > 0) & (a > 0) & (R > 0) & (r + a < R)
 
 
-rows = st.lists(st.tuples(st.floats(-0.05, 0.3), st.floats(-0.01, 0.05), st.floats(0.05, 0.4)),
-                min_size=1, max_size=6)
+rows = st.lists(
+    st.tuples(st.floats(-0.05, 0.3), st.floats(-0.01, 0.05), st.floats(0.05, 0.4)),
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -94,8 +127,11 @@ def test_a_batched_rim_is_checked_row_by_row(rows_, kind):
 
     def build():
         rim = Rim(r=jnp.asarray(r), a=jnp.asarray(a), R=jnp.asarray(R))
-        return {"Rim": lambda: rim, "RimRolling": lambda: RimRolling(rim),
-                "RimSlipping": lambda: RimSlipping(rim)}[kind]()
+        return {
+            "Rim": lambda: rim,
+            "RimRolling": lambda: RimRolling(rim),
+            "RimSlipping": lambda: RimSlipping(rim),
+        }[kind]()
 
     if ok.all():
         build()
@@ -121,42 +157,62 @@ def re_row(msg):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(1e-8, 0.05), min_size=1, max_size=5),
-       st.lists(st.floats(1e-8, 0.05), min_size=1, max_size=5))
+@given(
+    st.lists(st.floats(1e-8, 0.05), min_size=1, max_size=5),
+    st.lists(st.floats(1e-8, 0.05), min_size=1, max_size=5),
+)
 def test_batched_slip_settings_are_checked_row_by_row(delta, u_layer):
     n = min(len(delta), len(u_layer))
     d, u = np.array(delta[:n]), np.array(u_layer[:n])
     if (d < u).all():
         SlipSettings(delta=jnp.asarray(d), u_layer=jnp.asarray(u))
         return
-    with pytest.raises(ValueError, match=rf"delta = .* must be smaller than u_layer = .* in "
-                                         rf"per-start row {int(np.argmax(d >= u))} "):
+    with pytest.raises(
+        ValueError,
+        match=rf"delta = .* must be smaller than u_layer = .* in "
+        rf"per-start row {int(np.argmax(d >= u))} ",
+    ):
         SlipSettings(delta=jnp.asarray(d), u_layer=jnp.asarray(u))
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.one_of(st.floats(0.1, 3.0), st.just(math.nan), st.just(math.inf)),
-                min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.one_of(st.floats(0.1, 3.0), st.just(math.nan), st.just(math.inf)), min_size=1, max_size=5
+    )
+)
 def test_batched_example_parameters_must_be_finite(omegas):
     w = np.array(omegas)
     if np.isfinite(w).all():
         Oscillator(omega=w)
         BouncingBall(e=np.clip(w / 4, 0.1, 1.0))
         return
-    with pytest.raises(ValueError, match=r"Oscillator.omega = .* is not allowed: a parameter "
-                                         r"must be finite"):
+    with pytest.raises(
+        ValueError,
+        match=r"Oscillator.omega = .* is not allowed: a parameter "
+        r"must be finite",
+    ):
         Oscillator(omega=w)
 
 
 def test_scalar_and_batched_rims_refuse_the_same_values():
-    with pytest.raises(ValueError, match=r"rho = r \+ a = 0.31 must be smaller than R = 0.225 "
-                                         r"\(allowed range: 0 < r \+ a < R\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"rho = r \+ a = 0.31 must be smaller than R = 0.225 "
+        r"\(allowed range: 0 < r \+ a < R\)",
+    ):
         Rim(r=0.3)
-    with pytest.raises(ValueError, match=r"rho = r \+ a = 0.31 must be smaller than R = 0.225 in "
-                                         r"per-start row 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"rho = r \+ a = 0.31 must be smaller than R = 0.225 in "
+        r"per-start row 1",
+    ):
         RimRolling(Rim(r=jnp.array([0.12, 0.3])))
-    with pytest.raises(ValueError, match=r"delta = 0.01 must be smaller than u_layer = 0.001 in "
-                                         r"per-start row 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"delta = 0.01 must be smaller than u_layer = 0.001 in "
+        r"per-start row 1",
+    ):
         SlipSettings(delta=jnp.array([1e-6, 1e-2]))
     with pytest.raises(ValueError, match=r"r\[1\] = -0.1 is outside the allowed range"):
         Rim(r=jnp.array([0.1, -0.1]))
@@ -165,11 +221,14 @@ def test_scalar_and_batched_rims_refuse_the_same_values():
 
 
 # ---------------------------------------------------------------- errors that name their input
-@pytest.mark.parametrize("value, match", [
-    ("abc", r"Oscillator.omega = 'abc' is not allowed: a parameter must be a real number"),
-    (None, r"Oscillator.omega = None is not allowed"),
-    (1 + 2j, r"Oscillator.omega = \(1\+2j\) is not allowed"),
-])
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        ("abc", r"Oscillator.omega = 'abc' is not allowed: a parameter must be a real number"),
+        (None, r"Oscillator.omega = None is not allowed"),
+        (1 + 2j, r"Oscillator.omega = \(1\+2j\) is not allowed"),
+    ],
+)
 def test_a_parameter_that_is_not_a_real_number_is_named(value, match):
     with pytest.raises(ValueError, match=match):
         Oscillator(omega=value)
@@ -181,32 +240,52 @@ def test_a_complex_model_parameter_is_refused_not_made_real():
 
 
 def test_solve_with_per_start_parameters_says_what_to_use():
-    with pytest.raises(ValueError, match=r"batch shape \(2,\); rollax.solve runs one start .* "
-                                         r"rollax.solve_ensemble"):
-        rollax.solve(RimRolling(Rim(r=jnp.array([0.1, 0.11]))),
-                     jnp.array([1.0, 0.0, 35.0, 10.0]), 0.0, 1.0)
+    with pytest.raises(
+        ValueError,
+        match=r"batch shape \(2,\); rollax.solve runs one start .* "
+        r"rollax.solve_ensemble",
+    ):
+        rollax.solve(
+            RimRolling(Rim(r=jnp.array([0.1, 0.11]))), jnp.array([1.0, 0.0, 35.0, 10.0]), 0.0, 1.0
+        )
 
 
 # ---------------------------------------------------------------- ignored inputs
 def test_a_fixed_value_on_an_axis_is_refused():
     with pytest.raises(ValueError, match=r"fixed = .* sets \['beta'\], which is on an axis"):
-        basin_map(Rim(), x=Axis("beta", 0.8, 1.8, 4), y=Axis("omega1", -20, 20, 4),
-                  fixed={"beta": 1.0, "omega2": 35.0, "omega3": 10.0}, progress=False)
+        basin_map(
+            Rim(),
+            x=Axis("beta", 0.8, 1.8, 4),
+            y=Axis("omega1", -20, 20, 4),
+            fixed={"beta": 1.0, "omega2": 35.0, "omega3": 10.0},
+            progress=False,
+        )
 
 
 def test_a_sweep_refuses_a_start_value_on_an_axis():
     with pytest.raises(ValueError, match=r"y0 gives \['beta'\], which is on an axis"):
-        rollax.sweep(RimRolling(Rim()), [rollax.Axis("beta", 0.8, 1.8, 4)],
-                     y0={"beta": 1.0, "omega1": 0.0, "omega2": 35.0, "omega3": 10.0}, t1=1.0)
+        rollax.sweep(
+            RimRolling(Rim()),
+            [rollax.Axis("beta", 0.8, 1.8, 4)],
+            y0={"beta": 1.0, "omega1": 0.0, "omega2": 35.0, "omega3": 10.0},
+            t1=1.0,
+        )
 
 
-@pytest.mark.parametrize("beta0, omega30, match", [
-    (math.nan, 10.0, r"beta0 = nan is not allowed"),
-    (math.pi / 2, 10.0, r"beta0 = 1.5707963267948966 is not allowed: cos\(beta0\) = 0 is a "
-                        r"singular line of eq. \(48\)"),
-    (np.array([1.0, -math.pi / 2]), 10.0, r"beta0\[1\] = -1.5707963267948966 is not allowed"),
-    (1.0, 0.0, r"omega30 = 0.0 is not allowed: omega30 = 0 is a singular line"),
-])
+@pytest.mark.parametrize(
+    "beta0, omega30, match",
+    [
+        (math.nan, 10.0, r"beta0 = nan is not allowed"),
+        (
+            math.pi / 2,
+            10.0,
+            r"beta0 = 1.5707963267948966 is not allowed: cos\(beta0\) = 0 is a "
+            r"singular line of eq. \(48\)",
+        ),
+        (np.array([1.0, -math.pi / 2]), 10.0, r"beta0\[1\] = -1.5707963267948966 is not allowed"),
+        (1.0, 0.0, r"omega30 = 0.0 is not allowed: omega30 = 0 is a singular line"),
+    ],
+)
 def test_a_steady_state_on_a_pole_of_48_is_refused(beta0, omega30, match):
     with pytest.raises(ValueError, match=match):
         Rim().steady_state(beta0, omega30)
@@ -250,8 +329,11 @@ class _IntEvent(rollax.AbstractSystem):
 
 @pytest.mark.parametrize("path", ["solve", "solve_ensemble"])
 def test_an_integer_event_function_is_refused_by_name(path):
-    with pytest.raises(ValueError, match=r"_IntEvent.event_values returns int32 values; it must "
-                                         r"return real floating-point values"):
+    with pytest.raises(
+        ValueError,
+        match=r"_IntEvent.event_values returns int32 values; it must "
+        r"return real floating-point values",
+    ):
         if path == "solve":
             rollax.solve(_IntEvent(), jnp.zeros(1), 0.0, 10.0)
         else:
@@ -259,8 +341,11 @@ def test_an_integer_event_function_is_refused_by_name(path):
 
 
 def test_an_implicit_diffrax_solver_is_refused_by_name():
-    with pytest.raises(ValueError, match=r"solver = Kvaerno5\(\) is not allowed: rollax.solve "
-                                         r"samples and redoes steps of an explicit"):
+    with pytest.raises(
+        ValueError,
+        match=r"solver = Kvaerno5\(\) is not allowed: rollax.solve "
+        r"samples and redoes steps of an explicit",
+    ):
         rollax.solve(OSC, jnp.asarray(Y[0]), 0.0, 10.0, solver=diffrax.Kvaerno5())
     # explicit diffrax pairs still run
     sol = rollax.solve(OSC, jnp.asarray(Y[0]), 0.0, 10.0, solver=diffrax.Bosh3())
@@ -269,12 +354,14 @@ def test_an_implicit_diffrax_solver_is_refused_by_name():
 
 # ---------------------------------------------------------------- the command line
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "rollax.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rollax.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
-@pytest.mark.parametrize("cmd", [["penny"], ["robot", "disk"], ["friction", "law", "--eps", "0.5"],
-                                 ["friction", "stop"]])
+@pytest.mark.parametrize(
+    "cmd", [["penny"], ["robot", "disk"], ["friction", "law", "--eps", "0.5"], ["friction", "stop"]]
+)
 def test_an_out_that_is_a_file_is_refused_before_any_work(cmd, tmp_path):
     f = tmp_path / "a_file"
     f.write_text("x")
@@ -292,8 +379,18 @@ def test_robot_examples_refuse_the_options_of_optimize():
 
 def _kept_chunks(out):
     """A 6 x 5 map in chunks of 10, kept: the command's arguments and the chunk files."""
-    args = ["basin", "--grid", "6", "5", "--chunk-size", "10", "--keep-chunks", "--no-progress",
-            "--out", str(out)]
+    args = [
+        "basin",
+        "--grid",
+        "6",
+        "5",
+        "--chunk-size",
+        "10",
+        "--keep-chunks",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     assert _cli(*args).returncode == 0
     return args, sorted((out / ".chunks").rglob("*.npz"))
 
@@ -328,8 +425,7 @@ def test_a_penny_state_off_its_rolling_constraints_is_refused():
     b = dynamic(PennyBilliard(table=EllipseTable(), law="elastic"))
     rng = np.random.default_rng(0)
     for _ in range(5):
-        s0 = np.asarray(b.penny.state(phi=rng.uniform(0, 2 * np.pi),
-                                      theta_dot=rng.uniform(5, 15)))
+        s0 = np.asarray(b.penny.state(phi=rng.uniform(0, 2 * np.pi), theta_dot=rng.uniform(5, 15)))
         bad = s0.copy()
         bad[6] *= 1 + rng.choice([-1, 1]) * rng.uniform(1e-3, 0.2)  # theta' off x', y'
         with pytest.raises(ValueError, match=r"state0 violates the rolling constraints \(23\)"):
@@ -398,23 +494,32 @@ def test_identify_refuses_records_it_cannot_finish():
     from rollax._drivers._identify import MAX_ROWS, Observations
 
     n = MAX_ROWS + 1
-    with pytest.raises(ValueError, match=rf"{n} observations is more than identify takes "
-                                         rf"\({MAX_ROWS}\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{n} observations is more than identify takes "
+        rf"\({MAX_ROWS}\)",
+    ):
         Observations(t=np.linspace(0.0, 100.0, n), values=np.zeros(n), observe="x", names=("x",))
     t = np.linspace(0.0, 2.0, 50)
-    with pytest.raises(ValueError, match=r"t_event = 1000.0 is not allowed: it lies 998 s after "
-                                         r"the last observation"):
-        Observations(t=t, values=np.zeros(50), observe="x", names=("x",), t_event=1000.0,
-                     sigma_event=1e-3)
-    Observations(t=t, values=np.zeros(50), observe="x", names=("x",), t_event=3.5,
-                 sigma_event=1e-3)
+    with pytest.raises(
+        ValueError,
+        match=r"t_event = 1000.0 is not allowed: it lies 998 s after "
+        r"the last observation",
+    ):
+        Observations(
+            t=t, values=np.zeros(50), observe="x", names=("x",), t_event=1000.0, sigma_event=1e-3
+        )
+    Observations(t=t, values=np.zeros(50), observe="x", names=("x",), t_event=3.5, sigma_event=1e-3)
 
 
 def test_per_start_friction_and_dissipation_are_checked_as_scalars():
     with pytest.raises(ValueError, match=r"mu\[1\] = inf is not allowed: mu must be finite"):
         RimSlipping(Rim(mu=jnp.array([1.0, np.inf])))
-    with pytest.raises(ValueError, match=r"slipping with the dissipative moment \(82\) is not "
-                                         r"modelled"):
+    with pytest.raises(
+        ValueError,
+        match=r"slipping with the dissipative moment \(82\) is not "
+        r"modelled",
+    ):
         RimSlipping(Rim(mu=jnp.array([1.0, 0.5]), k_d=jnp.array([0.0, 0.1])))
     RimSlipping(Rim(mu=jnp.array([1.0, 0.5])))
     # per-start dissipation rates that are all zero are not dissipative (they were, silently)
@@ -466,8 +571,12 @@ def test_every_parameter_refused_as_a_scalar_is_refused_in_a_batch():
         for m in modules(CASES[case](4)[0]):
             for f in dataclasses.fields(m):
                 v = getattr(m, f.name, None)
-                if not f.init or not eqx.is_array(v) or np.ndim(v) != 0 \
-                        or (type(m), f.name) in seen:
+                if (
+                    not f.init
+                    or not eqx.is_array(v)
+                    or np.ndim(v) != 0
+                    or (type(m), f.name) in seen
+                ):
                     continue
                 seen.add((type(m), f.name))
                 for bad in (math.nan, -1.0, 0.0, 1e300, -1e300):
@@ -508,8 +617,13 @@ def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch, ca
         dump({"a": 1}, Full())
     assert err.value.filename == str(tmp_path / "x.json")
     # a basin map's npz: named, and no temporary file left behind
-    bmap = basin_map(Rim(), x=Axis("beta", 0.8, 1.8, 2), y=Axis("omega1", -20, 20, 2),
-                     fixed={"omega2": 35.0, "omega3": 10.0}, progress=False)
+    bmap = basin_map(
+        Rim(),
+        x=Axis("beta", 0.8, 1.8, 2),
+        y=Axis("omega1", -20, 20, 2),
+        fixed={"omega2": 35.0, "omega3": 10.0},
+        progress=False,
+    )
     monkeypatch.setattr(np, "savez_compressed", full)
     with pytest.raises(OSError) as err:
         bmap.save(tmp_path / "out")
@@ -519,5 +633,8 @@ def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch, ca
     rc = main(["basin", "--grid", "2", "2", "--no-progress", "--out", str(tmp_path / "cli")])
     assert rc == 2
     msg = capsys.readouterr().err.strip().splitlines()
-    assert len(msg) == 1 and str(tmp_path / "cli" / "basin.npz") in msg[0] and \
-        "No space left" in msg[0]
+    assert (
+        len(msg) == 1
+        and str(tmp_path / "cli" / "basin.npz") in msg[0]
+        and "No space left" in msg[0]
+    )

@@ -23,8 +23,15 @@ N_BATCH = 256  # one kernel shape for every batched sweep in this file
 
 
 def _random_states(rng, n, u_scale=1.0):
-    x = np.stack([rng.uniform(0.2, 2.9, n), rng.uniform(-20, 20, n), rng.uniform(-110, 110, n),
-                  rng.uniform(-25, 25, n)], 1)
+    x = np.stack(
+        [
+            rng.uniform(0.2, 2.9, n),
+            rng.uniform(-20, 20, n),
+            rng.uniform(-110, 110, n),
+            rng.uniform(-25, 25, n),
+        ],
+        1,
+    )
     return x, rng.normal(size=(n, 2)) * u_scale
 
 
@@ -34,9 +41,12 @@ def _simulate_many(rim, settings, y0s, mode0s, t_max):
 
 
 def _diffrax(rim, starts, settings=SlipSettings(), t_max=60.0, mode0=ROLLING):
-    y0s = np.concatenate([starts, np.zeros((len(starts), 2))], 1) if starts.shape[1] == 4 else starts
-    r = _simulate_many(rim, settings, jnp.asarray(y0s), jnp.full(len(y0s), mode0, jnp.int32),
-                       jnp.asarray(t_max))
+    y0s = (
+        np.concatenate([starts, np.zeros((len(starts), 2))], 1) if starts.shape[1] == 4 else starts
+    )
+    r = _simulate_many(
+        rim, settings, jnp.asarray(y0s), jnp.full(len(y0s), mode0, jnp.int32), jnp.asarray(t_max)
+    )
     return {k: np.asarray(v) for k, v in r._asdict().items()}
 
 
@@ -47,8 +57,9 @@ def _sweep(rim, starts, settings=SlipSettings()):
 
 def _section_sample(n, w2, seed):
     rng = np.random.default_rng(seed)
-    return np.stack([rng.uniform(0.8, 1.8, n), rng.uniform(-20, 20, n), np.full(n, w2),
-                     np.full(n, 10.0)], 1)
+    return np.stack(
+        [rng.uniform(0.8, 1.8, n), rng.uniform(-20, 20, n), np.full(n, w2), np.full(n, 10.0)], 1
+    )
 
 
 # ------------------------------------------------------------------ equations of motion
@@ -85,11 +96,20 @@ def _newton_euler_first_principles(rim, y, alpha=0.3):
     def residual(q):
         dw, du1, du3, F2 = q[:3], q[3], q[4], q[5]
         eps = dw[0] * n1 + dw[1] * n2 + dw[2] * n3 + w[0] * nd1 + w[1] * nd2 + w[2] * nd3
-        aG = (du1 * n1 + u1 * nd1 + du3 * n3 + u3 * nd3
-              + r * (jnp.cross(eps, n2) + jnp.cross(omega, nd2)))
+        aG = (
+            du1 * n1
+            + u1 * nd1
+            + du3 * n3
+            + u3 * nd3
+            + r * (jnp.cross(eps, n2) + jnp.cross(omega, nd2))
+        )
         F = -mu * F2 * u1 / u * n1 + F2 * n2 - mu * F2 * u3 / u * n3
-        return jnp.concatenate([m * aG - (-m * g * jnp.array([0.0, 0.0, 1.0]) + F),
-                                j * m * r**2 * eps - jnp.cross(-r * n2, F)])
+        return jnp.concatenate(
+            [
+                m * aG - (-m * g * jnp.array([0.0, 0.0, 1.0]) + F),
+                j * m * r**2 * eps - jnp.cross(-r * n2, F),
+            ]
+        )
 
     q0 = jnp.zeros(6)
     A = jax.jacfwd(residual)(q0)
@@ -126,13 +146,22 @@ def test_rolling_is_the_same_newton_euler_with_rolling_forces():
         np.testing.assert_allclose(np.asarray(f[4:]), 0.0, atol=1e-10)
         assert abs(float(slip.slip_normal_force(RIM, y0) - F[1])) < 1e-12
         y = jnp.concatenate([x, jnp.asarray(u)])
-        np.testing.assert_allclose(np.asarray(slip._hybrid_rhs(y, slip.SLIPPING, RIM)),
-                                   np.asarray(slip.slip_vector_field(RIM, y)), atol=1e-10)
-        np.testing.assert_allclose(np.asarray(slip._hybrid_rhs(y0, ROLLING, RIM)[:4]),
-                                   np.asarray(RIM.vector_field(x)), atol=1e-10)
+        np.testing.assert_allclose(
+            np.asarray(slip._hybrid_rhs(y, slip.SLIPPING, RIM)),
+            np.asarray(slip.slip_vector_field(RIM, y)),
+            atol=1e-10,
+        )
+        np.testing.assert_allclose(
+            np.asarray(slip._hybrid_rhs(y0, ROLLING, RIM)[:4]),
+            np.asarray(RIM.vector_field(x)),
+            atol=1e-10,
+        )
         yl = jnp.concatenate([x, jnp.array([3e-3, 0.0])])
-        np.testing.assert_allclose(np.asarray(slip._hybrid_rhs(yl, slip.LEAVING, RIM)),
-                                   np.asarray(slip.layer_vector_field(RIM, yl)), atol=1e-10)
+        np.testing.assert_allclose(
+            np.asarray(slip._hybrid_rhs(yl, slip.LEAVING, RIM)),
+            np.asarray(slip.layer_vector_field(RIM, yl)),
+            atol=1e-10,
+        )
         # the fused events are the modular ones
         ev = slip._hybrid_event_values(y, SLIPPING, RIM, 1e-5, 1e-2, 1e-3)
         assert abs(float(ev[0] - slip.slip_normal_force(RIM, y) / RIM.m)) < 1e-10
@@ -151,16 +180,29 @@ def test_energy_never_increases_while_slipping():
         _, dE = jax.jvp(lambda z: slip.slip_energy(RIM, z), (y,), (slip.slip_vector_field(RIM, y),))
         power = -RIM.mu * slip.slip_normal_force(RIM, y) * jnp.hypot(y[4], y[5])
         assert abs(float(dE - power)) < 1e-9 * (1 + abs(float(power)))
-        assert abs(float(slip.slip_energy(RIM, jnp.concatenate([y[:4], jnp.zeros(2)]))
-                         - RIM.energy(y[:4]))) < 1e-12
+        assert (
+            abs(
+                float(
+                    slip.slip_energy(RIM, jnp.concatenate([y[:4], jnp.zeros(2)]))
+                    - RIM.energy(y[:4])
+                )
+            )
+            < 1e-12
+        )
     # a slip with F2 > 0 throughout: energy decreases monotonically on dense output
     import diffrax
 
     y0 = jnp.array([1.3, 0.0, 35.0, 10.0, 1.0, 0.5])
-    sol = diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, a: slip.slip_vector_field(RIM, y)),
-                              diffrax.Dopri5(), 0.0, 0.03, None, y0,
-                              stepsize_controller=diffrax.PIDController(rtol=1e-11, atol=1e-11),
-                              saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, 0.03, 200)))
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(lambda t, y, a: slip.slip_vector_field(RIM, y)),
+        diffrax.Dopri5(),
+        0.0,
+        0.03,
+        None,
+        y0,
+        stepsize_controller=diffrax.PIDController(rtol=1e-11, atol=1e-11),
+        saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, 0.03, 200)),
+    )
     assert float(jnp.min(jnp.hypot(sol.ys[:, 4], sol.ys[:, 5]))) > 0.01  # still slipping
     assert float(jnp.min(jax.vmap(lambda z: slip.slip_normal_force(RIM, z))(sol.ys))) > 0
     E = np.asarray(jax.vmap(lambda z: slip.slip_energy(RIM, z))(sol.ys))
@@ -185,12 +227,16 @@ def test_directional_limits_match_the_limit_of_42():
         assert errs[1] < 0.03 * errs[0] + 1e-9  # O(eps) convergence
         # (79) is the radial part of (75)
         e = np.array([np.cos(phi), np.sin(phi)])
-        assert abs(float(slip.limit_speed_rate(RIM, x, phi)) - star @ e) < 1e-9 * (1 + np.abs(star).max())
+        assert abs(float(slip.limit_speed_rate(RIM, x, phi)) - star @ e) < 1e-9 * (
+            1 + np.abs(star).max()
+        )
         # the whole limit field is the limit of the whole field
         y = jnp.concatenate([x, 1e-8 * jnp.asarray(e)])
-        np.testing.assert_allclose(np.asarray(slip.slip_vector_field(RIM, y)),
-                                   np.asarray(slip.limit_vector_field(RIM, x, phi)),
-                                   atol=1e-5 * (1 + np.abs(star).max()))
+        np.testing.assert_allclose(
+            np.asarray(slip.slip_vector_field(RIM, y)),
+            np.asarray(slip.limit_vector_field(RIM, x, phi)),
+            atol=1e-5 * (1 + np.abs(star).max()),
+        )
 
 
 def test_limit_directions_attracting_repelling_and_39():
@@ -203,7 +249,9 @@ def test_limit_directions_attracting_repelling_and_39():
     B = np.asarray(jax.vmap(lambda x: slip.limit_coefficients(RIM, x))(X))
     for phi in (ld.phi1, ld.phi2):
         phi = np.asarray(phi)
-        assert np.abs(B[:, 1] * np.cos(phi) - B[:, 0] * np.sin(phi)).max() < 1e-9 * (1 + np.abs(B).max())
+        assert np.abs(B[:, 1] * np.cos(phi) - B[:, 0] * np.sin(phi)).max() < 1e-9 * (
+            1 + np.abs(B).max()
+        )
     rate1 = np.asarray(jax.vmap(lambda x, p: slip.limit_speed_rate(RIM, x, p))(X, ld.phi1))
     np.testing.assert_allclose(rate1, np.asarray(ld.rate1), atol=1e-9)
     F2 = np.asarray(jax.vmap(RIM.normal_force)(X))
@@ -215,8 +263,11 @@ def test_limit_directions_attracting_repelling_and_39():
     assert np.array_equal(np.asarray(ld.attracting1)[clear], (margin > 0)[clear])
     assert 200 < np.sum(margin > 0) < 2800  # both cases well represented
     # the boundary is the same function: |B| - C = -(1+j)/(j m) * margin
-    np.testing.assert_allclose(np.asarray(ld.rate1), -(1 + RIM.j) / (RIM.j * RIM.m) * margin,
-                               atol=1e-9 * (1 + np.abs(margin).max()))
+    np.testing.assert_allclose(
+        np.asarray(ld.rate1),
+        -(1 + RIM.j) / (RIM.j * RIM.m) * margin,
+        atol=1e-9 * (1 + np.abs(margin).max()),
+    )
 
 
 # ------------------------------------------------------------------ hybrid, diffrax path
@@ -228,10 +279,23 @@ def test_plane_like_slip_sticks_when_udot_star_predicts():
     n = 8
     u0 = rng.uniform(0.05, 1.0, n)
     ang = rng.uniform(0, 2 * np.pi, n)
-    y0s = np.stack([np.full(n, np.pi / 2), np.zeros(n), rng.uniform(-50, 50, n), np.zeros(n),
-                    u0 * np.cos(ang), u0 * np.sin(ang)], 1)
-    pred = np.array([u / -float(slip.limit_speed_rate(flat, jnp.asarray(y[:4]), a))
-                     for u, y, a in zip(u0, y0s, ang)])
+    y0s = np.stack(
+        [
+            np.full(n, np.pi / 2),
+            np.zeros(n),
+            rng.uniform(-50, 50, n),
+            np.zeros(n),
+            u0 * np.cos(ang),
+            u0 * np.sin(ang),
+        ],
+        1,
+    )
+    pred = np.array(
+        [
+            u / -float(slip.limit_speed_rate(flat, jnp.asarray(y[:4]), a))
+            for u, y, a in zip(u0, y0s, ang)
+        ]
+    )
     np.testing.assert_allclose(pred, RIM.j * u0 / ((1 + RIM.j) * RIM.mu * RIM.g), rtol=1e-9)
     r = _diffrax(flat, y0s, t_max=0.2, mode0=SLIPPING)
     assert np.all(r["outcome"] == UNDECIDED)  # rolls on after sticking, nothing else happens
@@ -307,20 +371,30 @@ def test_layer_follows_the_stiff_full_slip():
     from rollax._core.events import Event
 
     y0 = jnp.array([1.1, 0.0, 65.0, 10.0, 0.0, 0.0])
-    args = slip.HybridArgs(RIM, jnp.asarray(ROLLING), jnp.asarray(1e-5), jnp.asarray(1e-2),
-                           jnp.asarray(1e-3))
-    s = solve(slip.hybrid_vector_field, y0, 0.0, 1.0, args, slip.HYBRID_EVENTS, rtol=1e-12,
-              atol=1e-12)
+    args = slip.HybridArgs(
+        RIM, jnp.asarray(ROLLING), jnp.asarray(1e-5), jnp.asarray(1e-2), jnp.asarray(1e-3)
+    )
+    s = solve(
+        slip.hybrid_vector_field, y0, 0.0, 1.0, args, slip.HYBRID_EVENTS, rtol=1e-12, atol=1e-12
+    )
     assert int(s.event) == slip.SLIP_ONSET
     xo, T = s.y[:4], 0.02
     full = lambda t, y, a: slip.slip_vector_field(RIM, y)  # noqa: E731
-    ref = solve(full, slip.start_slip(RIM, xo, 1e-8), 0.0, T, rtol=1e-12, atol=1e-12,
-                max_steps=40000)
-    d6 = solve(full, slip.start_slip(RIM, xo, 1e-6), 0.0, T, rtol=1e-12, atol=1e-12,
-               max_steps=40000)
-    lay = solve(lambda t, y, a: slip.layer_vector_field(RIM, y),
-                jnp.concatenate([xo, jnp.array([1e-8, 0.0])]), 0.0, T, rtol=1e-10, atol=1e-10,
-                events=(Event(lambda t, y, a: 1e-3 - y[4]),))
+    ref = solve(
+        full, slip.start_slip(RIM, xo, 1e-8), 0.0, T, rtol=1e-12, atol=1e-12, max_steps=40000
+    )
+    d6 = solve(
+        full, slip.start_slip(RIM, xo, 1e-6), 0.0, T, rtol=1e-12, atol=1e-12, max_steps=40000
+    )
+    lay = solve(
+        lambda t, y, a: slip.layer_vector_field(RIM, y),
+        jnp.concatenate([xo, jnp.array([1e-8, 0.0])]),
+        0.0,
+        T,
+        rtol=1e-10,
+        atol=1e-10,
+        events=(Event(lambda t, y, a: 1e-3 - y[4]),),
+    )
     rest = solve(full, slip.layer_slip(RIM, lay.y), lay.t, T, rtol=1e-10, atol=1e-10)
     assert not (bool(ref.failed) or bool(rest.failed))
     err_layer = np.abs(np.asarray(rest.y - ref.y)).max()
@@ -353,9 +427,25 @@ def test_cli_basin_with_friction(tmp_path, capsys):
     from rollax.cli import main
 
     out = tmp_path / "b"
-    rc = main(["basin", "--preset", "fig12", "--friction", "1", "--grid", "16", "16",
-               "--chunk-size", str(N_BATCH), "--no-progress", "--no-resume", "--json",
-               "--out", str(out)])
+    rc = main(
+        [
+            "basin",
+            "--preset",
+            "fig12",
+            "--friction",
+            "1",
+            "--grid",
+            "16",
+            "16",
+            "--chunk-size",
+            str(N_BATCH),
+            "--no-progress",
+            "--no-resume",
+            "--json",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["friction"] == 1.0 and sum(summary["counts"].values()) == 256
@@ -363,9 +453,11 @@ def test_cli_basin_with_friction(tmp_path, capsys):
     data = np.load(out / "basin.npz")
     assert data["switches"].shape == (16, 16) and data["t_slip"].shape == (16, 16)
     assert (out / "basin.png").exists()
-    starts = basin.section_starts(basin.Axis("beta", 0.8, 1.8, 16),
-                                  basin.Axis("omega1", -20.0, 20.0, 16),
-                                  {"omega2": 65.0, "omega3": 10.0})
+    starts = basin.section_starts(
+        basin.Axis("beta", 0.8, 1.8, 16),
+        basin.Axis("omega1", -20.0, 20.0, 16),
+        {"omega2": 65.0, "omega3": 10.0},
+    )
     ref = _sweep(RIM, starts)
     assert np.array_equal(data["outcome"].ravel(), ref["outcome"])
     assert np.array_equal(data["switches"].ravel(), ref["switches"])

@@ -33,6 +33,9 @@ def test_names_agree_with_the_codes_of_every_run(name):
     assert line.startswith(one.status_name + " at t = ")
     e = int(one.event)
     assert (f"({system.events[e].name!r})" in line) if e >= 0 else ("no event" in line)
-    with pytest.raises(ValueError, match=r"^describe takes one run; this solution has a batch "
-                                         r"of shape \(12,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^describe takes one run; this solution has a batch "
+        r"of shape \(12,\)",
+    ):
         system.describe(sol)

@@ -114,8 +114,9 @@ def test_event_time_derivative_uses_the_field_slope():
 
 def test_hessian_in_forward_mode():
     y0 = jnp.ones(1)
-    h = jax.hessian(lambda c: rollax.solve(Decay(c=c), y0, 0.0, 10.0,
-                                           adjoint=diffrax.ForwardMode(), **TOL).t)(0.3)
+    h = jax.hessian(
+        lambda c: rollax.solve(Decay(c=c), y0, 0.0, 10.0, adjoint=diffrax.ForwardMode(), **TOL).t
+    )(0.3)
     assert abs(float(h) - 1 / 0.3**2) < 1e-6 / 0.3**2  # t = -ln c: t'' = 1/c^2
 
 
@@ -147,15 +148,17 @@ def test_bouncing_ball_impacts_match_the_closed_form():
             assert abs(float(sol.t) - ball.impact_times(z0, k)[-1]) < 1e-10
             assert int(ball.outcome(sol)) == 0
     # gradient of the 4th impact time: t4 = T0 (1 + 2(e + e^2 + e^3)), T0 = sqrt(2 z0 / g)
-    dt = jax.grad(lambda e: rollax.solve(BouncingBall(e=e), jnp.array([1.0, 0.0]), 0.0, 20.0,
-                                         **TOL).t)(0.8)
+    dt = jax.grad(
+        lambda e: rollax.solve(BouncingBall(e=e), jnp.array([1.0, 0.0]), 0.0, 20.0, **TOL).t
+    )(0.8)
     T0 = math.sqrt(2 / 9.81)
     assert abs(float(dt) - 2 * T0 * (1 + 2 * 0.8 + 3 * 0.8**2)) < 1e-8
 
 
 def test_reset_limit_is_a_failure():
-    sol = rollax.solve(BouncingBall(n_bounces=50), jnp.array([1.0, 0.0]), 0.0, 100.0,
-                       max_resets=3, **TOL)
+    sol = rollax.solve(
+        BouncingBall(n_bounces=50), jnp.array([1.0, 0.0]), 0.0, 100.0, max_resets=3, **TOL
+    )
     assert sol.status == rollax.Status.MAX_STEPS and int(sol.resets) == 4
 
 
@@ -218,8 +221,9 @@ def test_saved_states_match_the_closed_form_and_end_with_the_run():
     ts = jnp.linspace(0.0, 2.0, 9)
     sol = rollax.solve(Decay(), jnp.ones(1), 0.0, 5.0, ts=ts, **TOL)
     before = np.asarray(ts) <= math.log(1 / 0.3)
-    np.testing.assert_allclose(np.asarray(sol.ys[before, 0]), np.exp(-np.asarray(ts)[before]),
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        np.asarray(sol.ys[before, 0]), np.exp(-np.asarray(ts)[before]), rtol=1e-9
+    )
     assert np.all(np.isnan(np.asarray(sol.ys[~before])))
     assert rollax.solve(Decay(), jnp.ones(1), 0.0, 5.0, **TOL).ys is None
 
@@ -294,8 +298,15 @@ def test_an_exact_flow_gives_exact_events_on_both_integrators():
     assert int(ens.steps[0]) == int(one.steps)
     np.testing.assert_allclose(ens.t_first[:, 0], osc.zero_time(1), rtol=0, atol=1e-13)
     # event-time derivatives through the flow: t6 = 5.5 pi / omega, dt6/domega = -t6/omega
-    t_of = lambda w, adj=None: rollax.solve(FlowOscillator(omega=w), y0s[0], 0.0, 100.0,  # noqa: E731
-                                            adjoint=adj).t
+    t_of = lambda w, adj=None: (
+        rollax.solve(
+            FlowOscillator(omega=w),
+            y0s[0],
+            0.0,
+            100.0,  # noqa: E731
+            adjoint=adj,
+        ).t
+    )
     g = float(jax.grad(t_of)(2.0))
     assert abs(g + t6 / 2.0) < 1e-12 * t6
     f = float(jax.jacfwd(lambda w: t_of(w, diffrax.ForwardMode()))(2.0))

@@ -30,7 +30,7 @@ class Oscillator(rollax.AbstractSystem):
     events = (rollax.crossing("zero", target=6),)
 
     def vector_field(self, t, y, mode):
-        return jnp.stack([y[1], -self.omega**2 * y[0]])
+        return jnp.stack([y[1], -(self.omega**2) * y[0]])
 
     def event_values(self, t, y, mode):
         return y[:1]
@@ -53,25 +53,40 @@ class Line(rollax.AbstractSystem):
     nan_at: jax.Array = rollax.parameter(1e3)
     phase: jax.Array = rollax.parameter(0.0)
     state_names = ("y",)
-    events = (rollax.crossing("cos", target=6), rollax.crossing("b"),
-              rollax.crossing("sin", target=0), rollax.boundary("wall"),
-              rollax.boundary("nan"))
+    events = (
+        rollax.crossing("cos", target=6),
+        rollax.crossing("b"),
+        rollax.crossing("sin", target=0),
+        rollax.boundary("wall"),
+        rollax.boundary("nan"),
+    )
 
     def vector_field(self, t, y, mode):
         return jnp.ones_like(y)
 
     def event_values(self, t, y, mode):
         x = y[0]
-        return jnp.stack([self.c_on * jnp.cos(2 * x) + (1 - self.c_on), x - self.b, jnp.sin(x - self.phase),
-                          self.wall - x, jnp.where(x > self.nan_at, jnp.nan, 1.0)])
+        return jnp.stack(
+            [
+                self.c_on * jnp.cos(2 * x) + (1 - self.c_on),
+                x - self.b,
+                jnp.sin(x - self.phase),
+                self.wall - x,
+                jnp.where(x > self.nan_at, jnp.nan, 1.0),
+            ]
+        )
 
 
 def _solve_all(system, y0s, t1, **kw):
     """rollax.solve on every start (vmapped over the starts and the batched parameters)."""
     dyn, static = eqx.partition(system, eqx.is_array)
     axes = jax.tree_util.tree_map(lambda x: 0 if jnp.ndim(x) else None, dyn)
-    run = jax.jit(jax.vmap(
-        lambda d, y: rollax.solve(eqx.combine(d, static), y, 0.0, t1, **TOL, **kw), in_axes=(axes, 0)))
+    run = jax.jit(
+        jax.vmap(
+            lambda d, y: rollax.solve(eqx.combine(d, static), y, 0.0, t1, **TOL, **kw),
+            in_axes=(axes, 0),
+        )
+    )
     return jax.tree_util.tree_map(np.asarray, run(dyn, jnp.asarray(y0s)))
 
 
@@ -115,8 +130,9 @@ def test_per_start_restitution_equals_one_by_one(balls):
     sol = rollax.solve_ensemble(batch, y0s[idx], 0.0, 100.0, **KW)
     misses = queue._compiled.cache_info().misses
     for i, e in enumerate(es):
-        one = rollax.solve_ensemble(BouncingBall(e=e, n_bounces=4), y0s[idx[i]][None], 0.0,
-                                    100.0, **KW)  # the scalar kernel, compiled once above
+        one = rollax.solve_ensemble(
+            BouncingBall(e=e, n_bounces=4), y0s[idx[i]][None], 0.0, 100.0, **KW
+        )  # the scalar kernel, compiled once above
         assert sol.status[i] == one.status[0] and sol.counts[i, 0] == one.counts[0, 0]
         assert abs(sol.t[i] - one.t[0]) < 1e-12
         assert abs(sol.t[i] - BouncingBall(e=e).impact_times(z0[idx[i]], 4)[-1]) < 1e-10
@@ -175,8 +191,10 @@ def test_jump_times_on_both_paths():
     across = rollax.solve_ensemble(system, y0s, 0.0, 10.0, jump_ts=(), **KW)
     assert np.all(across.steps > sol.steps)
     np.testing.assert_allclose(across.t, exact, rtol=0, atol=1e-6)
-    for run in (lambda **kw: rollax.solve_ensemble(system, y0s, 0.0, 10.0, **kw, **KW),
-                lambda **kw: rollax.solve(Kink(), jnp.zeros(1), 0.0, 10.0, **kw, **TOL)):
+    for run in (
+        lambda **kw: rollax.solve_ensemble(system, y0s, 0.0, 10.0, **kw, **KW),
+        lambda **kw: rollax.solve(Kink(), jnp.zeros(1), 0.0, 10.0, **kw, **TOL),
+    ):
         with pytest.raises(ValueError, match=r"jump_ts = \[1.0, nan\] .* must be finite times"):
             run(jump_ts=[1.0, np.nan])
 
@@ -209,9 +227,13 @@ def lines():
     # (f) a NaN event value from y = 5 on. (d) moves sin's zero off the root of y = 0: two
     # roots at one time are ordered by rounding. y' = 1 is integrated exactly, so the steps
     # grow without bound: dt_max keeps the samples closer than sin's zeros.
-    line = Line(c_on=np.array([1.0, 0.0, 0.0, 0.0]), b=np.array([1e3, 0.0, 1e3, 1e3]),
-                wall=np.array([1e3, 1e3, 19.5, 1e3]), nan_at=np.array([1e3, 1e3, 1e3, 5.0]),
-                phase=np.array([0.0, 0.5, 0.0, 0.0]))
+    line = Line(
+        c_on=np.array([1.0, 0.0, 0.0, 0.0]),
+        b=np.array([1e3, 0.0, 1e3, 1e3]),
+        wall=np.array([1e3, 1e3, 19.5, 1e3]),
+        nan_at=np.array([1e3, 1e3, 1e3, 5.0]),
+        phase=np.array([0.0, 0.5, 0.0, 0.0]),
+    )
     y0s = np.array([[0.0], [-delta], [0.0], [0.0]])
     sol = rollax.solve_ensemble(line, y0s, 0.0, 100.0, dt_max=0.5, **KW)
     ref = _solve_all(line, y0s, 100.0, dt_max=0.5)
@@ -272,7 +294,6 @@ def test_inputs_are_validated():
         rollax.solve_ensemble(BouncingBall(e=np.full(4, 0.5)), y0s, 0.0, 10.0)
 
 
-
 @pytest.mark.parametrize("system", ["ball", "oscillator"])
 def test_progress_slices_are_bit_identical(balls, system, monkeypatch):
     # With progress the kernel's loop runs in slices (here of 8 iterations: the smallest
@@ -288,8 +309,7 @@ def test_progress_slices_are_bit_identical(balls, system, monkeypatch):
     monkeypatch.setattr(queue, "_SLICE_S", 1e-6)
     sliced = rollax.solve_ensemble(sys_, y0s, 0.0, 100.0, progress=seen.append, **KW)
     assert len(seen) >= 2 and seen == sorted(seen) and seen[-1] == len(y0s) and seen[0] < len(y0s)
-    for k in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps",
-              "resets"):
+    for k in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets"):
         np.testing.assert_array_equal(getattr(sliced, k), getattr(whole, k), err_msg=k)
 
 

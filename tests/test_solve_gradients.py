@@ -77,8 +77,9 @@ def test_decay_not_fired_single_run_is_exact_in_every_mode():
     exact = -2 * math.exp(-1.0)
 
     def y1(k, adjoint=None):
-        return rollax.solve(Decay(k=k, c=0.1), jnp.array([2.0]), 0.0, 1.0, adjoint=adjoint,
-                            **TOL).y[0]
+        return rollax.solve(
+            Decay(k=k, c=0.1), jnp.array([2.0]), 0.0, 1.0, adjoint=adjoint, **TOL
+        ).y[0]
 
     for name, adjoint in ADJOINTS.items():
         g = float(jax.grad(lambda k: y1(k, adjoint))(1.0))
@@ -93,8 +94,13 @@ def test_decay_vmap_some_lanes_fire_reverse_mode_is_exact(adjoint):
     jac = jax.vmap(jax.jacrev(lambda q: _decay_end(q, ADJOINTS[adjoint])))(jnp.asarray(p))
     assert_finite_gradients(jac)
     for i in range(p.shape[0]):
-        np.testing.assert_allclose(np.asarray(jac[i]), _decay_exact(p[i], fires[i]),
-                                   atol=1e-8, rtol=1e-7, err_msg=f"case {i} fires={fires[i]}")
+        np.testing.assert_allclose(
+            np.asarray(jac[i]),
+            _decay_exact(p[i], fires[i]),
+            atol=1e-8,
+            rtol=1e-7,
+            err_msg=f"case {i} fires={fires[i]}",
+        )
 
 
 def test_decay_forward_and_reverse_agree():
@@ -146,8 +152,9 @@ def _ball_state(z0, e, g, t1, k):
     return jnp.stack([z_start + v0 * s - 0.5 * g * s**2, v0 - g * s])
 
 
-@pytest.mark.parametrize("adjoint", ["checkpointed",
-                                     pytest.param("direct", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "adjoint", ["checkpointed", pytest.param("direct", marks=pytest.mark.slow)]
+)
 def test_bouncing_ball_t1_between_impacts(adjoint):
     # (DirectAdjoint's bounded loops compile for ~35 s here: slow)
     rng = np.random.default_rng(12)
@@ -162,16 +169,27 @@ def test_bouncing_ball_t1_between_impacts(adjoint):
     p = jnp.asarray([c[:4] for c in cases])
 
     def end(q, adjoint=None):
-        sol = rollax.solve(BouncingBall(g=q[2], e=q[1], n_bounces=50), jnp.stack([q[0], 0.0]),
-                           0.0, q[3], adjoint=adjoint, **TOL)
+        sol = rollax.solve(
+            BouncingBall(g=q[2], e=q[1], n_bounces=50),
+            jnp.stack([q[0], 0.0]),
+            0.0,
+            q[3],
+            adjoint=adjoint,
+            **TOL,
+        )
         return sol.y
 
     jac = jax.vmap(jax.jacrev(lambda q: end(q, ADJOINTS[adjoint])))(p)
     assert_finite_gradients(jac, f"jacrev ({adjoint})")
     for i, (z0, e, g, t1, k) in enumerate(cases):
         exact = jax.jacrev(lambda q: _ball_state(q[0], q[1], q[2], q[3], k))(p[i])
-        np.testing.assert_allclose(np.asarray(jac[i]), np.asarray(exact), atol=1e-7,
-                                   rtol=1e-7, err_msg=f"{adjoint}, case {i} ({k} impacts)")
+        np.testing.assert_allclose(
+            np.asarray(jac[i]),
+            np.asarray(exact),
+            atol=1e-7,
+            rtol=1e-7,
+            err_msg=f"{adjoint}, case {i} ({k} impacts)",
+        )
     if adjoint == "checkpointed":
         fwd = jax.vmap(jax.jacfwd(lambda q: end(q, diffrax.ForwardMode())))(p)
         np.testing.assert_allclose(np.asarray(fwd), np.asarray(jac), atol=1e-8, rtol=1e-8)

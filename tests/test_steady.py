@@ -16,8 +16,9 @@ from rollax.models.rim import Rim
 RIM = Rim()
 
 # A spread of non-trivial steady motions over all four branches of Fig. 3.
-_B = np.concatenate([np.linspace(-3.0, -1.65, 5), np.linspace(-1.45, 1.45, 9),
-                     np.linspace(1.65, 3.0, 5)])
+_B = np.concatenate(
+    [np.linspace(-3.0, -1.65, 5), np.linspace(-1.45, 1.45, 9), np.linspace(1.65, 3.0, 5)]
+)
 _W = np.array([-45.0, -8.0, -1.5, 2.0, 12.0, 60.0])
 BETA0, OMEGA30 = (a.ravel() for a in np.meshgrid(_B, _W))
 
@@ -106,10 +107,12 @@ def test_slip_condition_matches_rim_forces():
         F1 = np.asarray(jax.vmap(rim.contact_forces)(xs))[:, 0]
         assert np.all(F1 == 0.0)
     F2 = np.asarray(jax.vmap(RIM.normal_force)(xs)) / RIM.m
-    np.testing.assert_allclose(np.asarray(S.slip_margin(RIM, BETA0, OMEGA30, math.inf)), F2,
-                               rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(S.fall_margin(RIM, BETA0, OMEGA30)), F2,
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(S.slip_margin(RIM, BETA0, OMEGA30, math.inf)), F2, rtol=1e-12, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        np.asarray(S.fall_margin(RIM, BETA0, OMEGA30)), F2, rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("mu", [0.5, 1.0, 2.0])
@@ -144,8 +147,13 @@ def _slsqp(rim, x0):
         F2, F3 = S.steady_forces(rim, x[0], x[1])
         return np.array([-float(rim.stability_h(x[0], x[1])), float(F2 - F3), float(F2 + F3)])
 
-    res = minimize(f, x0, constraints=[{"type": "ineq", "fun": cons}], method="SLSQP",
-                   options=dict(ftol=1e-14, maxiter=500))
+    res = minimize(
+        f,
+        x0,
+        constraints=[{"type": "ineq", "fun": cons}],
+        method="SLSQP",
+        options=dict(ftol=1e-14, maxiter=500),
+    )
     return math.sqrt(res.fun), res.x, cons(res.x)
 
 

@@ -28,6 +28,7 @@ class Decay(rollax.AbstractSystem):
     def event_values(self, t, y, mode):
         return y - self.c
 
+
 TOL = dict(rtol=1e-10, atol=1e-10, lanes=16)
 
 
@@ -43,10 +44,12 @@ def test_grid_over_a_state_component_and_a_parameter(tmp_path):
     # the chunking does not change a result, and a rerun into the same directory resumes
     one = rollax.sweep(ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=64, progress=False, **TOL)
     np.testing.assert_array_equal(one.solution["t"], res.solution["t"])
-    first = rollax.sweep(ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False,
-                         cache_dir=tmp_path, **TOL)
-    again = rollax.sweep(ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False,
-                         cache_dir=tmp_path, **TOL)
+    first = rollax.sweep(
+        ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False, cache_dir=tmp_path, **TOL
+    )
+    again = rollax.sweep(
+        ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False, cache_dir=tmp_path, **TOL
+    )
     np.testing.assert_array_equal(first.solution["t"], again.solution["t"])
     saved = np.load(res.save(tmp_path / "ball.npz"))
     assert list(saved["axes"]) == ["z", "e"] and saved["outcome"].shape == (7, 5)
@@ -69,24 +72,30 @@ def test_per_start_parameters_equal_one_by_one_runs():
     np.testing.assert_allclose(batch.t, T0 * (1 + 2 * es + 2 * es**2), atol=1e-9)
 
 
-@pytest.mark.parametrize("axes, y0, match", [
-    ([rollax.Axis("w", 0.0, 1.0, 3)], {"v": 0.0}, "axis name = 'w'"),
-    ([rollax.Axis("z", 0.0, 1.0, 3), rollax.Axis("z", 0.0, 1.0, 3)], {"v": 0.0}, "twice"),
-    ([rollax.Axis("z", 0.5, 1.0, 3)], {}, "y0 needs values for \\['v'\\]"),
-    ([rollax.Axis("z", 0.5, 1.0, 3)], {"v": 0.0, "q": 1.0}, "not state components"),
-    ([rollax.Axis("z", 0.5, 1.0, 3)], [0.0], "y0 has shape"),
-])
+@pytest.mark.parametrize(
+    "axes, y0, match",
+    [
+        ([rollax.Axis("w", 0.0, 1.0, 3)], {"v": 0.0}, "axis name = 'w'"),
+        ([rollax.Axis("z", 0.0, 1.0, 3), rollax.Axis("z", 0.0, 1.0, 3)], {"v": 0.0}, "twice"),
+        ([rollax.Axis("z", 0.5, 1.0, 3)], {}, "y0 needs values for \\['v'\\]"),
+        ([rollax.Axis("z", 0.5, 1.0, 3)], {"v": 0.0, "q": 1.0}, "not state components"),
+        ([rollax.Axis("z", 0.5, 1.0, 3)], [0.0], "y0 has shape"),
+    ],
+)
 def test_bad_sweeps_get_clear_errors(axes, y0, match):
     with pytest.raises(ValueError, match=match):
         rollax.sweep(BouncingBall(), axes, y0=y0, t1=1.0, progress=False)
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(name="beta", lo=1.0, hi=0.0, n=3), "lo < hi"),
-    (dict(name="beta", lo=0.0, hi=math.nan, n=3), "finite"),
-    (dict(name="beta", lo=0.0, hi=1.0, n=1), "grid size"),
-    (dict(name="", lo=0.0, hi=1.0, n=3), "non-empty"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(name="beta", lo=1.0, hi=0.0, n=3), "lo < hi"),
+        (dict(name="beta", lo=0.0, hi=math.nan, n=3), "finite"),
+        (dict(name="beta", lo=0.0, hi=1.0, n=1), "grid size"),
+        (dict(name="", lo=0.0, hi=1.0, n=3), "non-empty"),
+    ],
+)
 def test_bad_axes(kw, match):
     with pytest.raises(ValueError, match=match):
         rollax.Axis(**kw)
@@ -105,13 +114,17 @@ def test_keep_solution_false_keeps_the_outcome_and_summary_only(backend):
     rng = np.random.default_rng(36)
     for _ in range(2 if backend == "queue" else 1):  # (the fused path interpreted: slow)
         lo = float(rng.uniform(0.3, 1.0))
-        axes = [rollax.Axis("z", lo, lo + float(rng.uniform(0.5, 2.0)), 5),
-                rollax.Axis("e", 0.3, 0.9, int(rng.integers(2, 5)))]
-        kw = dict(y0={"v": 0.0}, t1=20.0, progress=False, summary=_t_at_impact,
-                  backend=backend, **TOL)
+        axes = [
+            rollax.Axis("z", lo, lo + float(rng.uniform(0.5, 2.0)), 5),
+            rollax.Axis("e", 0.3, 0.9, int(rng.integers(2, 5))),
+        ]
+        kw = dict(
+            y0={"v": 0.0}, t1=20.0, progress=False, summary=_t_at_impact, backend=backend, **TOL
+        )
         full = rollax.sweep(ball, axes, chunk_size=64, **kw)
-        lean = rollax.sweep(ball, axes, chunk_size=int(rng.integers(3, 20)),
-                            keep_solution=False, **kw)
+        lean = rollax.sweep(
+            ball, axes, chunk_size=int(rng.integers(3, 20)), keep_solution=False, **kw
+        )
         assert lean.solution == {}
         np.testing.assert_array_equal(lean.outcome, full.outcome)
         np.testing.assert_array_equal(lean.summary["t_impact"], full.summary["t_impact"])
@@ -123,15 +136,30 @@ def test_keep_solution_false_keeps_the_outcome_and_summary_only(backend):
             lean.status_name
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(keep_solution="no"), r"keep_solution = 'no' is not allowed: it must be True or False"),
-    (dict(keep_solution=False, save_events=3), r"save_events = 3 is not allowed with "
-                                               r"keep_solution=False"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (
+            dict(keep_solution="no"),
+            r"keep_solution = 'no' is not allowed: it must be True or False",
+        ),
+        (
+            dict(keep_solution=False, save_events=3),
+            r"save_events = 3 is not allowed with "
+            r"keep_solution=False",
+        ),
+    ],
+)
 def test_keep_solution_refuses_bad_input(bad, match):
     with pytest.raises(ValueError, match=match):
-        rollax.sweep(BouncingBall(), [rollax.Axis("z", 0.5, 2.0, 3)], y0={"v": 0.0}, t1=5.0,
-                     progress=False, **bad)
+        rollax.sweep(
+            BouncingBall(),
+            [rollax.Axis("z", 0.5, 2.0, 3)],
+            y0={"v": 0.0},
+            t1=5.0,
+            progress=False,
+            **bad,
+        )
 
 
 class Still(rollax.AbstractSystem):
@@ -149,16 +177,20 @@ def test_grid_points_are_row_major_in_any_chunking():
     # each run starts at its grid point (the first axis slowest), as numpy's unravel_index
     rng = np.random.default_rng(7)
     for _ in range(6):
-        names = list(rng.permutation(["a", "b", "c"])[:rng.integers(1, 4)])
+        names = list(rng.permutation(["a", "b", "c"])[: rng.integers(1, 4)])
         axes = []
         for nm in names:
             kind = rng.integers(3)
             n = int(rng.integers(2, 6))
-            axes.append(rollax.Axis.of(nm, rng.normal(size=n)) if kind == 0 else
-                        rollax.Axis(nm, 0.1, 2.0, n, "log" if kind == 1 else "linear"))
+            axes.append(
+                rollax.Axis.of(nm, rng.normal(size=n))
+                if kind == 0
+                else rollax.Axis(nm, 0.1, 2.0, n, "log" if kind == 1 else "linear")
+            )
         y0 = {nm: float(rng.normal()) for nm in "abc" if nm not in names}
-        res = rollax.sweep(Still(), axes, y0=y0, t1=1.0, chunk_size=int(rng.integers(1, 40)),
-                           progress=False, **TOL)
+        res = rollax.sweep(
+            Still(), axes, y0=y0, t1=1.0, chunk_size=int(rng.integers(1, 40)), progress=False, **TOL
+        )
         shape = tuple(a.n for a in axes)
         for flat in range(int(np.prod(shape))):
             ix = np.unravel_index(flat, shape)

@@ -49,8 +49,11 @@ def test_per_start_vectors_ride_on_a_leading_axis():
 
 @pytest.mark.parametrize("bad", [np.ones(2), np.ones((4, 2)), np.ones(()), np.ones((2, 3, 1))])
 def test_a_value_of_another_shape_is_refused_by_name(bad):
-    with pytest.raises(ValueError, match=r"_Spin.w has shape .*declared "
-                                         r"rollax.parameter\(shape=\(3,\)\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"_Spin.w has shape .*declared "
+        r"rollax.parameter\(shape=\(3,\)\)",
+    ):
         _Spin(w=bad)
 
 
@@ -73,6 +76,9 @@ def test_scalar_parameters_are_batched_on_any_leading_axis():
         k = rng.uniform(0.1, 2.0, n)
         sol = rollax.solve_ensemble(Decay(k=k), np.ones((n, 1)), 0.0, 1.0)
         np.testing.assert_allclose(sol.y[:, 0], np.exp(-k), rtol=1e-7)
-    with pytest.raises(ValueError, match=r"Decay.k = nan is not allowed: a parameter must be "
-                                         r"finite"):
+    with pytest.raises(
+        ValueError,
+        match=r"Decay.k = nan is not allowed: a parameter must be "
+        r"finite",
+    ):
         Decay(k=np.nan)

@@ -14,8 +14,15 @@ def test_sliding_disc_stops_like_simulate_stop():
         x0 = jnp.asarray(x0)
         ref = simulate_stop(body, x0)
         r0 = float(jnp.linalg.norm(x0))
-        sol = rollax.solve(SlidingStop(body, 1e-12 * r0), jnp.concatenate([x0, jnp.zeros(1)]),
-                           0.0, 400.0, rtol=1e-10, atol=1e-13, max_steps=8192)
+        sol = rollax.solve(
+            SlidingStop(body, 1e-12 * r0),
+            jnp.concatenate([x0, jnp.zeros(1)]),
+            0.0,
+            400.0,
+            rtol=1e-10,
+            atol=1e-13,
+            max_steps=8192,
+        )
         assert sol.status == rollax.Status.EVENT
         assert abs(float(sol.y[3]) - float(ref.t_stop)) < 1e-9
         assert abs(float(SlidingStop(body).eps(sol.y)) - float(ref.eps)) < 1e-6

@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 import rollax
-from rollax.analysis.penny import GLANCING, IMPACT, EllipseTable, PennyBilliard, circle_table, dynamic
+from rollax.analysis.penny import (
+    GLANCING,
+    IMPACT,
+    EllipseTable,
+    PennyBilliard,
+    circle_table,
+    dynamic,
+)
 from rollax.systems import PennyOutcome, PennySystem
 
 TOL = dict(rtol=1e-12, atol=1e-12)
@@ -34,8 +41,7 @@ def test_impact_sequence_matches_the_closed_form_flow(law):
         assert sol.status == rollax.Status.EVENT and int(sol.aux[0]) == k
         assert int(PennySystem(b, k).outcome(sol)) == PennyOutcome.DONE
         assert abs(float(sol.t) - float(seq.times[k - 1])) < tol
-        np.testing.assert_allclose(np.asarray(sol.y), np.asarray(seq.states[k - 1]),
-                                   atol=1e3 * tol)
+        np.testing.assert_allclose(np.asarray(sol.y), np.asarray(seq.states[k - 1]), atol=1e3 * tol)
         # which end hit: the event index is the billiard's end (0 front, 1 back)
         assert int(sol.event) == int(seq.ends[k - 1])
 
@@ -44,8 +50,9 @@ def _circling(b, cx, Om=2.0, om=1.0, phi0=math.pi):
     """Both ends of the penny move on a circle of radius hypot(Om R / om, R) about (cx, 0)."""
     p = b.penny
     r = Om * float(p.R) / om
-    return p.state(x=cx + r * math.sin(phi0), y=-r * math.cos(phi0), phi=phi0, theta_dot=Om,
-                   phi_dot=om)
+    return p.state(
+        x=cx + r * math.sin(phi0), y=-r * math.cos(phi0), phi=phi0, theta_dot=Om, phi_dot=om
+    )
 
 
 def test_a_glancing_impact_ends_the_run_with_the_pre_impact_state():
@@ -62,9 +69,18 @@ def test_a_glancing_impact_ends_the_run_with_the_pre_impact_state():
     t, y, _, aux2, stop = system.reset(seq.times[0], pre, 0, aux, end)
     assert bool(stop) and float(aux2[0]) == 0.0
     np.testing.assert_array_equal(np.asarray(y), np.asarray(pre))
-    sol = rollax.Solution(t=t, y=y, mode=jnp.int32(0), aux=aux2, status=jnp.int32(0),
-                          event=jnp.int32(end), counts=jnp.zeros(2, jnp.int32),
-                          t_first=jnp.full(2, jnp.nan), steps=jnp.int32(1), resets=jnp.int32(0))
+    sol = rollax.Solution(
+        t=t,
+        y=y,
+        mode=jnp.int32(0),
+        aux=aux2,
+        status=jnp.int32(0),
+        event=jnp.int32(end),
+        counts=jnp.zeros(2, jnp.int32),
+        t_first=jnp.full(2, jnp.nan),
+        steps=jnp.int32(1),
+        resets=jnp.int32(0),
+    )
     assert int(system.outcome(sol)) == PennyOutcome.GLANCING
     # an ordinary impact on the same billiard is applied and counted
     hit = simulate(b, _circling(b, a - math.hypot(2.0 * R, R) + 1e-4), 1)

@@ -20,8 +20,15 @@ from rollax.friction.sliding import SlidingBody
 from rollax.models.rim import Rim, rolling_energy
 from rollax.robot import Ball, Disk, RampControl
 from rollax.robot.examples import paper_ball, paper_disk
-from rollax.systems import (PennySystem, RimRolling, RimSlipping, RimTracked, Robot, Sliding,
-                            SlidingStop)
+from rollax.systems import (
+    PennySystem,
+    RimRolling,
+    RimSlipping,
+    RimTracked,
+    Robot,
+    Sliding,
+    SlidingStop,
+)
 
 RIM = Rim()
 X = jnp.array([0.3, 0.1, -2.0, 9.0])
@@ -75,22 +82,33 @@ def test_the_cases_of_the_issue_rim():
 def test_state_checks_hold_under_jit_and_vmap_and_leave_values_unchanged():
     xs = jnp.stack([X, 2 * X, -X])
     f = jax.jit(jax.vmap(RIM.vector_field))
-    np.testing.assert_allclose(np.asarray(f(xs)), np.stack([np.asarray(RIM.vector_field(x)) for x in xs]),
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        np.asarray(f(xs)), np.stack([np.asarray(RIM.vector_field(x)) for x in xs]), rtol=1e-14
+    )
     with pytest.raises(ValueError, match=r"traced array of shape \(3,\)"):
         jax.vmap(RIM.vector_field)(xs[:, :3])
     with pytest.raises(ValueError, match=r"shape \(4,\)"):
         jax.jit(RIM.energy)(xs)
     # lists and tuples of four numbers are states too
-    np.testing.assert_allclose(np.asarray(RIM.vector_field(list(map(float, X)))),
-                               np.asarray(RIM.vector_field(X)), rtol=1e-15)
+    np.testing.assert_allclose(
+        np.asarray(RIM.vector_field(list(map(float, X)))),
+        np.asarray(RIM.vector_field(X)),
+        rtol=1e-15,
+    )
     # traced parameters (rollax.identify) still work
     g = jax.grad(lambda r: RIM.__class__(r=r).energy(X))(0.12)
     assert np.isfinite(float(g))
 
 
-SLIP6 = ["slip_normal_force", "slip_vector_field", "slip_energy", "rolling_equivalent",
-         "layer_slip", "layer_vector_field", "stick"]
+SLIP6 = [
+    "slip_normal_force",
+    "slip_vector_field",
+    "slip_energy",
+    "rolling_equivalent",
+    "layer_slip",
+    "layer_vector_field",
+    "stick",
+]
 SLIP4 = ["limit_coefficients", "limit_directions", "start_slip"]
 
 
@@ -126,7 +144,9 @@ def test_slip_functions_work_vmapped():
 LAW = exact_law("uniform")
 
 
-@pytest.mark.parametrize("N", [0, -1, MAX_DEGREE + 1, 500, 1.5, math.nan, math.inf, True, "2", None])
+@pytest.mark.parametrize(
+    "N", [0, -1, MAX_DEGREE + 1, 500, 1.5, math.nan, math.inf, True, "2", None]
+)
 def test_harmonic_degree(N):
     with pytest.raises(ValueError) as e:
         fit_harmonic(LAW, N)
@@ -157,9 +177,13 @@ def test_the_case_of_the_issue_fit_harmonic():
 def test_penny_n_impacts(n):
     b = penny.paper_billiard()
     s0 = b.penny.state()
-    for call in (lambda: penny.simulate(b, s0, n), lambda: b.simulate(s0, n),
-                 lambda: penny.ftle(b, s0, n), lambda: penny.simulate_batch(b, s0[None], n),
-                 lambda: PennySystem(b, n)):
+    for call in (
+        lambda: penny.simulate(b, s0, n),
+        lambda: b.simulate(s0, n),
+        lambda: penny.ftle(b, s0, n),
+        lambda: penny.simulate_batch(b, s0[None], n),
+        lambda: PennySystem(b, n),
+    ):
         with pytest.raises(ValueError) as e:
             call()
         _one_line(e, "n_impacts = ", ">= 1")
@@ -194,10 +218,18 @@ _DISK = paper_disk().model
 _BALL = paper_ball().model
 _BODY = SlidingBody(LAW)
 _CONTROL = RampControl(jnp.ones(3))
-_DISK_KW = dict(radius=1.0, m0=1.0, d2=1.0, zeta0=(0.0, 0.0, 0.0), masses=(1.0,) * 4,
-                rails=_DISK.rails, g=1.0)
-_BALL_KW = dict(radius=1.0, m0=1.0, inertia=(0.9, 1.0, 1.1), zeta0=(0.0, 0.0, -0.05),
-                masses=(1.0, 1.0, 1.0), rails=_BALL.rails, g=1.0)
+_DISK_KW = dict(
+    radius=1.0, m0=1.0, d2=1.0, zeta0=(0.0, 0.0, 0.0), masses=(1.0,) * 4, rails=_DISK.rails, g=1.0
+)
+_BALL_KW = dict(
+    radius=1.0,
+    m0=1.0,
+    inertia=(0.9, 1.0, 1.1),
+    zeta0=(0.0, 0.0, -0.05),
+    masses=(1.0, 1.0, 1.0),
+    rails=_BALL.rails,
+    g=1.0,
+)
 
 _JUNK = st.sampled_from(["abc", "", None, True, False, object(), "1.0", b"1"])
 _NONFINITE = st.sampled_from([math.nan, math.inf, -math.inf, float("-nan"), 1e400])
@@ -213,15 +245,27 @@ def _bad(kind):
     if kind == "finite":
         return st.one_of(_JUNK, _NONFINITE)
     if kind == "j":  # (0, 1]
-        return st.one_of(_JUNK, _NONFINITE, st.floats(max_value=0.0, **_FLOATS),
-                         st.floats(min_value=1.0, exclude_min=True, **_FLOATS))
+        return st.one_of(
+            _JUNK,
+            _NONFINITE,
+            st.floats(max_value=0.0, **_FLOATS),
+            st.floats(min_value=1.0, exclude_min=True, **_FLOATS),
+        )
     if kind == "unit_open":  # (0, 1)
-        return st.one_of(_JUNK, _NONFINITE, st.floats(max_value=0.0, **_FLOATS),
-                         st.floats(min_value=1.0, **_FLOATS))
+        return st.one_of(
+            _JUNK,
+            _NONFINITE,
+            st.floats(max_value=0.0, **_FLOATS),
+            st.floats(min_value=1.0, **_FLOATS),
+        )
     if kind.startswith("int>="):
         lo = int(kind[5:])
-        return st.one_of(_JUNK, _NONFINITE, st.integers(max_value=lo - 1),
-                         st.sampled_from([1.5, lo + 0.5, -0.25]))
+        return st.one_of(
+            _JUNK,
+            _NONFINITE,
+            st.integers(max_value=lo - 1),
+            st.sampled_from([1.5, lo + 0.5, -0.25]),
+        )
     if kind == "object":
         return st.one_of(_JUNK, st.floats(**_FLOATS), st.just(Rim()), st.just(_BODY))
     raise AssertionError(kind)
@@ -229,42 +273,76 @@ def _bad(kind):
 
 def _vector(base, kind):
     """A vector field's bad values: the whole value junk, or one entry a bad number."""
-    bad_number = _NONFINITE if kind == "finite" else st.one_of(
-        _NONFINITE, st.floats(max_value=0.0, **_FLOATS))
+    bad_number = (
+        _NONFINITE
+        if kind == "finite"
+        else st.one_of(_NONFINITE, st.floats(max_value=0.0, **_FLOATS))
+    )
     one = st.tuples(st.integers(0, len(base) - 1), bad_number).map(
-        lambda iv: tuple(iv[1] if k == iv[0] else v for k, v in enumerate(base)))
+        lambda iv: tuple(iv[1] if k == iv[0] else v for k, v in enumerate(base))
+    )
     return st.one_of(_JUNK, one)
 
 
 # constructor name -> (build(**changed fields), {field: kind or strategy})
 CONSTRUCTORS = {
-    "Disk": (lambda **kw: Disk(**{**_DISK_KW, **kw}),
-             {"radius": "positive", "m0": "positive", "d2": "positive", "g": "nonnegative",
-              "zeta0": _vector((0.0, 0.0, 0.0), "finite"),
-              "masses": _vector((1.0,) * 4, "positive")}),
-    "Ball": (lambda **kw: Ball(**{**_BALL_KW, **kw}),
-             {"radius": "positive", "m0": "positive", "g": "nonnegative",
-              "inertia": _vector((0.9, 1.0, 1.1), "positive"),
-              "zeta0": _vector((0.0, 0.0, -0.05), "finite"),
-              "masses": _vector((1.0, 1.0, 1.0), "positive"), "quat_gain": "nonnegative"}),
-    "SlidingBody": (lambda **kw: SlidingBody(**{"law": LAW, **kw}),
-                    {"m": "positive", "j": "j", "R_bar": "positive", "F": "nonnegative"}),
+    "Disk": (
+        lambda **kw: Disk(**{**_DISK_KW, **kw}),
+        {
+            "radius": "positive",
+            "m0": "positive",
+            "d2": "positive",
+            "g": "nonnegative",
+            "zeta0": _vector((0.0, 0.0, 0.0), "finite"),
+            "masses": _vector((1.0,) * 4, "positive"),
+        },
+    ),
+    "Ball": (
+        lambda **kw: Ball(**{**_BALL_KW, **kw}),
+        {
+            "radius": "positive",
+            "m0": "positive",
+            "g": "nonnegative",
+            "inertia": _vector((0.9, 1.0, 1.1), "positive"),
+            "zeta0": _vector((0.0, 0.0, -0.05), "finite"),
+            "masses": _vector((1.0, 1.0, 1.0), "positive"),
+            "quat_gain": "nonnegative",
+        },
+    ),
+    "SlidingBody": (
+        lambda **kw: SlidingBody(**{"law": LAW, **kw}),
+        {"m": "positive", "j": "j", "R_bar": "positive", "F": "nonnegative"},
+    ),
     "UniformPressure": (lambda **kw: UniformPressure(**kw), {"P": "positive", "R": "positive"}),
     "HertzPressure": (lambda **kw: HertzPressure(**kw), {"P": "positive", "R": "positive"}),
     "RimRolling": (lambda **kw: RimRolling(**kw), {"w1_target": "int>=0", "rim": "object"}),
     "RimTracked": (lambda **kw: RimTracked(**kw), {"rim": "object"}),
-    "RimSlipping": (lambda **kw: RimSlipping(**kw),
-                    {"rim": "object", "delta": "positive", "u_layer": "positive",
-                     "tau_stick": "positive", "dir_tol": "unit_open", "min_dwell": "positive",
-                     "max_switches": "int>=1", "max_short": "int>=2"}),
-    "Sliding": (lambda **kw: Sliding(**{"body": _BODY, **kw}),
-                {"r_stop": "positive", "body": "object"}),
-    "SlidingStop": (lambda **kw: SlidingStop(**{"body": _BODY, **kw}),
-                    {"r_stop": "positive", "body": "object"}),
-    "Robot": (lambda **kw: Robot(**{"model": _BALL, "control": _CONTROL, **kw}),
-              {"model": "object", "control": "object"}),
-    "PennySystem": (lambda **kw: PennySystem(**kw),
-                    {"n_impacts": "int>=1", "billiard": "object"}),
+    "RimSlipping": (
+        lambda **kw: RimSlipping(**kw),
+        {
+            "rim": "object",
+            "delta": "positive",
+            "u_layer": "positive",
+            "tau_stick": "positive",
+            "dir_tol": "unit_open",
+            "min_dwell": "positive",
+            "max_switches": "int>=1",
+            "max_short": "int>=2",
+        },
+    ),
+    "Sliding": (
+        lambda **kw: Sliding(**{"body": _BODY, **kw}),
+        {"r_stop": "positive", "body": "object"},
+    ),
+    "SlidingStop": (
+        lambda **kw: SlidingStop(**{"body": _BODY, **kw}),
+        {"r_stop": "positive", "body": "object"},
+    ),
+    "Robot": (
+        lambda **kw: Robot(**{"model": _BALL, "control": _CONTROL, **kw}),
+        {"model": "object", "control": "object"},
+    ),
+    "PennySystem": (lambda **kw: PennySystem(**kw), {"n_impacts": "int>=1", "billiard": "object"}),
 }
 _CASES = [(c, f) for c, (_, fields) in CONSTRUCTORS.items() for f in fields]
 

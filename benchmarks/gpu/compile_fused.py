@@ -33,9 +33,15 @@ def _one(name: str, lower_only: bool, q, phase: str | None = None) -> None:
     row = dict(case=name) if phase is None else dict(case=name, phase=phase)
     tic = time.perf_counter()
     try:
-        lowered = rollax.fused_program(system, y0s, 0.0, t1, phase=phase,
-                                       platform="cuda" if lower_only else None,
-                                       **{**tc.TOL, **opts})
+        lowered = rollax.fused_program(
+            system,
+            y0s,
+            0.0,
+            t1,
+            phase=phase,
+            platform="cuda" if lower_only else None,
+            **{**tc.TOL, **opts},
+        )
     except ValueError as e:  # no such kernel (serve without a reset map)
         q.put({**row, "compile_s": str(e)[:80]})
         return
@@ -51,11 +57,15 @@ def _one(name: str, lower_only: bool, q, phase: str | None = None) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=float, default=120.0)
-    ap.add_argument("--cases", default="oscillator,bouncing_ball,rim_rolling,sliding,"
-                                       "rim_slipping,penny,robot")
+    ap.add_argument(
+        "--cases", default="oscillator,bouncing_ball,rim_rolling,sliding,rim_slipping,penny,robot"
+    )
     ap.add_argument("--lower-only", action="store_true")
-    ap.add_argument("--phases", action="store_true",
-                    help="each phase's kernel compiled alone, all at once (one process each)")
+    ap.add_argument(
+        "--phases",
+        action="store_true",
+        help="each phase's kernel compiled alone, all at once (one process each)",
+    )
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
     if args.phases:

@@ -59,17 +59,24 @@ def device_times(trace_dir: str) -> dict:
         if b > end:
             busy += (b - max(a, end)) * 1e-9
             end = b
-    return dict(busy_s=round(busy, 4), top=[(k, round(v, 4)) for k, v in by.most_common(15)],
-                host=[(k, round(v, 4)) for k, v in host.most_common(25)],
-                runtime=[(k, round(v, 4)) for k, v in runtime.most_common(25)])
+    return dict(
+        busy_s=round(busy, 4),
+        top=[(k, round(v, 4)) for k, v in by.most_common(15)],
+        host=[(k, round(v, 4)) for k, v in host.most_common(25)],
+        runtime=[(k, round(v, 4)) for k, v in runtime.most_common(25)],
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--grid", type=int, nargs=2, default=[1000, 1000])
     ap.add_argument("--json", default=None)
-    ap.add_argument("--mu", type=float, default=None,
-                    help="the rolling/slipping panel with this friction (rim.mu); default: no slip")
+    ap.add_argument(
+        "--mu",
+        type=float,
+        default=None,
+        help="the rolling/slipping panel with this friction (rim.mu); default: no slip",
+    )
     args = ap.parse_args()
     rim, kw = preset("fig11", "none")
     slip = None
@@ -78,8 +85,9 @@ def main() -> None:
     kw["x"] = type(kw["x"])("beta", 0.8, 1.8, args.grid[0])
     kw["y"] = type(kw["y"])("omega1", -20.0, 20.0, args.grid[1])
     n = kw["x"].n * kw["y"].n
-    opts = dict(progress=False, t_max=60.0, rtol=1e-9, atol=1e-9, chunk_size=n,
-                backend="fused", slip=slip)
+    opts = dict(
+        progress=False, t_max=60.0, rtol=1e-9, atol=1e-9, chunk_size=n, backend="fused", slip=slip
+    )
     row: dict = dict(device=str(jax.devices()[0].device_kind), grid=args.grid, mu=args.mu)
 
     def timed(fn, repeat=3):
@@ -96,8 +104,11 @@ def main() -> None:
     system = RimRolling(rim, w1_target=2)
     starts = section_starts(kw["x"], kw["y"], kw["fixed"])
     if slip is None:
-        row["solve_ensemble_s"] = timed(lambda: rollax.solve_ensemble(
-            system, starts, 0.0, 60.0, rtol=1e-9, atol=1e-9, backend="fused"))
+        row["solve_ensemble_s"] = timed(
+            lambda: rollax.solve_ensemble(
+                system, starts, 0.0, 60.0, rtol=1e-9, atol=1e-9, backend="fused"
+            )
+        )
     with tempfile.TemporaryDirectory() as d:
         with jax.profiler.trace(d):
             basin_map(rim, **kw, **opts)

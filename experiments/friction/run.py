@@ -30,7 +30,11 @@ cases = {
 errors = {}
 pades = {}
 for name, law in cases.items():
-    errors[name] = {"harmonic": {}, "pade": {}, "linear": fit_error(LinearModel(kappa=law.kappa, R=law.R, rho=law.rho), law)}
+    errors[name] = {
+        "harmonic": {},
+        "pade": {},
+        "linear": fit_error(LinearModel(kappa=law.kappa, R=law.R, rho=law.rho), law),
+    }
     for N in range(1, 7):
         errors[name]["harmonic"][N] = fit_error(HarmonicModel.from_law(law, N), law)
     for d in (2, 3, 4):
@@ -46,8 +50,12 @@ with open(os.path.join(HERE, "errors.json"), "w") as fh:
 fig, ax = plt.subplots(1, 2, figsize=(9, 3.5), dpi=100)
 for name in cases:
     Ns = list(range(1, 7))
-    ax[0].semilogy(Ns, [errors[name]["harmonic"][N]["rms_Q"] for N in Ns], "o-", label=f"harmonic, {name}")
-    ax[1].semilogy(Ns, [errors[name]["harmonic"][N]["rms_T"] for N in Ns], "o-", label=f"harmonic, {name}")
+    ax[0].semilogy(
+        Ns, [errors[name]["harmonic"][N]["rms_Q"] for N in Ns], "o-", label=f"harmonic, {name}"
+    )
+    ax[1].semilogy(
+        Ns, [errors[name]["harmonic"][N]["rms_T"] for N in Ns], "o-", label=f"harmonic, {name}"
+    )
     ds = [2, 3, 4]
     ax[0].semilogy(ds, [errors[name]["pade"][d]["rms_Q"] for d in ds], "s--", label=f"Pade, {name}")
     ax[1].semilogy(ds, [errors[name]["pade"][d]["rms_T"] for d in ds], "s--", label=f"Pade, {name}")
@@ -80,9 +88,23 @@ def profile_fig(law, fname, title, torque=True):
     plt.close(fig)
 
 
-profile_fig(cases["uniform, rho=kappa"], "fig07_uniform_rho_kappa.png", "Fig. 7 analogue: uniform pressure, rho = kappa")
-profile_fig(cases["uniform, rho=R"], "fig08_uniform_rho_R.png", "Fig. 8 analogue: uniform pressure, rho = R", torque=False)
-profile_fig(cases["hertz, rho=kappa"], "fig09_hertz_rho_kappa.png", "Fig. 9 analogue: Hertz pressure, rho = kappa", torque=False)
+profile_fig(
+    cases["uniform, rho=kappa"],
+    "fig07_uniform_rho_kappa.png",
+    "Fig. 7 analogue: uniform pressure, rho = kappa",
+)
+profile_fig(
+    cases["uniform, rho=R"],
+    "fig08_uniform_rho_R.png",
+    "Fig. 8 analogue: uniform pressure, rho = R",
+    torque=False,
+)
+profile_fig(
+    cases["hertz, rho=kappa"],
+    "fig09_hertz_rho_kappa.png",
+    "Fig. 9 analogue: Hertz pressure, rho = kappa",
+    torque=False,
+)
 
 # --- Fig. 10: harmonic vs Pade in eps
 law = cases["uniform, rho=kappa"]
@@ -91,8 +113,17 @@ fig, ax = plt.subplots(1, 2, figsize=(8.4, 3.3), dpi=100)
 for i, f in enumerate(("Q_eps", "T_eps")):
     ax[i].semilogx(eps, getattr(law, f)(jnp.asarray(eps)), "k:", lw=2, label="exact")
     for N in (2, 3):
-        ax[i].semilogx(eps, getattr(HarmonicModel.from_law(law, N), f)(jnp.asarray(eps)), label=f"harmonic N = {N}")
-        ax[i].semilogx(eps, getattr(pades[("uniform, rho=kappa", N)], f)(jnp.asarray(eps)), "--", label=f"Pade n = {N}")
+        ax[i].semilogx(
+            eps,
+            getattr(HarmonicModel.from_law(law, N), f)(jnp.asarray(eps)),
+            label=f"harmonic N = {N}",
+        )
+        ax[i].semilogx(
+            eps,
+            getattr(pades[("uniform, rho=kappa", N)], f)(jnp.asarray(eps)),
+            "--",
+            label=f"Pade n = {N}",
+        )
     ax[i].set_xlabel("eps")
     ax[i].set_ylabel(f)
 ax[0].legend(fontsize=7)
@@ -105,7 +136,10 @@ plt.close(fig)
 summary = {"disc": {}, "ball_lambda5": {}}
 fig, ax = plt.subplots(1, 2, figsize=(8.4, 3.3), dpi=100)
 w3 = np.linspace(0, 1, 300)
-for key, exact, mk, a in (("disc", ExactUniform(), PlanarBody.disc, ax[0]), ("ball_lambda5", ExactHertz(), lambda L: PlanarBody.ball(L, lam=5.0), ax[1])):
+for key, exact, mk, a in (
+    ("disc", ExactUniform(), PlanarBody.disc, ax[0]),
+    ("ball_lambda5", ExactHertz(), lambda L: PlanarBody.ball(L, lam=5.0), ax[1]),
+):
     for N in range(1, 7):
         b = mk(HarmonicModel.from_law(exact, N))
         a.plot(w3, np.asarray(b.k(jnp.asarray(w3))) * np.sqrt(1 - w3**2), label=f"N = {N}")

@@ -29,8 +29,14 @@ import numpy as np
 import rollax
 from rollax.friction import exact_law
 from rollax.friction.sliding import SlidingBody
-from rollax.analysis.identification import (fit_rim, fit_slide, fit_summary, rim_observations,
-                                   simulate_camera, write_rim_csv)
+from rollax.analysis.identification import (
+    fit_rim,
+    fit_slide,
+    fit_summary,
+    rim_observations,
+    simulate_camera,
+    write_rim_csv,
+)
 from rollax.plot import plot_identification, plot_profiles
 from rollax.models.rim import Rim
 from rollax.systems import Sliding
@@ -53,18 +59,30 @@ def rim():
     res["truth"] = dict(zip(fit.names, np.concatenate([[0.02, 0.0], y0]).tolist()))
     res["t_separation_s"] = t_sep
     res["notes"] = [str(w.message) for w in caught]
-    caption = (f"k_d = {fit['k_d'][0]:.5f} ± {fit['k_d'][1]:.1g} 1/s (truth 0.02), "
-               f"k_r = {fit['k_r'][0]:.2g} ± {fit['k_r'][1]:.1g} 1/s (truth 0)\n"
-               f"{len(t)} samples at 240 Hz until the ball leaves the rim; "
-               f"noise 1 mm (d, z), 2 mrad (alpha)\nRim of Table 1 (r 0.12 m, a 0.01 m, "
-               f"R 0.225 m, j 2/3)")
-    plot_identification(obs.t, obs.values, fit.predict(obs), obs.names, ("m", "m", "rad"),
-                        caption, os.path.join(HERE, "fit.png"),
-                        os.path.join(HERE, "residuals.png"))
-    plot_profiles(fit.profile, os.path.join(HERE, "profile.png"),
-                  caption=caption.split("\n")[0] + f"\nstatus {fit.status}, chi^2/dof "
-                  f"{fit.chi2_per_dof:.3f}; noise estimated from the residuals",
-                  units={"k_d": "1/s", "k_r": "1/s"})
+    caption = (
+        f"k_d = {fit['k_d'][0]:.5f} ± {fit['k_d'][1]:.1g} 1/s (truth 0.02), "
+        f"k_r = {fit['k_r'][0]:.2g} ± {fit['k_r'][1]:.1g} 1/s (truth 0)\n"
+        f"{len(t)} samples at 240 Hz until the ball leaves the rim; "
+        f"noise 1 mm (d, z), 2 mrad (alpha)\nRim of Table 1 (r 0.12 m, a 0.01 m, "
+        f"R 0.225 m, j 2/3)"
+    )
+    plot_identification(
+        obs.t,
+        obs.values,
+        fit.predict(obs),
+        obs.names,
+        ("m", "m", "rad"),
+        caption,
+        os.path.join(HERE, "fit.png"),
+        os.path.join(HERE, "residuals.png"),
+    )
+    plot_profiles(
+        fit.profile,
+        os.path.join(HERE, "profile.png"),
+        caption=caption.split("\n")[0] + f"\nstatus {fit.status}, chi^2/dof "
+        f"{fit.chi2_per_dof:.3f}; noise estimated from the residuals",
+        units={"k_d": "1/s", "k_r": "1/s"},
+    )
     with open(os.path.join(HERE, "identify.json"), "w") as fh:
         json.dump(res, fh, indent=2)
 
@@ -86,7 +104,8 @@ def robust():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "rim_records", os.path.join(HERE, "..", "..", "tests", "rim_records.py"))
+        "rim_records", os.path.join(HERE, "..", "..", "tests", "rim_records.py")
+    )
     records = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(records)
     rec = records.make_record(0)
@@ -95,8 +114,7 @@ def robust():
     y0 = np.asarray(rec["y0"], float).copy()
     y0[2] *= 0.7
     truth = np.concatenate([[rec["k_d"], rec["k_r"]], rec["y0"]])
-    out = {"truth": dict(zip(("k_d", "k_r", "beta", "w1", "w2", "w3", "alpha"),
-                             truth.tolist()))}
+    out = {"truth": dict(zip(("k_d", "k_r", "beta", "w1", "w2", "w3", "alpha"), truth.tolist()))}
     fits = {}
     for label, kw in (("at once", dict(robust=False, profile=False)), ("robust", {})):
         with warnings.catch_warnings(record=True) as caught:
@@ -106,8 +124,10 @@ def robust():
         out[label] = f.to_dict()
         out[label]["pulls"] = ((f.values - truth) / f.std_errors).tolist()
         out[label]["notes"] = [str(w.message) for w in caught]
-        print(f"{label}: status {f.status}, chi^2/dof {f.chi2_per_dof:.3g}, k_d "
-              f"{f['k_d'][0]:.5f}, k_r {f['k_r'][0]:.5f}")
+        print(
+            f"{label}: status {f.status}, chi^2/dof {f.chi2_per_dof:.3g}, k_d "
+            f"{f['k_d'][0]:.5f}, k_r {f['k_r'][0]:.5f}"
+        )
     with open(os.path.join(HERE, "robust.json"), "w") as fh:
         json.dump(out, fh, indent=2)
     import matplotlib.pyplot as plt
@@ -117,13 +137,18 @@ def robust():
         ax.plot(t, v[:, 2], ".", ms=1.2, color="#999999", label="observed alpha")
         ax.plot(t, f.predict(obs)[:, 2], "-", lw=0.9, color="#d62728", label="fit")
         ax.set_ylabel("alpha [rad]")
-        ax.set_title(f"{label}: status {f.status}, chi^2/dof {f.chi2_per_dof:.3g}, k_d "
-                     f"{f['k_d'][0]:.4f} (truth {rec['k_d']:.4f}), k_r {f['k_r'][0]:.4f} "
-                     f"(truth {rec['k_r']:.4f}) 1/s", fontsize=7, loc="left")
+        ax.set_title(
+            f"{label}: status {f.status}, chi^2/dof {f.chi2_per_dof:.3g}, k_d "
+            f"{f['k_d'][0]:.4f} (truth {rec['k_d']:.4f}), k_r {f['k_r'][0]:.4f} "
+            f"(truth {rec['k_r']:.4f}) 1/s",
+            fontsize=7,
+            loc="left",
+        )
         ax.legend(fontsize=6)
     axes[-1].set_xlabel("t [s]")
-    fig.suptitle("generated record 0 (240 Hz, noise 1 mm, 2 mrad), start with w2 30 % off",
-                 fontsize=8)
+    fig.suptitle(
+        "generated record 0 (240 Hz, noise 1 mm, 2 mrad), start with w2 30 % off", fontsize=8
+    )
     fig.tight_layout()
     fig.savefig(os.path.join(HERE, "robust.png"))
     plt.close(fig)
@@ -137,27 +162,39 @@ def slide():
     x0 = jnp.array([1.0, 0.0, 20.0 * rho])
     end = rollax.solve(system, x0, 0.0, 10.0, rtol=1e-11, atol=1e-12)
     t = np.arange(0.0, 0.9 * float(end.t), 1.0 / 240.0)
-    sol = rollax.solve(system, x0, 0.0, float(t[-1]), ts=jnp.asarray(t), rtol=1e-11,
-                       atol=1e-12)
+    sol = rollax.solve(system, x0, 0.0, float(t[-1]), ts=jnp.asarray(t), rtol=1e-11, atol=1e-12)
     rec = np.asarray(jax.vmap(system.record)(jnp.asarray(t), sol.ys))
     rng = np.random.default_rng(3)
     speed = rec[:, 0] + 0.005 * rng.normal(size=t.shape)
     spin = rec[:, 1] + 0.1 * rng.normal(size=t.shape)
     out = fit_slide(t, speed, spin, m=m, j=0.5, R_bar=0.1, R=0.05)
-    summary = {"truth": {"pressure": "hertz", "mu": mu}, "best": out["best"],
-               "chi2": out["chi2"],
-               "fits": {k: f.to_dict() for k, f in out["fits"].items()}}
+    summary = {
+        "truth": {"pressure": "hertz", "mu": mu},
+        "best": out["best"],
+        "chi2": out["chi2"],
+        "fits": {k: f.to_dict() for k, f in out["fits"].items()},
+    }
     with open(os.path.join(HERE, "slide.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
     best = out["fits"][out["best"]]
     obs = rollax.Observations(t, np.stack([speed, spin], 1), "record", ("speed", "spin"))
-    caption = (f"chosen pressure: {out['best']} (chi2 " + ", ".join(
-        f"{k} {v:.0f}" for k, v in out["chi2"].items()) + f"); mu = {best['mu'][0]:.5f} ± "
+    caption = (
+        f"chosen pressure: {out['best']} (chi2 "
+        + ", ".join(f"{k} {v:.0f}" for k, v in out["chi2"].items())
+        + f"); mu = {best['mu'][0]:.5f} ± "
         f"{best['mu'][1]:.1g} (truth hertz, 0.3)\ndisc m 1 kg, j 1/2, R_bar 0.1 m, contact "
-        f"R 0.05 m; noise 5 mm/s, 0.1 rad/s; 240 Hz")
-    plot_identification(t, obs.values, best.predict(obs), obs.names, ("m/s", "rad/s"),
-                        caption, os.path.join(HERE, "slide.png"),
-                        os.path.join(HERE, "slide_residuals.png"))
+        f"R 0.05 m; noise 5 mm/s, 0.1 rad/s; 240 Hz"
+    )
+    plot_identification(
+        t,
+        obs.values,
+        best.predict(obs),
+        obs.names,
+        ("m/s", "rad/s"),
+        caption,
+        os.path.join(HERE, "slide.png"),
+        os.path.join(HERE, "slide_residuals.png"),
+    )
     print("slide:", out["best"], best["mu"], out["chi2"])
 
 

@@ -34,9 +34,14 @@ def main() -> None:
         s0 = b.penny.state()
         seq = simulate(b, s0, 20)
         seqs[f"{law}_{table}"] = {"figure": fig, **sequence_records(b, s0, seq)}
-        plot_penny_sequence(b, s0, b.path(s0, seq, 60), seq.pre_states,
-                            os.path.join(HERE, f"{fig}_{law}_{table}.png"),
-                            f"Fig. {fig[-1]}: {law} impacts, {table} table, first 20 impacts")
+        plot_penny_sequence(
+            b,
+            s0,
+            b.path(s0, seq, 60),
+            seq.pre_states,
+            os.path.join(HERE, f"{fig}_{law}_{table}.png"),
+            f"Fig. {fig[-1]}: {law} impacts, {table} table, first 20 impacts",
+        )
     with open(os.path.join(HERE, "sequences.json"), "w") as fh:
         json.dump(seqs, fh, indent=1)
     result = chaos(n_samples=100, seed=0)
@@ -45,39 +50,63 @@ def main() -> None:
     with open(os.path.join(HERE, "ftle.json"), "w") as fh:
         json.dump(res, fh, indent=1)
 
-    lines = ["# Bouncing penny: results of run.py", "",
-             "## First 20 impacts (Sect. VI-A)", "",
-             "| run | status | impacts done | t_1 (s) | t_20 or last (s) | E_0 (J) | E after last (J) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "# Bouncing penny: results of run.py",
+        "",
+        "## First 20 impacts (Sect. VI-A)",
+        "",
+        "| run | status | impacts done | t_1 (s) | t_20 or last (s) | E_0 (J) | E after last (J) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for name, s in seqs.items():
         done = [r for r in s["impacts"] if r["status"] == "impact"]
-        lines.append(f"| {name} | {s['status']} | {s['n_completed']} | {done[0]['time']:.12f} | "
-                     f"{done[-1]['time']:.12f} | {s['initial_energy']:.6e} | {done[-1]['energy']:.6e} |")
-    lines += ["", "## FTLE of the impact map (per impact; per second), 100 impacts", "",
-              "| case | nominal /impact | nominal /s | impacts used | ensemble mean /impact | std |",
-              "| --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {name} | {s['status']} | {s['n_completed']} | {done[0]['time']:.12f} | "
+            f"{done[-1]['time']:.12f} | {s['initial_energy']:.6e} | {done[-1]['energy']:.6e} |"
+        )
+    lines += [
+        "",
+        "## FTLE of the impact map (per impact; per second), 100 impacts",
+        "",
+        "| case | nominal /impact | nominal /s | impacts used | ensemble mean /impact | std |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for name, c in res["cases"].items():
-        lines.append(f"| {name} | {c['ftle_per_impact_nominal']:.4f} | {c['ftle_per_second_nominal']:.4f} | "
-                     f"{c['impacts_used_nominal']} | {c['ftle_per_impact_ensemble_mean']:.4f} | "
-                     f"{c['ftle_per_impact_ensemble_std']:.4f} |")
-    lines += ["", "FTLE after n impacts (nominal state): " + "; ".join(
-        f"{k}: " + ", ".join(f"n={n}: {v:.3f}" for n, v in c["ftle_per_impact_nominal_after_n"].items())
-        for k, c in res["cases"].items()), "",
-        "RMS spread of the ensemble's positions (m) at the Fig. 5 times: " + "; ".join(
-        f"{k} at t={c['times']}: " + ", ".join("-" if v is None else f"{v:.2g}" for v in c["position_spread_rms_m"])
-        for k, c in res["cases"].items()), "",
+        lines.append(
+            f"| {name} | {c['ftle_per_impact_nominal']:.4f} | {c['ftle_per_second_nominal']:.4f} | "
+            f"{c['impacts_used_nominal']} | {c['ftle_per_impact_ensemble_mean']:.4f} | "
+            f"{c['ftle_per_impact_ensemble_std']:.4f} |"
+        )
+    lines += [
+        "",
+        "FTLE after n impacts (nominal state): "
+        + "; ".join(
+            f"{k}: "
+            + ", ".join(f"n={n}: {v:.3f}" for n, v in c["ftle_per_impact_nominal_after_n"].items())
+            for k, c in res["cases"].items()
+        ),
+        "",
+        "RMS spread of the ensemble's positions (m) at the Fig. 5 times: "
+        + "; ".join(
+            f"{k} at t={c['times']}: "
+            + ", ".join("-" if v is None else f"{v:.2g}" for v in c["position_spread_rms_m"])
+            for k, c in res["cases"].items()
+        ),
+        "",
         "Reading: elastic/circle has an FTLE that decays like log(n)/n (regular motion); elastic/ellipse",
         "keeps about 0.5 per impact and its ensemble spreads over the whole table by t = 30 s (chaos).",
         "Plastic runs converge, the normal approach shrinking by about e_p = 1/3 per impact, to a penny",
         "spinning in place whose ends graze the edge; after 15 impacts the approach is below the glancing",
         "tolerance 1e-6 and the sequence stops with status 'glancing'. Their positive FTLE comes from",
         "the grazing singularity of the impact time (d tau ~ 1/approach), not from mixing: the ensemble",
-        "spread stays at about 1e-3 m over the 6 s shown.", "",
+        "spread stays at about 1e-3 m over the 6 s shown.",
+        "",
         "Reproducibility: at about 0.5 per impact, a rounding difference of 1e-13 in the impact times",
         "grows to O(1) by impact 50-60 on the elastic ellipse, so its nominal 100-impact FTLE is one",
         "draw from the ensemble's distribution (mean and std above), not a digit-stable number: moving",
         "the flights from the closed-form search to rollax.solve (2026-11-25) changed it from 0.611 to",
-        "0.464, and the ensemble mean from 0.521 to 0.539 (std 0.11). The other cases agree to 1e-9."]
+        "0.464, and the ensemble mean from 0.521 to 0.539 (std 0.11). The other cases agree to 1e-9.",
+    ]
     with open(os.path.join(HERE, "summary.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))

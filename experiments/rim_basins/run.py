@@ -47,13 +47,21 @@ def main() -> None:
             name = f"{fig}_{diss}"
             plot_basin(m, HERE / f"{name}.png")
             np.savez_compressed(
-                HERE / f"{name}.npz", outcome=m.outcome, t_end=m.t_end.astype(np.float32),
-                recontact=m.recontact, period=m.period.astype(np.float32), beta=m.x.values,
-                omega1=m.y.values, omega2=m.fixed["omega2"], omega3=m.fixed["omega3"],
-                k_d=float(rim.k_d), k_r=float(rim.k_r),
+                HERE / f"{name}.npz",
+                outcome=m.outcome,
+                t_end=m.t_end.astype(np.float32),
+                recontact=m.recontact,
+                period=m.period.astype(np.float32),
+                beta=m.x.values,
+                omega1=m.y.values,
+                omega2=m.fixed["omega2"],
+                omega3=m.fixed["omega3"],
+                k_d=float(rim.k_d),
+                k_r=float(rim.k_r),
             )
-            summary[name] = dict(counts=m.counts(), seconds=round(dt, 2),
-                                 max_t_end=float(np.max(m.t_end)))
+            summary[name] = dict(
+                counts=m.counts(), seconds=round(dt, 2), max_t_end=float(np.max(m.t_end))
+            )
             print(name, summary[name], flush=True)
 
     # what happens to the formerly periodic starts under dissipation (Sect. 5.3.2)
@@ -71,9 +79,16 @@ def main() -> None:
         for k, diss in enumerate(("none", "drilling", "rolling")):
             m = maps[fig, diss]
             ax = axes[i, k]
-            ax.pcolormesh(m.x.values, m.y.values, m.outcome.T, cmap=cmap, vmin=-0.5,
-                          vmax=len(OUTCOMES) - 0.5,
-                          shading="nearest", rasterized=True)
+            ax.pcolormesh(
+                m.x.values,
+                m.y.values,
+                m.outcome.T,
+                cmap=cmap,
+                vmin=-0.5,
+                vmax=len(OUTCOMES) - 0.5,
+                shading="nearest",
+                rasterized=True,
+            )
             ax.set_title(f"{fig}: $\\omega_2$ = {m.fixed['omega2']:g}, {diss}", fontsize=9)
             if i == 2:
                 ax.set_xlabel(r"$\beta$ [rad]")
@@ -81,8 +96,11 @@ def main() -> None:
                 ax.set_ylabel(r"$\omega_1$ [1/s]")
     from matplotlib.patches import Patch
 
-    fig_.legend(handles=[Patch(color=c, label=n) for c, n in zip(OUTCOME_COLOURS, OUTCOMES)],
-                loc="lower center", ncol=5)
+    fig_.legend(
+        handles=[Patch(color=c, label=n) for c, n in zip(OUTCOME_COLOURS, OUTCOMES)],
+        loc="lower center",
+        ncol=5,
+    )
     fig_.tight_layout(rect=(0, 0.04, 1, 1))
     fig_.savefig(HERE / "panels.png")
     plt.close(fig_)
@@ -90,8 +108,14 @@ def main() -> None:
     fig_, axes = plt.subplots(1, 3, figsize=(13, 4), dpi=80)
     for ax, fig in zip(axes, ("fig11", "fig12", "fig13")):
         m = maps[fig, "none"]
-        im = ax.pcolormesh(m.x.values, m.y.values, np.log10(m.period.T), shading="nearest",
-                           cmap="viridis", rasterized=True)
+        im = ax.pcolormesh(
+            m.x.values,
+            m.y.values,
+            np.log10(m.period.T),
+            shading="nearest",
+            cmap="viridis",
+            rasterized=True,
+        )
         ax.set_title(f"{fig}: log10 period [s] of periodic rolling", fontsize=9)
         ax.set_xlabel(r"$\beta$ [rad]")
         ax.set_ylabel(r"$\omega_1$ [1/s]")

@@ -55,35 +55,52 @@ def main() -> None:
         kw["x"] = Axis("beta", 0.8, 1.8, args.grid[0])
         kw["y"] = Axis("omega1", -20.0, 20.0, args.grid[1])
         runs = {}
-        for name, slip in (("noslip", None), ("mu1", SlipSettings(delta=1e-6)),
-                           ("mu1_delta1e-8", SlipSettings(delta=1e-8))):
+        for name, slip in (
+            ("noslip", None),
+            ("mu1", SlipSettings(delta=1e-6)),
+            ("mu1_delta1e-8", SlipSettings(delta=1e-8)),
+        ):
             if fig == "fig11" or slip is None:
                 basin_map(rim, progress=False, slip=slip, **kw)  # warm (compile) for the timing
             t0 = time.perf_counter()
             runs[name] = basin_map(rim, progress=False, slip=slip, **kw)
             runs[name + "_seconds"] = time.perf_counter() - t0
         a, b, c = runs["noslip"], runs["mu1"], runs["mu1_delta1e-8"]
-        np.savez_compressed(HERE / f"{fig}_mu1.npz", outcome=b.outcome, switches=b.switches,
-                            t_slip=b.t_slip.astype(np.float32), t_end=b.t_end.astype(np.float32),
-                            outcome_delta1e8=c.outcome, outcome_noslip=a.outcome,
-                            beta=b.x.values, omega1=b.y.values, omega2=b.fixed["omega2"],
-                            omega3=b.fixed["omega3"], mu=1.0)
+        np.savez_compressed(
+            HERE / f"{fig}_mu1.npz",
+            outcome=b.outcome,
+            switches=b.switches,
+            t_slip=b.t_slip.astype(np.float32),
+            t_end=b.t_end.astype(np.float32),
+            outcome_delta1e8=c.outcome,
+            outcome_noslip=a.outcome,
+            beta=b.x.values,
+            omega1=b.y.values,
+            omega2=b.fixed["omega2"],
+            omega3=b.fixed["omega3"],
+            mu=1.0,
+        )
         per_a, per_b = a.outcome == PERIODIC, b.outcome == PERIODIC
         nb_a, nb_b = _neighbours(per_a), _neighbours(per_b)
         s = dict(
-            counts_noslip=a.counts(), counts_mu1=b.counts(),
+            counts_noslip=a.counts(),
+            counts_mu1=b.counts(),
             seconds_noslip=round(runs["noslip_seconds"], 3),
             seconds_mu1=round(runs["mu1_seconds"], 3),  # fig12/13: includes new kernel shapes
             slowdown=round(runs["mu1_seconds"] / runs["noslip_seconds"], 2),
             changed_by_slip=int(np.sum(a.outcome != b.outcome)),
             changed_fraction=round(float(np.mean(a.outcome != b.outcome)), 4),
-            periodic_kept=int(np.sum(per_a & per_b)), periodic_lost=int(np.sum(per_a & ~per_b)),
+            periodic_kept=int(np.sum(per_a & per_b)),
+            periodic_lost=int(np.sum(per_a & ~per_b)),
             periodic_new=int(np.sum(~per_a & per_b)),
-            neighbours_of_periodic_noslip={OUTCOMES[k]: int(np.sum(a.outcome[nb_a] == k))
-                                           for k in range(len(OUTCOMES))},
-            neighbours_of_periodic_mu1={OUTCOMES[k]: int(np.sum(b.outcome[nb_b] == k))
-                                        for k in range(len(OUTCOMES))},
-            slipped=int(np.sum(b.switches > 0)), max_switches=int(b.switches.max()),
+            neighbours_of_periodic_noslip={
+                OUTCOMES[k]: int(np.sum(a.outcome[nb_a] == k)) for k in range(len(OUTCOMES))
+            },
+            neighbours_of_periodic_mu1={
+                OUTCOMES[k]: int(np.sum(b.outcome[nb_b] == k)) for k in range(len(OUTCOMES))
+            },
+            slipped=int(np.sum(b.switches > 0)),
+            max_switches=int(b.switches.max()),
             delta_1e6_vs_1e8_differ=int(np.sum(b.outcome != c.outcome)),
             delta_1e6_vs_1e8_switches_differ=int(np.sum(b.switches != c.switches)),
         )
@@ -93,35 +110,69 @@ def main() -> None:
         ext = (0.8, 1.8, -20.0, 20.0)
         f, axs = plt.subplots(1, 3, figsize=(13, 4.0), dpi=100, sharey=True)
         for ax, m, title in ((axs[0], a, "no slipping"), (axs[1], b, r"$\mu$ = 1")):
-            ax.imshow(m.outcome.T, origin="lower", extent=ext, aspect="auto", cmap=cmap,
-                      vmin=-0.5, vmax=len(OUTCOMES) - 0.5, interpolation="nearest")
+            ax.imshow(
+                m.outcome.T,
+                origin="lower",
+                extent=ext,
+                aspect="auto",
+                cmap=cmap,
+                vmin=-0.5,
+                vmax=len(OUTCOMES) - 0.5,
+                interpolation="nearest",
+            )
             ax.set_title(f"{fig}, w2 = {b.fixed['omega2']:g}: {title}", fontsize=9)
             ax.set_xlabel(r"$\beta$ [rad]")
         axs[0].set_ylabel(r"$\omega_1$ [1/s]")
-        im = axs[2].imshow(np.log10(np.maximum(b.t_slip, 1e-4)).T, origin="lower", extent=ext,
-                           aspect="auto", cmap="magma", vmin=-4, vmax=1, interpolation="nearest")
+        im = axs[2].imshow(
+            np.log10(np.maximum(b.t_slip, 1e-4)).T,
+            origin="lower",
+            extent=ext,
+            aspect="auto",
+            cmap="magma",
+            vmin=-4,
+            vmax=1,
+            interpolation="nearest",
+        )
         axs[2].set_title(r"$\mu$ = 1: log10 total slipping time [s]", fontsize=9)
         axs[2].set_xlabel(r"$\beta$ [rad]")
         f.colorbar(im, ax=axs[2])
-        axs[1].legend(handles=[Patch(color=cc, label=n) for cc, n in zip(OUTCOME_COLOURS, OUTCOMES)
-                               if np.any(b.outcome == OUTCOMES.index(n)) or n in ("periodic", "in", "out")],
-                      fontsize=7, loc="upper right")
+        axs[1].legend(
+            handles=[
+                Patch(color=cc, label=n)
+                for cc, n in zip(OUTCOME_COLOURS, OUTCOMES)
+                if np.any(b.outcome == OUTCOMES.index(n)) or n in ("periodic", "in", "out")
+            ],
+            fontsize=7,
+            loc="upper right",
+        )
         f.tight_layout()
         f.savefig(HERE / f"{fig}.png")
         plt.close(f)
         for row, m in enumerate((a, b)):
-            axes_all[row, col].imshow(m.outcome.T, origin="lower", extent=ext, aspect="auto",
-                                      cmap=cmap, vmin=-0.5, vmax=len(OUTCOMES) - 0.5,
-                                      interpolation="nearest")
+            axes_all[row, col].imshow(
+                m.outcome.T,
+                origin="lower",
+                extent=ext,
+                aspect="auto",
+                cmap=cmap,
+                vmin=-0.5,
+                vmax=len(OUTCOMES) - 0.5,
+                interpolation="nearest",
+            )
             axes_all[row, col].set_title(
                 f"w2 = {b.fixed['omega2']:g}, " + ("no slip" if row == 0 else r"$\mu$ = 1"),
-                fontsize=9)
+                fontsize=9,
+            )
     for ax in axes_all[1]:
         ax.set_xlabel(r"$\beta$ [rad]")
     for ax in axes_all[:, 0]:
         ax.set_ylabel(r"$\omega_1$ [1/s]")
-    fig_all.legend(handles=[Patch(color=cc, label=n) for cc, n in zip(OUTCOME_COLOURS, OUTCOMES)],
-                   loc="lower center", ncol=6, fontsize=8)
+    fig_all.legend(
+        handles=[Patch(color=cc, label=n) for cc, n in zip(OUTCOME_COLOURS, OUTCOMES)],
+        loc="lower center",
+        ncol=6,
+        fontsize=8,
+    )
     fig_all.tight_layout(rect=(0, 0.05, 1, 1))
     fig_all.savefig(HERE / "panels.png")
     plt.close(fig_all)

@@ -90,8 +90,10 @@ def main() -> None:
     ex = paper_ball(heavy=True)
     ball, ctrl = ex.model, ex.control
     det: dict = {"paper_t_detach": 3.7358}
-    det["t_detach"] = {f"dopri8_rtol_{tol:g}": t_detach(ball, ctrl, BALL_THETA0, tol)
-                       for tol in (1e-8, 1e-10, 1e-12)}
+    det["t_detach"] = {
+        f"dopri8_rtol_{tol:g}": t_detach(ball, ctrl, BALL_THETA0, tol)
+        for tol in (1e-8, 1e-10, 1e-12)
+    }
     det["t_detach"]["tsit5_rtol_1e-12"] = t_detach(ball, ctrl, BALL_THETA0, 1e-12, diffrax.Tsit5())
     end = detach(ball, ctrl, ex.y0, ex.t1, rtol=1e-10, atol=1e-10)
     N_d, F_d = ball.contact_forces(end.t, end.y, ctrl)
@@ -100,8 +102,10 @@ def main() -> None:
     flight, lifts, yf0 = fly(ball, ctrl, end.y, end.t, end.t + 10.0)
     det["lifts_off"] = bool(lifts)
     det["flight_initial_vertical_acceleration"] = float(
-        __import__("rollax.robot.flight", fromlist=["BallFlight"]).BallFlight(ball)
-        .vector_field(end.t, yf0, ctrl)[-1])
+        __import__("rollax.robot.flight", fromlist=["BallFlight"])
+        .BallFlight(ball)
+        .vector_field(end.t, yf0, ctrl)[-1]
+    )
     # no dip of N below zero missed between steps: N on the dense grid before t_detach
     trh, exh = extrema(ex, 1e-10, t_end=float(end.t))
     det["min_N_before_detach"] = exh["min_N"]
@@ -116,15 +120,33 @@ def main() -> None:
     # sign conventions
     det["t_detach_control_negated"] = t_detach(ball, RampControl(-jnp.ones(3)), BALL_THETA0)
     rev = tuple(CircleRail(r.radius, u=r.u, v=-r.v) for r in ball.rails)  # theta -> -theta
-    ball_rev = Ball(radius=1.0, m0=0.1, inertia=(0.9, 1.0, 1.1), zeta0=(0, 0, -0.05),
-                    masses=(0.1, 0.1, 60.0), rails=rev, g=1.0)
+    ball_rev = Ball(
+        radius=1.0,
+        m0=0.1,
+        inertia=(0.9, 1.0, 1.1),
+        zeta0=(0, 0, -0.05),
+        masses=(0.1, 0.1, 60.0),
+        rails=rev,
+        g=1.0,
+    )
     det["t_detach_rails_reversed_angles_negated"] = t_detach(
-        ball_rev, ctrl, [-a for a in BALL_THETA0])
+        ball_rev, ctrl, [-a for a in BALL_THETA0]
+    )
     det["t_detach_rails_reversed"] = t_detach(ball_rev, ctrl, BALL_THETA0)
     det["t_detach_no_quaternion_stabilisation"] = t_detach(
-        Ball(radius=1.0, m0=0.1, inertia=(0.9, 1.0, 1.1), zeta0=(0, 0, -0.05),
-             masses=(0.1, 0.1, 60.0), rails=ball.rails, g=1.0, quat_gain=0.0),
-        ctrl, BALL_THETA0)
+        Ball(
+            radius=1.0,
+            m0=0.1,
+            inertia=(0.9, 1.0, 1.1),
+            zeta0=(0, 0, -0.05),
+            masses=(0.1, 0.1, 60.0),
+            rails=ball.rails,
+            g=1.0,
+            quat_gain=0.0,
+        ),
+        ctrl,
+        BALL_THETA0,
+    )
     out["ball_detach"] = det
     out["wall_seconds"] = time.time() - t_start
     with open(os.path.join(HERE, "results.json"), "w") as fh:

@@ -55,10 +55,12 @@ def case(name, opt):
     res["figures"] = [os.path.basename(f) for f in optimum_figures(res, out)]
     with open(os.path.join(out, "optimize.json"), "w") as fh:
         json.dump(_plain(res), fh, indent=1)
-    print(f"{name}: {res['status']}, J = {res['cost']:.6g}, min N = {res['min_N']:.4f}, "
-          f"max |f_s|/N = {res['max_friction_ratio']:.4f}, violation = {res['violation']:.2e}, "
-          f"kkt = {res['kkt']:.1e}, {res['iterations']} iterations, {res['wall_time']:.1f} s",
-          flush=True)
+    print(
+        f"{name}: {res['status']}, J = {res['cost']:.6g}, min N = {res['min_N']:.4f}, "
+        f"max |f_s|/N = {res['max_friction_ratio']:.4f}, violation = {res['violation']:.2e}, "
+        f"kkt = {res['kkt']:.1e}, {res['iterations']} iterations, {res['wall_time']:.1f} s",
+        flush=True,
+    )
     return res
 
 
@@ -91,25 +93,56 @@ def main():
         case("disk", optimize(disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5), starts=3))
         case("disk_free", optimize(disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf)))
     if "ball" in which:
-        case("ball", optimize(ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=0.08, n_min=0.5),
-                              knots=12))
-        case("ball_free", optimize(ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=math.inf,
-                                                  n_min=-math.inf), knots=12))
+        case(
+            "ball", optimize(ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=0.08, n_min=0.5), knots=12)
+        )
+        case(
+            "ball_free",
+            optimize(
+                ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=math.inf, n_min=-math.inf), knots=12
+            ),
+        )
     if "curve" in which:
         rows = []
         for T in (7.0, 8.0, 10.0, 12.0):
             lm = least_mu(disk_manoeuvre(T=T, n_min=0.5), max_iter=LEAST_MU_ITER)
             free = optimize(disk_manoeuvre(T=T, mu=math.inf, n_min=-math.inf))
             s = lm.sample()
-            rows.append(dict(T=T, least_mu=lm.mu, status=lm.status, cost_at_least_mu=lm.cost,
-                             max_ratio=float(s["ratio"].max()), min_N=float(s["N"].min()),
-                             violation=lm.violation, kkt=lm.kkt, iterations=lm.iterations,
-                             message=lm.message, bound=bound(T), cost_free=free.cost,
-                             free_status=free.status, wall_time=lm.wall_time + free.wall_time))
+            rows.append(
+                dict(
+                    T=T,
+                    least_mu=lm.mu,
+                    status=lm.status,
+                    cost_at_least_mu=lm.cost,
+                    max_ratio=float(s["ratio"].max()),
+                    min_N=float(s["N"].min()),
+                    violation=lm.violation,
+                    kkt=lm.kkt,
+                    iterations=lm.iterations,
+                    message=lm.message,
+                    bound=bound(T),
+                    cost_free=free.cost,
+                    free_status=free.status,
+                    wall_time=lm.wall_time + free.wall_time,
+                )
+            )
             print(rows[-1], flush=True)
         with open(os.path.join(HERE, "least_mu.json"), "w") as fh:
-            json.dump(_plain(dict(body="disk (Sect. 5)", phi_T=-math.pi, n_min=0.5, knots=16,
-                                  n_grid=201, max_iter=LEAST_MU_ITER, rows=rows)), fh, indent=1)
+            json.dump(
+                _plain(
+                    dict(
+                        body="disk (Sect. 5)",
+                        phi_T=-math.pi,
+                        n_min=0.5,
+                        knots=16,
+                        n_grid=201,
+                        max_iter=LEAST_MU_ITER,
+                        rows=rows,
+                    )
+                ),
+                fh,
+                indent=1,
+            )
         import matplotlib
 
         matplotlib.use("Agg")
@@ -119,8 +152,12 @@ def main():
         Ts = [r["T"] for r in rows]
         ok = [r["status"] == "converged" for r in rows]
         ax.plot(Ts, [r["least_mu"] for r in rows], "o-", label="least mu (rollax)")
-        ax.plot([t for t, k in zip(Ts, ok) if not k],
-                [r["least_mu"] for r, k in zip(rows, ok) if not k], "rx", label="not converged")
+        ax.plot(
+            [t for t, k in zip(Ts, ok) if not k],
+            [r["least_mu"] for r, k in zip(rows, ok) if not k],
+            "rx",
+            label="not converged",
+        )
         tt = np.linspace(min(Ts), max(Ts), 100)
         ax.plot(tt, [bound(t) for t in tt], "k--", lw=0.8, label="momentum bound (necessary)")
         ax.set_xlabel("T [s]")
@@ -131,9 +168,12 @@ def main():
         ax2.set_ylabel("effort J = int sum u^2 dt [rad^2/s^3]")
         ax.legend(loc="upper right", fontsize=7)
         ax2.legend(loc="center right", fontsize=7)
-        ax.set_title("least mu of the Sect. 5 disk turned by -pi rest-to-rest in T, N >= 0.5\n"
-                     "(r = m0 = d2 = g = 1, 4 unit masses; K = 16 knots, 201 grid times; "
-                     "bound: (pi - 0.4)/(T^2/4 + 1.6))", fontsize=7)
+        ax.set_title(
+            "least mu of the Sect. 5 disk turned by -pi rest-to-rest in T, N >= 0.5\n"
+            "(r = m0 = d2 = g = 1, 4 unit masses; K = 16 knots, 201 grid times; "
+            "bound: (pi - 0.4)/(T^2/4 + 1.6))",
+            fontsize=7,
+        )
         fig.tight_layout()
         fig.savefig(os.path.join(HERE, "least_mu.png"), dpi=120)
     if "T5" in which:
@@ -142,8 +182,10 @@ def main():
         for name in ("disk", "disk_free", "disk_T5", "ball", "ball_free"):
             with open(os.path.join(HERE, name, "optimize.json")) as fh:
                 res = json.load(fh)
-            res.update(mu=math.inf if res["mu"] is None else res["mu"],  # JSON: null
-                       n_min=-math.inf if res["n_min"] is None else res["n_min"])
+            res.update(
+                mu=math.inf if res["mu"] is None else res["mu"],  # JSON: null
+                n_min=-math.inf if res["n_min"] is None else res["n_min"],
+            )
             optimum_figures(res, os.path.join(HERE, name))
 
 

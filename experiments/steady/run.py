@@ -31,7 +31,10 @@ def conservation_check(rim: Rim) -> dict:
     """Largest relative drift of E, P_I, P_II along two rolling trajectories of (33)-(36)."""
     mi = C.MomentumIntegrals.from_rim(rim)
     cases = {
-        "oscillation_about_A(0.8, 20)": (rim.steady_state(0.8, 20.0) + jnp.array([0, 3.0, 0, 0]), 3.0),
+        "oscillation_about_A(0.8, 20)": (
+            rim.steady_state(0.8, 20.0) + jnp.array([0, 3.0, 0, 0]),
+            3.0,
+        ),
         "winding_beta_0_to_9": (jnp.array([0.0, 40.0, 3.0, 2.0]), 0.25),
     }
     out = {}
@@ -56,8 +59,14 @@ def main() -> None:
     out = {
         "parameters": {k: float(getattr(rim, k)) for k in ("r", "a", "R", "j", "g", "mu")},
         "steady": summary(rim),
-        "paper": {"beta_star": 0.273, "beta_hat": 0.144, "beta_tilde": 0.785,
-                  "v_min_A": "about 1", "v_min_B": "about 5", "v_min_C": "about 7"},
+        "paper": {
+            "beta_star": 0.273,
+            "beta_hat": 0.144,
+            "beta_tilde": 0.785,
+            "v_min_A": "about 1",
+            "v_min_B": "about 5",
+            "v_min_C": "about 7",
+        },
         "floquet": fsum,
         "conservation": conservation_check(rim),
         "wall_s": round(time.time() - t0, 1),

@@ -34,25 +34,55 @@ except PackageNotFoundError:  # run from a source tree that is not installed
 
 # public name -> the private module that defines it
 _EXPORTS = {
-    "ChunkWarning": "rollax._drivers._chunks", "SweepInterrupted": "rollax._drivers._chunks",
+    "ChunkWarning": "rollax._drivers._chunks",
+    "SweepInterrupted": "rollax._drivers._chunks",
     "configure": "rollax._core._config",
-    "fused_program": "rollax._integrate._ensemble", "solve_ensemble": "rollax._integrate._ensemble",
+    "fused_program": "rollax._integrate._ensemble",
+    "solve_ensemble": "rollax._integrate._ensemble",
     "EventLog": "rollax._core._eventlog",
-    "Fit": "rollax._drivers._identify", "IdentifiabilityWarning": "rollax._drivers._identify",
-    "Observations": "rollax._drivers._identify", "identify": "rollax._drivers._identify",
-    "Solution": "rollax._core._solution", "Status": "rollax._core._solution",
+    "Fit": "rollax._drivers._identify",
+    "IdentifiabilityWarning": "rollax._drivers._identify",
+    "Observations": "rollax._drivers._identify",
+    "identify": "rollax._drivers._identify",
+    "Solution": "rollax._core._solution",
+    "Status": "rollax._core._solution",
     "solve": "rollax._integrate._solve",
-    "Axis": "rollax._drivers._sweep", "SweepResult": "rollax._drivers._sweep", "sweep": "rollax._drivers._sweep",
-    "AbstractSystem": "rollax._core._system", "Event": "rollax._core._system",
-    "EventKind": "rollax._core._system", "boundary": "rollax._core._system", "classify": "rollax._core._system",
-    "crossing": "rollax._core._system", "parameter": "rollax._core._system",
+    "Axis": "rollax._drivers._sweep",
+    "SweepResult": "rollax._drivers._sweep",
+    "sweep": "rollax._drivers._sweep",
+    "AbstractSystem": "rollax._core._system",
+    "Event": "rollax._core._system",
+    "EventKind": "rollax._core._system",
+    "boundary": "rollax._core._system",
+    "classify": "rollax._core._system",
+    "crossing": "rollax._core._system",
+    "parameter": "rollax._core._system",
 }
 
 __all__ = [
-    "AbstractSystem", "Axis", "ChunkWarning", "Event", "EventKind", "EventLog", "Fit",
-    "IdentifiabilityWarning", "Observations", "Solution", "Status", "SweepInterrupted",
-    "SweepResult", "boundary", "classify", "configure", "crossing", "fused_program",
-    "identify", "parameter", "solve", "solve_ensemble", "sweep",
+    "AbstractSystem",
+    "Axis",
+    "ChunkWarning",
+    "Event",
+    "EventKind",
+    "EventLog",
+    "Fit",
+    "IdentifiabilityWarning",
+    "Observations",
+    "Solution",
+    "Status",
+    "SweepInterrupted",
+    "SweepResult",
+    "boundary",
+    "classify",
+    "configure",
+    "crossing",
+    "fused_program",
+    "identify",
+    "parameter",
+    "solve",
+    "solve_ensemble",
+    "sweep",
 ]
 
 
@@ -89,5 +119,12 @@ if TYPE_CHECKING:  # what the loaders above give, for type checkers and editors
     from rollax._core._solution import Solution, Status
     from rollax._integrate._solve import solve
     from rollax._drivers._sweep import Axis, SweepResult, sweep
-    from rollax._core._system import (AbstractSystem, Event, EventKind, boundary, classify,
-                                crossing, parameter)
+    from rollax._core._system import (
+        AbstractSystem,
+        Event,
+        EventKind,
+        boundary,
+        classify,
+        crossing,
+        parameter,
+    )

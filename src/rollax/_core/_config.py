@@ -93,7 +93,11 @@ def configure(cpu_devices: int | None = None, cache_dir: str | os.PathLike | Non
         if env is None or env.strip() == "":
             n, explicit, source = os.cpu_count() or 1, False, "cpu_devices"
         else:
-            n, explicit, source = _device_count(env, "ROLLAX_CPU_DEVICES"), False, "ROLLAX_CPU_DEVICES"
+            n, explicit, source = (
+                _device_count(env, "ROLLAX_CPU_DEVICES"),
+                False,
+                "ROLLAX_CPU_DEVICES",
+            )
     else:
         n, explicit, source = _device_count(cpu_devices, "cpu_devices"), True, "cpu_devices"
 

@@ -61,10 +61,21 @@ def write(n, rows, on, t, event, mode, y, t_after, mode_after, y_after):
     w = width(d)
     K = rows.shape[-1] // w
     dt = rows.dtype
-    row = jnp.concatenate([jnp.stack([jnp.asarray(t, dt), jnp.asarray(event).astype(dt),
-                                      jnp.asarray(mode).astype(dt), jnp.asarray(t_after, dt),
-                                      jnp.asarray(mode_after).astype(dt)]),
-                           jnp.asarray(y, dt).reshape(-1), jnp.asarray(y_after, dt).reshape(-1)])
+    row = jnp.concatenate(
+        [
+            jnp.stack(
+                [
+                    jnp.asarray(t, dt),
+                    jnp.asarray(event).astype(dt),
+                    jnp.asarray(mode).astype(dt),
+                    jnp.asarray(t_after, dt),
+                    jnp.asarray(mode_after).astype(dt),
+                ]
+            ),
+            jnp.asarray(y, dt).reshape(-1),
+            jnp.asarray(y_after, dt).reshape(-1),
+        ]
+    )
     keep = on & (n < K)
     k = jnp.clip(n, 0, max(K - 1, 0)).astype(jnp.int32)
     grid = rows.reshape(K, w)
@@ -83,7 +94,13 @@ def read(n, rows, d: int) -> EventLog:
     def index(col):
         return xp.where(xp.isnan(col), -1, xp.nan_to_num(col, nan=-1.0)).astype(xp.int32)
 
-    return EventLog(t=grid[..., 0], event=index(grid[..., 1]), mode=index(grid[..., 2]),
-                    t_after=grid[..., 3], mode_after=index(grid[..., 4]),
-                    y=grid[..., 5:5 + d], y_after=grid[..., 5 + d:5 + 2 * d],
-                    n=xp.asarray(n).astype(xp.int32))
+    return EventLog(
+        t=grid[..., 0],
+        event=index(grid[..., 1]),
+        mode=index(grid[..., 2]),
+        t_after=grid[..., 3],
+        mode_after=index(grid[..., 4]),
+        y=grid[..., 5 : 5 + d],
+        y_after=grid[..., 5 + d : 5 + 2 * d],
+        n=xp.asarray(n).astype(xp.int32),
+    )

@@ -28,8 +28,9 @@ def code_names(codes, enum_type: type[enum.IntEnum]):
     a = np.asarray(codes)
     if a.ndim == 0:
         return by_value.get(int(a), f"{int(a)}?")
-    return np.vectorize(lambda c: by_value.get(int(c), f"{int(c)}?"), otypes=[object])(a) \
-        .astype(str)
+    return np.vectorize(lambda c: by_value.get(int(c), f"{int(c)}?"), otypes=[object])(a).astype(
+        str
+    )
 
 
 class Solution(eqx.Module):

@@ -66,20 +66,26 @@ class Event:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"event name = {self.name!r} must be a non-empty string")
         try:
-            kind = (EventKind[self.kind.upper()] if isinstance(self.kind, str)
-                    else EventKind(self.kind))
+            kind = (
+                EventKind[self.kind.upper()] if isinstance(self.kind, str) else EventKind(self.kind)
+            )
         except (KeyError, ValueError):
-            raise ValueError(f"event kind = {self.kind!r} must be one of "
-                             f"{[k.name.lower() for k in EventKind]} or an EventKind") from None
+            raise ValueError(
+                f"event kind = {self.kind!r} must be one of "
+                f"{[k.name.lower() for k in EventKind]} or an EventKind"
+            ) from None
         object.__setattr__(self, "kind", kind)
-        if isinstance(self.target, bool) or not (isinstance(self.target, (int, np.integer))
-                                                 and self.target >= 0):
+        if isinstance(self.target, bool) or not (
+            isinstance(self.target, (int, np.integer)) and self.target >= 0
+        ):
             raise ValueError(f"event target = {self.target!r} must be an integer >= 0")
         if isinstance(self.direction, bool) or self.direction not in (-1, 0, 1):
             raise ValueError(f"event direction = {self.direction!r} must be -1, 0 or 1")
         if kind == EventKind.BOUNDARY and (self.target != 1 or self.direction != 0):
-            raise ValueError(f"boundary event {self.name!r} takes no target or direction "
-                             f"(got target = {self.target!r}, direction = {self.direction!r})")
+            raise ValueError(
+                f"boundary event {self.name!r} takes no target or direction "
+                f"(got target = {self.target!r}, direction = {self.direction!r})"
+            )
 
 
 def boundary(name: str) -> Event:
@@ -127,9 +133,11 @@ class AbstractSystem(eqx.Module):
         # a subclass that forgot state_names once failed later with "vector_field returns
         # shape (2,); it must be (0,)": say what is missing, at construction
         if not tuple(self.state_names):
-            raise ValueError(f"{type(self).__name__} has no state_names: a system must name "
-                             f"its state components, e.g. state_names = ('x', 'v') (their "
-                             f"number is the state dimension)")
+            raise ValueError(
+                f"{type(self).__name__} has no state_names: a system must name "
+                f"its state components, e.g. state_names = ('x', 'v') (their "
+                f"number is the state dimension)"
+            )
         # equinox runs this for every subclass too; traced values (under jax transformations)
         # are checked where they are concrete
         for f in dataclasses.fields(self):
@@ -139,27 +147,35 @@ class AbstractSystem(eqx.Module):
             if isinstance(v, jax.core.Tracer):
                 continue
             if not isinstance(v, jax.Array):  # the converter could not make it a real array
-                raise ValueError(f"{type(self).__name__}.{f.name} = {_show(v)} is not allowed: a "
-                                 f"parameter must be a real number or an array of them")
+                raise ValueError(
+                    f"{type(self).__name__}.{f.name} = {_show(v)} is not allowed: a "
+                    f"parameter must be a real number or an array of them"
+                )
             a = np.asarray(v)
             shape = f.metadata.get(_SHAPE, ())
-            if a.ndim < len(shape) or a.shape[a.ndim - len(shape):] != shape:
-                raise ValueError(f"{type(self).__name__}.{f.name} has shape {a.shape}; it is "
-                                 f"declared rollax.parameter(shape={shape}): allowed are "
-                                 f"{shape} and, for per-start values, (N,) + {shape}")
+            if a.ndim < len(shape) or a.shape[a.ndim - len(shape) :] != shape:
+                raise ValueError(
+                    f"{type(self).__name__}.{f.name} has shape {a.shape}; it is "
+                    f"declared rollax.parameter(shape={shape}): allowed are "
+                    f"{shape} and, for per-start values, (N,) + {shape}"
+                )
             if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
                 shown = a.tolist() if a.size <= 8 else f"an array of shape {a.shape}"
-                raise ValueError(f"{type(self).__name__}.{f.name} = {shown} is not allowed: a "
-                                 f"parameter must be finite")
+                raise ValueError(
+                    f"{type(self).__name__}.{f.name} = {shown} is not allowed: a "
+                    f"parameter must be finite"
+                )
 
     # ------------------------------------------------------------------ dynamics
     @abc.abstractmethod
-    def vector_field(self, t: Float[Array, ""], y: Float[Array, " d"],
-                     mode: Int[Array, ""]) -> Float[Array, " d"]:
+    def vector_field(
+        self, t: Float[Array, ""], y: Float[Array, " d"], mode: Int[Array, ""]
+    ) -> Float[Array, " d"]:
         """dy/dt in the given mode."""
 
-    def event_values(self, t: Float[Array, ""], y: Float[Array, " d"],
-                     mode: Int[Array, ""]) -> Float[Array, " n"]:
+    def event_values(
+        self, t: Float[Array, ""], y: Float[Array, " d"], mode: Int[Array, ""]
+    ) -> Float[Array, " n"]:
         """The event functions, one per entry of ``events`` (none by default)."""
         return jnp.zeros((0,), jnp.result_type(y))
 
@@ -168,8 +184,13 @@ class AbstractSystem(eqx.Module):
         return self.vector_field(t, y, mode), self.event_values(t, y, mode)
 
     # ------------------------------------------------------------------ an exact flow
-    def flow(self, t0: Float[Array, ""], y0: Float[Array, " d"], t1: Float[Array, ""],
-             mode: Int[Array, ""]) -> Float[Array, " d"]:
+    def flow(
+        self,
+        t0: Float[Array, ""],
+        y0: Float[Array, " d"],
+        t1: Float[Array, ""],
+        mode: Int[Array, ""],
+    ) -> Float[Array, " d"]:
         """The exact state at ``t1`` of the motion from ``(t0, y0)`` in ``mode``, for a system
         that knows it in closed form (not provided by default).
 
@@ -180,8 +201,9 @@ class AbstractSystem(eqx.Module):
         times' derivatives, the side a zero start takes). It must be differentiable in ``t1``."""
         raise NotImplementedError(f"{type(self).__name__} has no exact flow")
 
-    def flow_step(self, t: Float[Array, ""], y: Float[Array, " d"],
-                  mode: Int[Array, ""]) -> Float[Array, ""]:
+    def flow_step(
+        self, t: Float[Array, ""], y: Float[Array, " d"], mode: Int[Array, ""]
+    ) -> Float[Array, ""]:
         """With a ``flow``: the step to take from ``(t, y)``; the events are sampled
         ``n_samples`` times per step, so it must resolve their dips (``dt_max`` bounds it
         further). The default, ``inf``, leaves the step to ``dt_max``, which is then required."""
@@ -199,44 +221,60 @@ class AbstractSystem(eqx.Module):
         # the cache key (a flatten, no array work: an eager rollax.solve call pays it)
         leaves, treedef = jax.tree_util.tree_flatten(self)
         try:
-            key = (treedef, tuple((getattr(x, "shape", None), getattr(x, "dtype", type(x)))
-                                  for x in leaves), tuple(jnp.shape(y0)))
+            key = (
+                treedef,
+                tuple((getattr(x, "shape", None), getattr(x, "dtype", type(x))) for x in leaves),
+                tuple(jnp.shape(y0)),
+            )
             hash(key)
         except TypeError:
             key = None
         if key is not None and key in _CHECKED:
             return
         dyn, static = eqx.partition(self, eqx.is_array)
-        avals = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x),
-                                                                      jnp.result_type(x)), dyn)
+        avals = jax.tree_util.tree_map(
+            lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), dyn
+        )
         y = jax.ShapeDtypeStruct(jnp.shape(y0), jnp.result_type(float))
         batched = bool(self.batch_shape())
 
         def shapes(sys_, y_, m_):
             t = jnp.asarray(t0, y_.dtype)
-            return (sys_.vector_field(t, y_, m_), sys_.event_values(t, y_, m_),
-                    *sys_.field_and_events(t, y_, m_))
+            return (
+                sys_.vector_field(t, y_, m_),
+                sys_.event_values(t, y_, m_),
+                *sys_.field_and_events(t, y_, m_),
+            )
 
-        fn = eqx.filter_vmap(shapes, in_axes=(self.batch_axes(), None, None)) if batched \
-            else shapes
-        out = eqx.filter_eval_shape(fn, eqx.combine(avals, static), y,
-                                    jax.ShapeDtypeStruct((), jnp.int32))
+        fn = eqx.filter_vmap(shapes, in_axes=(self.batch_axes(), None, None)) if batched else shapes
+        out = eqx.filter_eval_shape(
+            fn, eqx.combine(avals, static), y, jax.ShapeDtypeStruct((), jnp.int32)
+        )
         d, n, name = self.state_dim, len(self.events), type(self).__name__
         want = ((d,), (n,), (d,), (n,))
-        what = ("vector_field", "event_values", "field_and_events (the field)",
-                "field_and_events (the event values)")
+        what = (
+            "vector_field",
+            "event_values",
+            "field_and_events (the field)",
+            "field_and_events (the event values)",
+        )
         for w, o, sh in zip(what, out, want):
-            got = tuple(jnp.shape(o))[int(batched):]
+            got = tuple(jnp.shape(o))[int(batched) :]
             if got != sh:
-                per = (f"one per state component ({d})" if sh == (d,) else
-                       f"one per event ({n}: {', '.join(e.name for e in self.events)})")
+                per = (
+                    f"one per state component ({d})"
+                    if sh == (d,)
+                    else f"one per event ({n}: {', '.join(e.name for e in self.events)})"
+                )
                 raise ValueError(f"{name}.{w} returns shape {got}; it must be {sh}, {per}")
             if sh[0] and not jnp.issubdtype(o.dtype, jnp.floating):
                 # the integrators differentiate the event functions and locate their roots
-                raise ValueError(f"{name}.{w} returns {o.dtype} values; it must return real "
-                                 f"floating-point values (an event function is located by its "
-                                 f"sign changes and slopes: return a float, e.g. "
-                                 f"jnp.asarray(g, float))")
+                raise ValueError(
+                    f"{name}.{w} returns {o.dtype} values; it must return real "
+                    f"floating-point values (an event function is located by its "
+                    f"sign changes and slopes: return a float, e.g. "
+                    f"jnp.asarray(g, float))"
+                )
         if key is not None:
             if len(_CHECKED) > 4096:
                 _CHECKED.clear()
@@ -245,10 +283,11 @@ class AbstractSystem(eqx.Module):
     def check_flow_step(self, dt_max) -> None:
         """A ``ValueError`` when the system has a flow but neither a ``flow_step`` nor a
         ``dt_max`` bounds its steps."""
-        if (self.has_flow and type(self).flow_step is AbstractSystem.flow_step
-                and dt_max is None):
-            raise ValueError(f"dt_max = None is not allowed for {type(self).__name__}: its exact "
-                             f"flow has no flow_step, so dt_max (> 0) must bound the steps")
+        if self.has_flow and type(self).flow_step is AbstractSystem.flow_step and dt_max is None:
+            raise ValueError(
+                f"dt_max = None is not allowed for {type(self).__name__}: its exact "
+                f"flow has no flow_step, so dt_max (> 0) must bound the steps"
+            )
 
     # ------------------------------------------------------------------ hybrid structure
     @property
@@ -257,10 +296,15 @@ class AbstractSystem(eqx.Module):
         return type(self).reset is not AbstractSystem.reset
 
     def reset(
-        self, t: Float[Array, ""], y: Float[Array, " d"], mode: Int[Array, ""],
-        aux: Float[Array, " p"], event: Int[Array, ""],
-    ) -> tuple[Float[Array, ""], Float[Array, " d"], Int[Array, ""], Float[Array, " p"],
-               Bool[Array, ""]]:
+        self,
+        t: Float[Array, ""],
+        y: Float[Array, " d"],
+        mode: Int[Array, ""],
+        aux: Float[Array, " p"],
+        event: Int[Array, ""],
+    ) -> tuple[
+        Float[Array, ""], Float[Array, " d"], Int[Array, ""], Float[Array, " p"], Bool[Array, ""]
+    ]:
         """At the located root ``t`` of ``event``: ``(t, y, mode, aux, terminal)`` to go on with
         (a map may move the time ahead, e.g. a slip extrapolated to its stop).
 
@@ -302,16 +346,19 @@ class AbstractSystem(eqx.Module):
         """One line on how one run ended, in names: its status, the event that ended it, the
         time and mode there, the outcome, steps and resets."""
         if np.ndim(solution.t) != 0:
-            raise ValueError(f"describe takes one run; this solution has a batch of shape "
-                             f"{np.shape(solution.t)} (use outcome_name or status_name)")
+            raise ValueError(
+                f"describe takes one run; this solution has a batch of shape "
+                f"{np.shape(solution.t)} (use outcome_name or status_name)"
+            )
         e = int(solution.event)
-        event = (f"event {e} ({self.events[e].name!r})" if 0 <= e < len(self.events)
-                 else "no event")
+        event = f"event {e} ({self.events[e].name!r})" if 0 <= e < len(self.events) else "no event"
         m = int(solution.mode)
         mode = self.modes[m] if 0 <= m < len(self.modes) else str(m)
-        return (f"{code_names(solution.status, Status)} at t = {float(solution.t):.10g}:"
-                f" {event}, mode {mode!r}; outcome {self.outcome_name(solution)}; "
-                f"{int(solution.steps)} steps, {int(solution.resets)} resets before the end")
+        return (
+            f"{code_names(solution.status, Status)} at t = {float(solution.t):.10g}:"
+            f" {event}, mode {mode!r}; outcome {self.outcome_name(solution)}; "
+            f"{int(solution.steps)} steps, {int(solution.resets)} resets before the end"
+        )
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -322,11 +369,16 @@ class AbstractSystem(eqx.Module):
     def event_set(self) -> EventSet:
         """The events as the integrators' :class:`rollax._core.events.EventSet` (mode 0 fn, static)."""
         ev = tuple(self.events)
-        return EventSet(_no_fn, tuple(int(e.kind) for e in ev), tuple(int(e.target) for e in ev),
-                        tuple(int(e.direction) for e in ev))
+        return EventSet(
+            _no_fn,
+            tuple(int(e.kind) for e in ev),
+            tuple(int(e.target) for e in ev),
+            tuple(int(e.direction) for e in ev),
+        )
 
-    def check_state(self, y, name: str = "y0", valid=None, *,
-                    host: bool = False) -> Float[Array, "... d"]:
+    def check_state(
+        self, y, name: str = "y0", valid=None, *, host: bool = False
+    ) -> Float[Array, "... d"]:
         """``y`` as a float array whose last axis is the state, or a ``ValueError``: a wrong
         shape, a value that is not a real number (complex, bool, text) or, where ``y`` is
         concrete, not finite (only the rows where ``valid``, if given). ``host``: a ``y`` that
@@ -340,12 +392,17 @@ class AbstractSystem(eqx.Module):
                 kind = "O"
         if kind not in ("f", "i", "u"):
             raise ValueError(f"{name} = {_show(y)} is not allowed: it must be real numbers")
-        y = np.asarray(y, dtype=np.float64) if host and not isinstance(y, jax.Array) \
+        y = (
+            np.asarray(y, dtype=np.float64)
+            if host and not isinstance(y, jax.Array)
             else jnp.asarray(y, dtype=float)
+        )
         d = self.state_dim
         if y.ndim == 0 or (d and y.shape[-1] != d):
-            raise ValueError(f"{name} has shape {tuple(y.shape)}; {type(self).__name__} needs "
-                             f"a last axis of {d} ({', '.join(self.state_names)})")
+            raise ValueError(
+                f"{name} has shape {tuple(y.shape)}; {type(self).__name__} needs "
+                f"a last axis of {d} ({', '.join(self.state_names)})"
+            )
         # one sum first: all finite unless it is not (4 against 25 ms for a million starts
         # on an H100 host); a large finite sum that overflows only sends it the long way
         with np.errstate(over="ignore", invalid="ignore"):  # (inf - inf: the long way)
@@ -374,10 +431,12 @@ class AbstractSystem(eqx.Module):
             m = None
         if m is None or not jnp.issubdtype(m.dtype, jnp.integer):
             raise ValueError(f"{name} = {mode!r} must be an integer index of {list(self.modes)}")
-        if not isinstance(m, jax.core.Tracer) and np.any((np.asarray(m) < 0)
-                                                        | (np.asarray(m) >= len(self.modes))):
-            raise ValueError(f"{name} = {mode!r} is outside the allowed range "
-                             f"[0, {len(self.modes) - 1}]")
+        if not isinstance(m, jax.core.Tracer) and np.any(
+            (np.asarray(m) < 0) | (np.asarray(m) >= len(self.modes))
+        ):
+            raise ValueError(
+                f"{name} = {mode!r} is outside the allowed range [0, {len(self.modes) - 1}]"
+            )
         return m.astype(jnp.int32)
 
     def batch_shape(self) -> tuple[int, ...]:
@@ -392,8 +451,10 @@ class AbstractSystem(eqx.Module):
             if jnp.ndim(leaf) > core:
                 shapes.add(tuple(jnp.shape(leaf))[: jnp.ndim(leaf) - core])
         if len(shapes) > 1:
-            raise ValueError(f"parameters of {type(self).__name__} have different batch shapes "
-                             f"{sorted(shapes)}; use one leading axis for all batched fields")
+            raise ValueError(
+                f"parameters of {type(self).__name__} have different batch shapes "
+                f"{sorted(shapes)}; use one leading axis for all batched fields"
+            )
         return shapes.pop() if shapes else ()
 
     def batch_axes(self):
@@ -443,8 +504,10 @@ def _leaves_and_core(tree):
                 if f.metadata.get("static", False):
                     continue
                 shape = f.metadata.get(_SHAPE)
-                walk(getattr(node, f.name),
-                     len(shape) if shape is not None else _annotation_ndim(type(node), f.name))
+                walk(
+                    getattr(node, f.name),
+                    len(shape) if shape is not None else _annotation_ndim(type(node), f.name),
+                )
         elif isinstance(node, (tuple, list)):
             for x in node:
                 walk(x, 0)
@@ -503,8 +566,9 @@ def parameter(default=None, *, shape: tuple = (), **kwargs):
         return eqx.field(converter=_to_parameter, metadata=meta, **kwargs)
     if np.ndim(default) > 0:  # an array default (mutable for dataclasses): one copy per system
         value = np.array(default)
-        return eqx.field(default_factory=lambda: value.copy(), converter=_to_parameter,
-                         metadata=meta, **kwargs)
+        return eqx.field(
+            default_factory=lambda: value.copy(), converter=_to_parameter, metadata=meta, **kwargs
+        )
     return eqx.field(default=default, converter=_to_parameter, metadata=meta, **kwargs)
 
 
@@ -517,9 +581,12 @@ def classify(system: AbstractSystem, solution) -> Int[Array, "*b"]:
 
     ``system`` may carry per-start parameters (a leading batch axis on some fields, as given
     to :func:`rollax.solve_ensemble`); each run is classified with its own parameters."""
-    fields = {f.name: None if getattr(solution, f.name) is None
-              else jax.tree_util.tree_map(jnp.asarray, getattr(solution, f.name))
-              for f in dataclasses.fields(solution)}
+    fields = {
+        f.name: None
+        if getattr(solution, f.name) is None
+        else jax.tree_util.tree_map(jnp.asarray, getattr(solution, f.name))
+        for f in dataclasses.fields(solution)
+    }
     return _classify(system, type(solution)(**fields))
 
 
@@ -530,8 +597,7 @@ def _classify(system, solution):
         return system.outcome(solution)
     shape = jnp.shape(solution.t)
     size = int(np.prod(shape))
-    flat = jax.tree_util.tree_map(
-        lambda x: jnp.reshape(x, (size,) + jnp.shape(x)[nb:]), solution)
+    flat = jax.tree_util.tree_map(lambda x: jnp.reshape(x, (size,) + jnp.shape(x)[nb:]), solution)
     out = eqx.filter_vmap(_outcome_of, in_axes=(system.batch_axes(), 0))(system, flat)
     return jnp.reshape(out, shape)
 

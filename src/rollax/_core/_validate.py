@@ -71,8 +71,9 @@ def check_range(
 
 def _check_real(name: str, value: Any) -> None:
     # a complex value is refused, not silently made real
-    if isinstance(value, complex) or (hasattr(value, "dtype") and not _is_tracer(value)
-                                      and np.asarray(value).dtype.kind == "c"):
+    if isinstance(value, complex) or (
+        hasattr(value, "dtype") and not _is_tracer(value) and np.asarray(value).dtype.kind == "c"
+    ):
         raise ValueError(f"{name} = {_show(value)} is not allowed: it must be real")
 
 
@@ -87,14 +88,18 @@ def check_less(a_name: str, a: Any, b_name: str, b: Any, allowed: str) -> None:
     try:
         A, B = np.broadcast_arrays(A, B)
     except ValueError:
-        raise ValueError(f"{a_name} has shape {A.shape} and {b_name} {B.shape}: per-start "
-                         f"values must have the same length") from None
+        raise ValueError(
+            f"{a_name} has shape {A.shape} and {b_name} {B.shape}: per-start "
+            f"values must have the same length"
+        ) from None
     bad = ~(A < B)
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
         row = f" in per-start row {', '.join(str(k) for k in i)}" if A.ndim else ""
-        raise ValueError(f"{a_name} = {float(A[i])!r} must be smaller than {b_name} = "
-                         f"{float(B[i])!r}{row} (allowed range: {allowed})")
+        raise ValueError(
+            f"{a_name} = {float(A[i])!r} must be smaller than {b_name} = "
+            f"{float(B[i])!r}{row} (allowed range: {allowed})"
+        )
 
 
 def check_where_concrete(name: str, value: Any, ok, allowed: str) -> None:
@@ -162,7 +167,11 @@ def _show(x: Any) -> str:
         arr = np.asarray(x)
     except Exception:
         return repr(x)
-    if arr.dtype == object or arr.dtype.kind in "SUb" or (arr.ndim == 0 and not hasattr(x, "shape")):
+    if (
+        arr.dtype == object
+        or arr.dtype.kind in "SUb"
+        or (arr.ndim == 0 and not hasattr(x, "shape"))
+    ):
         return repr(x)  # a Python scalar, string, None, ...
     if arr.size <= 8:
         return f"{arr.tolist()!r} (shape {arr.shape})"
@@ -183,8 +192,10 @@ def check_shape(name: str, x: Any, shape: tuple[int, ...], what: str = "") -> An
     except Exception:
         got = None
     if got != tuple(shape):
-        raise ValueError(f"{name} = {_show(x)} is not allowed: it must be an array of shape "
-                         f"{tuple(shape)}{what} (use jax.vmap for a batch)")
+        raise ValueError(
+            f"{name} = {_show(x)} is not allowed: it must be an array of shape "
+            f"{tuple(shape)}{what} (use jax.vmap for a batch)"
+        )
     return x
 
 
@@ -208,13 +219,19 @@ def check_integer(name: str, value: Any, lo: int | None = None, hi: int | None =
         if np.dtype(value.dtype).kind in "iuf":
             value = np.asarray(value).item()  # a 0-d NumPy or JAX array
     is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-    if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+    if (
+        isinstance(value, (float, np.floating))
+        and math.isfinite(value)
+        and float(value).is_integer()
+    ):
         is_int = True  # 2.0: a whole number, accepted as 2
     if not is_int:
         raise ValueError(f"{name} = {value!r} is not allowed: it must be {allowed}")
     v = int(value)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ValueError(f"{name} = {v!r} is not allowed: it is outside the allowed range: {allowed}")
+        raise ValueError(
+            f"{name} = {v!r} is not allowed: it is outside the allowed range: {allowed}"
+        )
     return v
 
 
@@ -237,8 +254,10 @@ def real_array(name: str):
         except Exception:
             ok = False
         if not ok:
-            raise ValueError(f"{name} = {x!r} is not allowed: it must be a real number or an "
-                             "array of real numbers")
+            raise ValueError(
+                f"{name} = {x!r} is not allowed: it must be a real number or an "
+                "array of real numbers"
+            )
         return jnp.asarray(x, dtype=float)
 
     convert.__name__ = f"real_array_{name}"
@@ -276,8 +295,9 @@ def past_jump(t0, jump_ts):
     J = jnp.asarray(jump_ts, dtype=float).reshape(-1)
     t = jnp.asarray(t0, dtype=float)
     near = (t < J) & (J - t < 1e-14 * jnp.maximum(1.0, jnp.abs(t)))
-    moved = jnp.where(jnp.any(near), jnp.nextafter(jnp.max(jnp.where(near, J, -jnp.inf)),
-                                                   jnp.inf), t)
+    moved = jnp.where(
+        jnp.any(near), jnp.nextafter(jnp.max(jnp.where(near, J, -jnp.inf)), jnp.inf), t
+    )
     if isinstance(t0, (int, float)) and isinstance(jump_ts, tuple):
         return float(moved)
     return moved

@@ -182,8 +182,9 @@ def locate_root(
         xi = (a - b) / nz(c - b)
         phi = (fa - fb) / nz(fc - fb)
         iqi = (phi**2 < xi) & ((1.0 - phi) ** 2 < 1.0 - xi)
-        t_iqi = (fa / nz(fb - fa) * fc / nz(fb - fc)
-                 + (c - a) / nz(b - a) * fa / nz(fc - fa) * fb / nz(fc - fb))
+        t_iqi = fa / nz(fb - fa) * fc / nz(fb - fc) + (c - a) / nz(b - a) * fa / nz(
+            fc - fa
+        ) * fb / nz(fc - fb)
         t = jnp.where(iqi & jnp.isfinite(t_iqi), t_iqi, 0.5)
         return a, b, c, fa, fb, fc, jnp.clip(t, tlim, 1.0 - tlim), it + 1
 
@@ -252,17 +253,18 @@ def scan(
         s = jnp.sign(gk)
         flip = use & (s != 0) & (s == -sign) & ((dirs == 0) | (s == dirs))
         count = count + flip.astype(count.dtype)
-        hit = use & jnp.where(is_boundary, gk <= 0,
-                              (targets > 0) & (count >= targets) & flip)
+        hit = use & jnp.where(is_boundary, gk <= 0, (targets > 0) & (count >= targets) & flip)
         exact = jnp.where(is_boundary, jnp.where(gk == 0, times[k], jnp.nan), t_zero)
         newly = hit & (first == n_samples)
         first = jnp.where(newly, k, first)
         t_exact = jnp.where(newly, exact, t_exact)
         sign = jnp.where(use & (s != 0), s, sign)
-        t_zero = jnp.where(use, jnp.where(s == 0, jnp.where(jnp.isnan(t_zero), times[k], t_zero),
-                                          jnp.nan), t_zero)
-    nonfinite = ~jnp.all(jnp.isfinite(values) if mask is None
-                         else jnp.isfinite(values) | ~mask[:, None])
+        t_zero = jnp.where(
+            use, jnp.where(s == 0, jnp.where(jnp.isnan(t_zero), times[k], t_zero), jnp.nan), t_zero
+        )
+    nonfinite = ~jnp.all(
+        jnp.isfinite(values) if mask is None else jnp.isfinite(values) | ~mask[:, None]
+    )
     return Scan(first < n_samples, first, sign, count, t_zero, t_exact, nonfinite)
 
 
@@ -275,8 +277,9 @@ def near_theta(n_samples: int) -> float:
     return 1.0 - 1.0 / (NEAR * n_samples)
 
 
-def unresolved(values: Float[Array, "K n"], start: Float[Array, " n"],
-               near: Float[Array, " n"]) -> Bool[Array, ""]:
+def unresolved(
+    values: Float[Array, "K n"], start: Float[Array, " n"], near: Float[Array, " n"]
+) -> Bool[Array, ""]:
     """Whether a step's samples may hide a pair of zero crossings between two samples.
 
     Both integrators reject such a step (as one with a non-finite error: the step shrinks to
@@ -313,8 +316,13 @@ def unresolved(values: Float[Array, "K n"], start: Float[Array, " n"],
         a, b, c = g[k - 1], g[k], g[k + 1]
         dd = c - 2.0 * b + a
         sl = 0.5 * (c - a)
-        flag = flag | ((a * b > 0) & (b * c > 0) & (dd * b > 0) & (jnp.abs(sl) < jnp.abs(dd))
-                       & (sl * sl > 2.0 * dd * b))
+        flag = flag | (
+            (a * b > 0)
+            & (b * c > 0)
+            & (dd * b > 0)
+            & (jnp.abs(sl) < jnp.abs(dd))
+            & (sl * sl > 2.0 * dd * b)
+        )
     # a non-finite value is the scan's business (the start fails), not a step to shrink
     return jnp.any(flag & jnp.isfinite(m))
 
@@ -383,8 +391,13 @@ def locate_in_step(
     ga, gb = envelope(g_a), envelope(g_b)
     ok = found & (ga > 0) & ~(gb > 0)
     # nothing to locate: an empty bracket, so that a vmapped root finder stops at once
-    root = locate_root(lambda tt: envelope(g_at(tt)), jnp.where(ok, a, b), b,
-                       jnp.where(ok, ga, 1.0), jnp.where(ok, gb, -1.0))
+    root = locate_root(
+        lambda tt: envelope(g_at(tt)),
+        jnp.where(ok, a, b),
+        b,
+        jnp.where(ok, ga, 1.0),
+        jnp.where(ok, gb, -1.0),
+    )
     root = jnp.where(ok, root, b)
     exact = jnp.where(cand, sc.t_exact, jnp.inf)
     t_ex = jnp.min(exact)
@@ -393,7 +406,6 @@ def locate_in_step(
     e_env = jnp.argmin(jnp.where(cand, orient * g_at(root), jnp.inf))
     e = jnp.where(use_exact, jnp.argmin(exact), e_env).astype(jnp.int32)
     # crossings before the root: the samples before the bracket, plus the ending crossing
-    before = scan(events, vals, times, sign, count, t_zero, targets,
-                  mask=jnp.arange(n_samples) < k)
+    before = scan(events, vals, times, sign, count, t_zero, targets, mask=jnp.arange(n_samples) < k)
     onehot = (jnp.arange(kinds.shape[0]) == e) & (kinds == CROSSING) & found
     return Located(found, e, t_root, before.count + onehot.astype(count.dtype))

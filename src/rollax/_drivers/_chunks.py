@@ -73,8 +73,7 @@ class SweepInterrupted(KeyboardInterrupt):
         if folder is None:
             where = "nothing was saved (no cache directory); rerun the same command to start over"
         else:
-            where = (f"the finished chunks are kept in {folder}; rerun the same command to "
-                     f"resume")
+            where = f"the finished chunks are kept in {folder}; rerun the same command to resume"
         super().__init__(f"interrupted by {name} after {done} of {total} chunks: {where}")
 
     @property
@@ -122,8 +121,10 @@ def code_fingerprint() -> str:
     import rollax
 
     h = hashlib.sha256()
-    h.update(f"rollax {rollax.__version__} jax {jax.__version__} jaxlib {jaxlib.__version__} "
-             f"numpy {np.__version__}\n".encode())
+    h.update(
+        f"rollax {rollax.__version__} jax {jax.__version__} jaxlib {jaxlib.__version__} "
+        f"numpy {np.__version__}\n".encode()
+    )
     root = Path(rollax.__file__).resolve().parent
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
@@ -144,16 +145,24 @@ def checksum(arrays: Mapping[str, np.ndarray]) -> str:
 def _meta(key: str, index: int, rows: int, part: Mapping[str, np.ndarray]) -> dict:
     import rollax
 
-    return dict(format=_FORMAT, key=key, version=rollax.__version__,
-                fingerprint=code_fingerprint(), index=index, rows=rows, sha256=checksum(part))
+    return dict(
+        format=_FORMAT,
+        key=key,
+        version=rollax.__version__,
+        fingerprint=code_fingerprint(),
+        index=index,
+        rows=rows,
+        sha256=checksum(part),
+    )
 
 
 def save_chunk(path: Path, part: Mapping[str, np.ndarray], meta: Mapping) -> None:
     """Write ``part`` and ``meta`` to ``path`` atomically (a private temporary file, then
     :func:`os.replace`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}."
-                         f"{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(
+        f".{path.stem}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp"
+    )
     try:
         with open(tmp, "wb") as f:
             np.savez(f, **part, **{_META: np.array(json.dumps(meta, sort_keys=True))})
@@ -188,13 +197,17 @@ def load_chunk(path: Path, expect: Mapping) -> tuple[dict[str, np.ndarray] | Non
         return None, "has no valid rollax chunk record (written by another rollax version?)"
     for field in ("key", "index", "rows"):
         if meta.get(field) != expect[field]:
-            return None, f"belongs to another sweep ({field} = {meta.get(field)!r}, expected " \
-                         f"{expect[field]!r})"
-    if (meta.get("version"), meta.get("fingerprint")) != (expect["version"],
-                                                          expect["fingerprint"]):
-        return None, (f"is stale (computed by rollax {meta.get('version')} with code "
-                      f"fingerprint {meta.get('fingerprint')}, now {expect['version']} "
-                      f"{expect['fingerprint']})")
+            return (
+                None,
+                f"belongs to another sweep ({field} = {meta.get(field)!r}, expected "
+                f"{expect[field]!r})",
+            )
+    if (meta.get("version"), meta.get("fingerprint")) != (expect["version"], expect["fingerprint"]):
+        return None, (
+            f"is stale (computed by rollax {meta.get('version')} with code "
+            f"fingerprint {meta.get('fingerprint')}, now {expect['version']} "
+            f"{expect['fingerprint']})"
+        )
     if checksum(part) != meta.get("sha256"):
         return None, "is corrupt (its checksum does not match its contents)"
     if any(np.shape(v)[:1] != (expect["rows"],) for v in part.values()):
@@ -215,8 +228,10 @@ def _signal_flag():
         flag["sig"] = signum
 
     old = {}
-    for sig, default in ((signal.SIGINT, signal.default_int_handler),
-                         (signal.SIGTERM, terminate_as_interrupt)):
+    for sig, default in (
+        (signal.SIGINT, signal.default_int_handler),
+        (signal.SIGTERM, terminate_as_interrupt),
+    ):
         if signal.getsignal(sig) in (default, signal.SIG_DFL):
             old[sig] = signal.signal(sig, handler)
     try:
@@ -302,7 +317,8 @@ def check_fits(n: int, row_bytes: int, what: str = "sweep") -> None:
     if have is not None and need > have:
         raise MemoryError(
             f"{what} of {n:,} starts needs about {_size(need)} of memory for its results, but "
-            f"only {_size(have)} is available: use a coarser grid or split the sweep")
+            f"only {_size(have)} is available: use a coarser grid or split the sweep"
+        )
 
 
 def chunk_width(n: int, chunk_size: int) -> int:
@@ -352,8 +368,11 @@ def run_chunked(
 
     Raises :class:`SweepInterrupted` on SIGINT/SIGTERM (module docstring).
     """
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
-            or chunk_size < 1:
+    if (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, (int, np.integer))
+        or chunk_size < 1
+    ):
         raise ValueError(f"chunk_size = {chunk_size!r} is not allowed: it must be an integer >= 1")
     chunk_size = int(chunk_size)
     if callable(starts):
@@ -375,8 +394,10 @@ def run_chunked(
     if cache_dir is not None:
         root = Path(cache_dir)
         if root.exists() and not root.is_dir():
-            raise ValueError(f"cache_dir = {str(root)!r} is not allowed: it is a file; give a "
-                             f"directory (or a path that does not exist yet)")
+            raise ValueError(
+                f"cache_dir = {str(root)!r} is not allowed: it is a file; give a "
+                f"directory (or a path that does not exist yet)"
+            )
         created = not root.exists()
         folder = root / f"chunks-{key}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -395,7 +416,7 @@ def run_chunked(
         if hi - lo < width:
             fill = np.repeat(chunk[:1], width - (hi - lo), axis=0)
             chunk = np.concatenate([chunk, fill])
-            valid[hi - lo:] = False
+            valid[hi - lo :] = False
 
         def capped(k):
             # the bar stops one short until the chunk is whole: what follows the solves (the
@@ -407,8 +428,9 @@ def run_chunked(
         res = fn(chunk, valid, capped)
         return {k: np.ascontiguousarray(np.asarray(v)[: hi - lo]) for k, v in res.items()}
 
-    bar = tqdm(total=n, unit="start", desc=desc, disable=not progress, smoothing=0.1,
-               mininterval=0.5)
+    bar = tqdm(
+        total=n, unit="start", desc=desc, disable=not progress, smoothing=0.1, mininterval=0.5
+    )
     started = False
 
     def shown(bar, k):
@@ -420,6 +442,7 @@ def run_chunked(
         if after["solved"]:
             after["solved"] = False
             bar.set_postfix_str("solved; outcomes and summaries of the chunk", refresh=True)
+
     with _signal_flag() as flag:
         try:
             for i in range(n_chunks):
@@ -429,19 +452,26 @@ def run_chunked(
                 if path is not None:
                     import rollax
 
-                    expect = dict(key=key, index=i, rows=hi - lo, version=rollax.__version__,
-                                  fingerprint=code_fingerprint())
+                    expect = dict(
+                        key=key,
+                        index=i,
+                        rows=hi - lo,
+                        version=rollax.__version__,
+                        fingerprint=code_fingerprint(),
+                    )
                     if path.exists():
                         part, why = load_chunk(path, expect)
                         if part is None and why != "is missing":
-                            warnings.warn(f"chunk {path} {why}; recomputing it", ChunkWarning,
-                                          stacklevel=3)
+                            warnings.warn(
+                                f"chunk {path} {why}; recomputing it", ChunkWarning, stacklevel=3
+                            )
                 seen = 0
                 if part is None:
                     if not started:  # the bar stands still while the kernel compiles: say so
                         bar.set_postfix_str("compiling or loading the kernel", refresh=True)
-                    part, seen = _call_polling(compute, (i, lo, hi), flag, interrupted,
-                                               functools.partial(shown, bar))
+                    part, seen = _call_polling(
+                        compute, (i, lo, hi), flag, interrupted, functools.partial(shown, bar)
+                    )
                     if path is not None:
                         save_chunk(path, part, _meta(key, i, hi - lo, part))
                 if out is None and n_chunks == 1:  # the part is the whole: no copy
@@ -450,8 +480,9 @@ def run_chunked(
                     if out is None:
                         out = {k: np.empty((n,) + v.shape[1:], v.dtype) for k, v in part.items()}
                     if set(part) != set(out):
-                        raise RuntimeError(f"chunk {i} has fields {sorted(part)}, chunk 0 has "
-                                           f"{sorted(out)}")
+                        raise RuntimeError(
+                            f"chunk {i} has fields {sorted(part)}, chunk 0 has {sorted(out)}"
+                        )
                     for k, v in part.items():
                         out[k][lo:hi] = v
                 done += 1

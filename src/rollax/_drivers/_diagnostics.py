@@ -41,8 +41,13 @@ def goodness(r: np.ndarray, shape: tuple[int, int], names: Sequence[str], n_fit:
     white = {}
     for k, name in enumerate(names):
         white[name] = {"lag1": lag1(per[:, k]), "runs_z": runs_z(per[:, k])}
-    return {"chi2": chi2, "dof": dof, "chi2_per_dof": chi2 / max(dof, 1),
-            "p_value": float(stats.chi2.sf(chi2, max(dof, 1))), "whiteness": white}
+    return {
+        "chi2": chi2,
+        "dof": dof,
+        "chi2_per_dof": chi2 / max(dof, 1),
+        "p_value": float(stats.chi2.sf(chi2, max(dof, 1))),
+        "whiteness": white,
+    }
 
 
 def lag1(e: np.ndarray) -> float:
@@ -71,12 +76,16 @@ def poor_fit(diag: dict, *, sigma_given: bool) -> str:
     noise levels given, or residuals with |lag-1 autocorrelation| above :data:`POOR_LAG1`."""
     why = []
     if sigma_given and diag["chi2_per_dof"] > POOR_CHI2:
-        why.append(f"chi^2 per degree of freedom = {diag['chi2_per_dof']:.3g} with the noise "
-                   f"levels given (p = {diag['p_value']:.2g}; a good fit has ~1)")
+        why.append(
+            f"chi^2 per degree of freedom = {diag['chi2_per_dof']:.3g} with the noise "
+            f"levels given (p = {diag['p_value']:.2g}; a good fit has ~1)"
+        )
     for name, w in diag["whiteness"].items():
         if abs(w["lag1"]) > POOR_LAG1:
-            why.append(f"the residuals of {name} are correlated (lag-1 autocorrelation "
-                       f"{w['lag1']:.2f}; white noise has ~0)")
+            why.append(
+                f"the residuals of {name} are correlated (lag-1 autocorrelation "
+                f"{w['lag1']:.2f}; white noise has ~0)"
+            )
     return "; ".join(why)
 
 
@@ -86,9 +95,22 @@ _GRID = (1.0, 2.5)
 _WIDE = (6.0, 9.0, 14.0, 20.0)
 
 
-def profile(x, cost_min, cov, lo, hi, which: Sequence[int], names: Sequence[str],
-            rj: Callable, cost: Callable, *, max_iter: int = 100, tol: float = 1e-10,
-            cost_atol: float = 0.0, report: Callable | None = None) -> dict:
+def profile(
+    x,
+    cost_min,
+    cov,
+    lo,
+    hi,
+    which: Sequence[int],
+    names: Sequence[str],
+    rj: Callable,
+    cost: Callable,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+    cost_atol: float = 0.0,
+    report: Callable | None = None,
+) -> dict:
     """Profile likelihoods of the fitted quantities ``which`` (indices into ``x``), all points
     as lanes of one batched LM (:mod:`rollax._drivers._lm`). Each point starts from the linear
     prediction of the conditional optimum, ``x + cov[:, i] / cov[i, i] (v - x_i)``.
@@ -120,8 +142,20 @@ def profile(x, cost_min, cov, lo, hi, which: Sequence[int], names: Sequence[str]
         fixed = np.zeros_like(xs, bool)
         fixed[np.arange(len(meta)), meta] = True
         # each lane starts near its conditional optimum: a small damping
-        out = _lm.solve(xs, rj, cost, lo, hi, fixed=fixed, max_iter=max_iter, tol=tol,
-                        cost_atol=cost_atol, lam0=1e-6, report=report, stage="profile")
+        out = _lm.solve(
+            xs,
+            rj,
+            cost,
+            lo,
+            hi,
+            fixed=fixed,
+            max_iter=max_iter,
+            tol=tol,
+            cost_atol=cost_atol,
+            lam0=1e-6,
+            report=report,
+            stage="profile",
+        )
         for lane, i in enumerate(meta):
             pts[i].append((float(out.x[lane, i]), 2.0 * (float(out.cost[lane]) - cost_min)))
         return True
@@ -141,8 +175,12 @@ def profile(x, cost_min, cov, lo, hi, which: Sequence[int], names: Sequence[str]
             for side, end, ok in ((-1, a, closed[0]), (1, b, closed[1])):
                 if not ok:
                     out.append((side, _WIDE))
-                elif end is not None and end not in (lo[i], hi[i]) and se[i] > 0 \
-                        and (i, side) not in refined:
+                elif (
+                    end is not None
+                    and end not in (lo[i], hi[i])
+                    and se[i] > 0
+                    and (i, side) not in refined
+                ):
                     refined.add((i, side))
                     out.append((side, (abs(end - x[i]) / se[i],)))
             return tuple(out)
@@ -153,8 +191,13 @@ def profile(x, cost_min, cov, lo, hi, which: Sequence[int], names: Sequence[str]
     for i in which:
         (a, b), closed = _interval(x[i], pts[i], lo[i], hi[i])
         p = sorted(pts[i] + [(float(x[i]), 0.0)])
-        out[names[i]] = {"values": [v for v, _ in p], "delta_chi2": [d for _, d in p],
-                         "interval": (a, b), "closed": closed, "estimate": float(x[i])}
+        out[names[i]] = {
+            "values": [v for v, _ in p],
+            "delta_chi2": [d for _, d in p],
+            "interval": (a, b),
+            "closed": closed,
+            "estimate": float(x[i]),
+        }
     return out
 
 
@@ -179,8 +222,13 @@ def _interval(xi, pts, lo, hi):
                 end, ok = prev_v + f * (v - prev_v), True
                 break
             prev_v, prev_d = v, max(d, 0.0)
-        if not ok and seq and math.isfinite(bound) and abs(seq[-1][0] - bound) <= \
-                1e-12 * max(1.0, abs(bound)) and math.isfinite(seq[-1][1]):
+        if (
+            not ok
+            and seq
+            and math.isfinite(bound)
+            and abs(seq[-1][0] - bound) <= 1e-12 * max(1.0, abs(bound))
+            and math.isfinite(seq[-1][1])
+        ):
             end, ok = float(bound), True  # below the level up to the bound: the box ends it
         ends.append(end)
         closed.append(ok)

@@ -87,8 +87,10 @@ class Observations:
         if v.ndim == 1:
             v = v[:, None]
         if v.shape != (t.shape[0], len(names)):
-            raise ValueError(f"values has shape {v.shape}; with {t.shape[0]} times and the "
-                             f"observables {names} it must be {(t.shape[0], len(names))}")
+            raise ValueError(
+                f"values has shape {v.shape}; with {t.shape[0]} times and the "
+                f"observables {names} it must be {(t.shape[0], len(names))}"
+            )
         if not np.all(np.isfinite(t)):
             i = int(np.argmax(~np.isfinite(t)))
             raise ValueError(f"t[{i}] = {float(t[i])!r}; observation times must be finite")
@@ -96,19 +98,26 @@ class Observations:
         if np.any(dt <= 0):
             i = int(np.argmax(dt <= 0))
             what = "repeated" if dt[i] == 0 else "not increasing"
-            raise ValueError(f"t[{i + 1}] = {float(t[i + 1])!r} after t[{i}] = {float(t[i])!r}: observation "
-                             f"times are {what}; they must be strictly increasing")
+            raise ValueError(
+                f"t[{i + 1}] = {float(t[i + 1])!r} after t[{i}] = {float(t[i])!r}: observation "
+                f"times are {what}; they must be strictly increasing"
+            )
         bad = ~np.all(np.isfinite(v), axis=1)
         if np.any(bad):
-            warnings.warn(f"dropped {int(bad.sum())} of {t.shape[0]} observations with a "
-                          f"non-finite value (the first at t = {float(t[bad][0])!r})", stacklevel=3)
+            warnings.warn(
+                f"dropped {int(bad.sum())} of {t.shape[0]} observations with a "
+                f"non-finite value (the first at t = {float(t[bad][0])!r})",
+                stacklevel=3,
+            )
             t, v = t[~bad], v[~bad]
         if t.shape[0] < 2:
             raise ValueError(f"{t.shape[0]} usable observations; at least 2 are needed")
         if t.shape[0] > MAX_ROWS:
-            raise ValueError(f"{t.shape[0]} observations is more than identify takes "
-                             f"({MAX_ROWS}): every one is a saved point of every solve and a "
-                             f"row of the Jacobian; thin the record (every k-th row) or cut it")
+            raise ValueError(
+                f"{t.shape[0]} observations is more than identify takes "
+                f"({MAX_ROWS}): every one is a saved point of every solve and a "
+                f"row of the Jacobian; thin the record (every k-th row) or cut it"
+            )
         if self.sigma is not None:
             s = np.broadcast_to(np.asarray(self.sigma, dtype=float), (len(names),)).copy()
             if not np.all(np.isfinite(s) & (s > 0)):
@@ -117,18 +126,24 @@ class Observations:
         if self.t_event is not None:
             te = float(self.t_event)
             if not math.isfinite(te) or te < t[0]:
-                raise ValueError(f"t_event = {self.t_event!r} must be finite and >= the first "
-                                 f"observation time {float(t[0])!r}")
+                raise ValueError(
+                    f"t_event = {self.t_event!r} must be finite and >= the first "
+                    f"observation time {float(t[0])!r}"
+                )
             reach = float(t[-1]) + max(1.0, float(t[-1] - t[0]))
             if te > reach:
-                raise ValueError(f"t_event = {self.t_event!r} is not allowed: it lies "
-                                 f"{te - float(t[-1]):g} s after the last observation "
-                                 f"(t = {float(t[-1])!r}); allowed: up to {reach!r} (the "
-                                 f"record's span or 1 s past its end, whichever is longer)")
+                raise ValueError(
+                    f"t_event = {self.t_event!r} is not allowed: it lies "
+                    f"{te - float(t[-1]):g} s after the last observation "
+                    f"(t = {float(t[-1])!r}); allowed: up to {reach!r} (the "
+                    f"record's span or 1 s past its end, whichever is longer)"
+                )
             se = self.sigma_event
             if se is None or not (math.isfinite(float(se)) and float(se) > 0):
-                raise ValueError(f"sigma_event = {se!r}; an observed event time needs a "
-                                 f"finite noise level > 0 [s]")
+                raise ValueError(
+                    f"sigma_event = {se!r}; an observed event time needs a "
+                    f"finite noise level > 0 [s]"
+                )
         if not (isinstance(self.event, int) and self.event >= 0):
             raise ValueError(f"event = {self.event!r} must be an integer >= 0")
         object.__setattr__(self, "t", t)
@@ -199,26 +214,37 @@ class Fit:
         """A JSON-ready summary (non-finite numbers become ``None``)."""
         f = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731
         return {
-            "parameters": {n: {"value": f(v), "std_error": f(s), "at_bound": bool(b)}
-                           for n, v, s, b in zip(self.names, self.values, self.std_errors,
-                                                 self.at_bound)},
+            "parameters": {
+                n: {"value": f(v), "std_error": f(s), "at_bound": bool(b)}
+                for n, v, s, b in zip(self.names, self.values, self.std_errors, self.at_bound)
+            },
             "initial_state": [f(v) for v in self.y0],
             "correlation": [[f(c) for c in row] for row in self.correlation],
             "sigma": {k: f(v) for k, v in self.sigma.items()},
             "residual_rms": {k: f(v) for k, v in self.residual_rms.items()},
-            "cost": f(self.cost), "iterations": self.iterations, "converged": self.converged,
-            "status": self.status, "chi2": f(self.chi2), "dof": int(self.dof),
-            "chi2_per_dof": f(self.chi2_per_dof), "p_value": f(self.p_value),
+            "cost": f(self.cost),
+            "iterations": self.iterations,
+            "converged": self.converged,
+            "status": self.status,
+            "chi2": f(self.chi2),
+            "dof": int(self.dof),
+            "chi2_per_dof": f(self.chi2_per_dof),
+            "p_value": f(self.p_value),
             "whiteness": {k: {n: f(v) for n, v in d.items()} for k, d in self.whiteness.items()},
             "noise_estimated": bool(self.noise_estimated),
-            "profile": {k: {"interval": [None if v is None else f(v) for v in p["interval"]],
-                            "closed": [bool(c) for c in p["closed"]],
-                            "estimate": f(p["estimate"]),
-                            "values": [f(v) for v in p["values"]],
-                            "delta_chi2": [f(v) for v in p["delta_chi2"]]}
-                        for k, p in self.profile.items()},
+            "profile": {
+                k: {
+                    "interval": [None if v is None else f(v) for v in p["interval"]],
+                    "closed": [bool(c) for c in p["closed"]],
+                    "estimate": f(p["estimate"]),
+                    "values": [f(v) for v in p["values"]],
+                    "delta_chi2": [f(v) for v in p["delta_chi2"]],
+                }
+                for k, p in self.profile.items()
+            },
             "windows_s": [f(w) for w in self.windows],
-            "wall_time_s": f(self.wall_time), "n_observations": self.n_observations,
+            "wall_time_s": f(self.wall_time),
+            "n_observations": self.n_observations,
             "warnings": list(self.warnings),
         }
 
@@ -250,10 +276,14 @@ def parameter_path(system: eqx.Module, name: str) -> tuple[str, ...]:
     walk(system, ())
     if len(found) != 1:
         known = sorted(_scalar_fields(system))
-        why = "is not a parameter" if not found else "is ambiguous (" + ", ".join(
-            ".".join(p) for p in found) + ")"
-        raise ValueError(f"params: {name!r} {why} of {type(system).__name__}; known: "
-                         f"{', '.join(known)}")
+        why = (
+            "is not a parameter"
+            if not found
+            else "is ambiguous (" + ", ".join(".".join(p) for p in found) + ")"
+        )
+        raise ValueError(
+            f"params: {name!r} {why} of {type(system).__name__}; known: {', '.join(known)}"
+        )
     _check_scalar(name, _get(system, found[0]))
     return found[0]
 
@@ -265,15 +295,22 @@ def _scalar_fields(system, prefix=()):
             v = getattr(system, f.name, None)
             if isinstance(v, eqx.Module):
                 out += _scalar_fields(v, prefix + (f.name,))
-            elif isinstance(v, (float, int, np.ndarray, jax.Array)) and np.ndim(v) == 0 \
-                    and not isinstance(v, bool) and not f.metadata.get("static", False):
+            elif (
+                isinstance(v, (float, int, np.ndarray, jax.Array))
+                and np.ndim(v) == 0
+                and not isinstance(v, bool)
+                and not f.metadata.get("static", False)
+            ):
                 out.append(f.name)
     return out
 
 
 def _check_scalar(name, v):
-    if not isinstance(v, (jax.Array, np.ndarray, float, int)) or np.ndim(v) != 0 \
-            or isinstance(v, bool):
+    if (
+        not isinstance(v, (jax.Array, np.ndarray, float, int))
+        or np.ndim(v) != 0
+        or isinstance(v, bool)
+    ):
         raise ValueError(f"params: {name!r} = {v!r} is not a scalar parameter field")
 
 
@@ -342,7 +379,7 @@ class _Problem(eqx.Module):
             system = _set(system, path, x[i])
         y0 = self.y0
         if self.y0_index:
-            y0 = y0.at[jnp.asarray(self.y0_index)].set(x[len(self.paths):])
+            y0 = y0.at[jnp.asarray(self.y0_index)].set(x[len(self.paths) :])
         return system, y0
 
     def predict(self, x, t_end=None):
@@ -351,8 +388,17 @@ class _Problem(eqx.Module):
         system, y0 = self.build(x)
         flow = system if system.hybrid else _Flow(system)
         t1 = self.t[-1] if t_end is None else t_end
-        sol = solve(flow, y0, self.t[0], t1, ts=self.t, rtol=self.rtol, atol=self.atol,
-                    max_steps=self.max_steps, adjoint=diffrax.ForwardMode())
+        sol = solve(
+            flow,
+            y0,
+            self.t[0],
+            t1,
+            ts=self.t,
+            rtol=self.rtol,
+            atol=self.atol,
+            max_steps=self.max_steps,
+            adjoint=diffrax.ForwardMode(),
+        )
         obs = self.observe
         h = (lambda t, y: obs(system, t, y)) if callable(obs) else getattr(system, obs)
         return jax.vmap(h)(self.t, sol.ys), system, y0
@@ -368,8 +414,16 @@ class _Problem(eqx.Module):
         r = jnp.where(keep[:, None], r, 0.0)
         r = r.reshape(-1)
         if self.with_event:
-            sol = solve(system, y0, self.t[0], jnp.inf, rtol=self.rtol, atol=self.atol,
-                        max_steps=self.max_steps, adjoint=diffrax.ForwardMode())
+            sol = solve(
+                system,
+                y0,
+                self.t[0],
+                jnp.inf,
+                rtol=self.rtol,
+                atol=self.atol,
+                max_steps=self.max_steps,
+                adjoint=diffrax.ForwardMode(),
+            )
             fired = (sol.status == Status.EVENT) & (sol.event == self.event)
             r_ev = jnp.where(fired, (sol.t - self.t_event) * self.inv_sigma_event, jnp.nan)
             r = jnp.concatenate([r, r_ev[None]])
@@ -392,10 +446,12 @@ def _residuals_and_jacobian(x, problem: _Problem):
 def _batch_residuals_and_jacobians(xs, t_end, problem: _Problem):
     """Residuals and forward-mode Jacobians of the lanes ``xs`` on the window ``t <= t_end``
     (``None``: the whole record, the observed event time included)."""
+
     def one(x):
         r_fn = lambda z: (problem.residuals(z, t_end),) * 2  # noqa: E731
         J, r = jax.jacfwd(r_fn, has_aux=True)(x)
         return r, J
+
     return jax.vmap(one)(xs)
 
 
@@ -466,8 +522,9 @@ def identify(
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     if not isinstance(observations, Observations):
-        raise TypeError(f"observations must be rollax.Observations, got "
-                        f"{type(observations).__name__}")
+        raise TypeError(
+            f"observations must be rollax.Observations, got {type(observations).__name__}"
+        )
     obs = observations
     if isinstance(params, str):
         params = (params,)
@@ -475,10 +532,14 @@ def identify(
     if len(set(params)) != len(params):
         raise ValueError(f"params = {list(params)!r} names a parameter twice")
     paths = tuple(parameter_path(system, p) for p in params)
-    for name, v, lo_ in (("max_iter", max_iter, 1), ("max_steps", max_steps, 1),
-                         ("n_starts", n_starts, 1)):
-        if not (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-                and v >= lo_):
+    for name, v, lo_ in (
+        ("max_iter", max_iter, 1),
+        ("max_steps", max_steps, 1),
+        ("n_starts", n_starts, 1),
+    ):
+        if not (
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= lo_
+        ):
             raise ValueError(f"{name} = {v!r} must be an integer >= {lo_}")
     max_iter, max_steps, n_starts = int(max_iter), int(max_steps), int(n_starts)
     if not (isinstance(tol, (int, float)) and 0 < tol < 1):
@@ -504,8 +565,10 @@ def identify(
     else:
         unknown = [n for n in fit_y0 if n not in names_state]
         if unknown:
-            raise ValueError(f"fit_y0: {unknown[0]!r} is not a state component of "
-                             f"{type(system).__name__} ({', '.join(names_state)})")
+            raise ValueError(
+                f"fit_y0: {unknown[0]!r} is not a state component of "
+                f"{type(system).__name__} ({', '.join(names_state)})"
+            )
         y0_index = tuple(names_state.index(n) for n in fit_y0)
     fitted = params + tuple(f"y0.{names_state[i]}" for i in y0_index)
     n_fit = len(fitted)
@@ -513,11 +576,15 @@ def identify(
         raise ValueError("nothing to fit: give params or fit_y0")
     n_res = obs.values.size + (obs.t_event is not None)
     if n_res <= n_fit:
-        raise ValueError(f"{n_res} observed values for {n_fit} fitted quantities; more "
-                         f"observations than unknowns are needed")
+        raise ValueError(
+            f"{n_res} observed values for {n_fit} fitted quantities; more "
+            f"observations than unknowns are needed"
+        )
     if obs.t_event is not None and obs.event >= len(system.events):
-        raise ValueError(f"observations.event = {obs.event} but {type(system).__name__} has "
-                         f"{len(system.events)} events")
+        raise ValueError(
+            f"observations.event = {obs.event} but {type(system).__name__} has "
+            f"{len(system.events)} events"
+        )
 
     if bounds is not None:
         if not isinstance(bounds, dict):
@@ -528,11 +595,11 @@ def identify(
                     raise TypeError
                 blo, bhi = float(b[0]), float(b[1])
             except (TypeError, ValueError):
-                raise ValueError(f"bounds[{k!r}] = {b!r} must be a pair (lo, hi) of numbers") \
-                    from None
+                raise ValueError(
+                    f"bounds[{k!r}] = {b!r} must be a pair (lo, hi) of numbers"
+                ) from None
             if math.isnan(blo) or math.isnan(bhi) or not blo < bhi:
-                raise ValueError(f"bounds[{k!r}] = {b!r} must have lo < hi (inf allowed, not "
-                                 f"nan)")
+                raise ValueError(f"bounds[{k!r}] = {b!r} must have lo < hi (inf allowed, not nan)")
     lo = np.full(n_fit, -np.inf)
     hi = np.full(n_fit, np.inf)
     for i, (p, path) in enumerate(zip(params, paths)):
@@ -546,25 +613,32 @@ def identify(
     x0 = np.concatenate([[float(_get(system, p)) for p in paths], y0[list(y0_index)]])
     if np.any(x0 < lo) or np.any(x0 > hi):
         i = int(np.argmax((x0 < lo) | (x0 > hi)))
-        raise ValueError(f"the starting value {fitted[i]} = {float(x0[i])!r} is outside its bounds "
-                         f"[{lo[i]}, {hi[i]}]")
+        raise ValueError(
+            f"the starting value {fitted[i]} = {float(x0[i])!r} is outside its bounds "
+            f"[{lo[i]}, {hi[i]}]"
+        )
     n_first = int(np.sum(obs.t <= obs.t[0] + win[0] * (1 + 1e-12))) * obs.values.shape[1]
     if n_first <= n_fit:
-        raise ValueError(f"windows: the first window, {win[0]:.6g} s, holds {n_first} observed "
-                         f"values for {n_fit} fitted quantities; it must hold more (make it "
-                         f"longer)")
+        raise ValueError(
+            f"windows: the first window, {win[0]:.6g} s, holds {n_first} observed "
+            f"values for {n_fit} fitted quantities; it must hold more (make it "
+            f"longer)"
+        )
     starts = x0[None]
     if y0_candidates is not None:
         cands = np.asarray(y0_candidates, dtype=float)
         if cands.ndim != 2 or cands.shape[1] != y0.shape[0]:
-            raise ValueError(f"y0_candidates has shape {cands.shape}; it must be (m, "
-                             f"{y0.shape[0]})")
+            raise ValueError(
+                f"y0_candidates has shape {cands.shape}; it must be (m, {y0.shape[0]})"
+            )
         if not np.all(np.isfinite(cands)):
             i = int(np.argwhere(~np.isfinite(cands))[0][0])
-            raise ValueError(f"y0_candidates[{i}] = {cands[i].tolist()!r} is not finite; "
-                             f"candidate states must be finite")
+            raise ValueError(
+                f"y0_candidates[{i}] = {cands[i].tolist()!r} is not finite; "
+                f"candidate states must be finite"
+            )
         xs = np.repeat(x0[None], cands.shape[0], axis=0)
-        xs[:, len(params):] = cands[:, list(y0_index)]
+        xs[:, len(params) :] = cands[:, list(y0_index)]
         starts = np.concatenate([starts, xs])
 
     noise_estimated = obs.sigma is None
@@ -591,8 +665,10 @@ def identify(
     r_st = _lanes(_batch_residuals_and_jacobians, starts, t0 + win[0], track, L)[0]
     costs = _lm._finite_cost(r_st)
     if not np.isfinite(costs).any():
-        raise ValueError("the model cannot be evaluated at any starting guess (non-finite "
-                         "residuals: the run failed or ended before the last observation)")
+        raise ValueError(
+            "the model cannot be evaluated at any starting guess (non-finite "
+            "residuals: the run failed or ended before the last observation)"
+        )
     order = np.argsort(costs, kind="stable")[:L]
     order = order[np.isfinite(costs[order])]
     rec({"stage": "start", "candidates": int(starts.shape[0]), "cost": float(costs[order[0]])})
@@ -605,10 +681,18 @@ def identify(
         width = L if k < half else 1
         xs, lam = xs[:width], lam[:width]
         lanes = _lm.solve(
-            xs, lambda z: _lanes(_batch_residuals_and_jacobians, z, t0 + w, track, width),
-            None, lo, hi,
-            max_iter=max_iter, tol=tol, cost_atol=_WINDOW_ATOL if k + 1 < len(win) else
-            _FINAL_ATOL, lam0=lam, report=rec, stage=f"window {w:.4g} s")
+            xs,
+            lambda z: _lanes(_batch_residuals_and_jacobians, z, t0 + w, track, width),
+            None,
+            lo,
+            hi,
+            max_iter=max_iter,
+            tol=tol,
+            cost_atol=_WINDOW_ATOL if k + 1 < len(win) else _FINAL_ATOL,
+            lam0=lam,
+            report=rec,
+            stage=f"window {w:.4g} s",
+        )
         it += int(lanes.iterations.max(initial=0))
         best = np.argsort(lanes.cost, kind="stable")
         xs = lanes.x[best]
@@ -662,36 +746,76 @@ def identify(
     poor = _diagnostics.poor_fit(diag, sigma_given=not noise_estimated)
     if poor:
         status = "poor_fit"
-        msgs.insert(0, f"poor fit: {poor}; the model does not follow the data (a local "
-                       f"minimum, a wrong model or noise levels set too small), so the "
-                       f"standard errors are not to be trusted: try robust=True, a better y0 "
-                       f"or its candidates, other fitted parameters, or check the noise levels"
-                       f" (no profile likelihoods are computed for a poor fit)")
+        msgs.insert(
+            0,
+            f"poor fit: {poor}; the model does not follow the data (a local "
+            f"minimum, a wrong model or noise levels set too small), so the "
+            f"standard errors are not to be trusted: try robust=True, a better y0 "
+            f"or its candidates, other fitted parameters, or check the noise levels"
+            f" (no profile likelihoods are computed for a poor fit)",
+        )
     elif not converged:
-        msgs.insert(0, f"the fit did not converge in max_iter = {max_iter} trial steps; "
-                       f"the estimates and their errors are not final")
+        msgs.insert(
+            0,
+            f"the fit did not converge in max_iter = {max_iter} trial steps; "
+            f"the estimates and their errors are not final",
+        )
     prof = {}
-    if profile and params and status != "poor_fit" and np.all(np.isfinite(se[:len(params)])):
+    if profile and params and status != "poor_fit" and np.all(np.isfinite(se[: len(params)])):
         rj, cf = _full_record(problem, L)
-        prof = _diagnostics.profile(x, cost, cov, lo, hi, list(range(len(params))), fitted,
-                                    rj, cf, max_iter=max_iter, tol=tol, cost_atol=_FINAL_ATOL,
-                                    report=rec)
+        prof = _diagnostics.profile(
+            x,
+            cost,
+            cov,
+            lo,
+            hi,
+            list(range(len(params))),
+            fitted,
+            rj,
+            cf,
+            max_iter=max_iter,
+            tol=tol,
+            cost_atol=_FINAL_ATOL,
+            report=rec,
+        )
         for name, p in prof.items():
             if not (p["closed"][0] and p["closed"][1]):
                 side = "above" if p["closed"][0] else "below" if p["closed"][1] else "either side"
-                msgs.append(f"{name}: its profile likelihood stays within the 95 % level "
-                            f"{side} over the range tried: the data cannot bound it there "
-                            f"(interval {_interval_text(p['interval'])})")
+                msgs.append(
+                    f"{name}: its profile likelihood stays within the 95 % level "
+                    f"{side} over the range tried: the data cannot bound it there "
+                    f"(interval {_interval_text(p['interval'])})"
+                )
     for m in msgs:
         warnings.warn(m, IdentifiabilityWarning, stacklevel=2)
-    return Fit(names=fitted, values=x, std_errors=se, correlation=corr, covariance=cov,
-               at_bound=at_bound, system=fit_system, y0=np.asarray(fit_y0_arr), sigma=sig,
-               residual_rms=rms, cost=cost, iterations=it, converged=status == "converged",
-               wall_time=time.perf_counter() - t_start, n_observations=int(obs.t.shape[0]),
-               warnings=msgs, history=history, status=status, chi2=diag["chi2"],
-               dof=diag["dof"], chi2_per_dof=diag["chi2_per_dof"], p_value=diag["p_value"],
-               whiteness=diag["whiteness"], noise_estimated=noise_estimated, profile=prof,
-               windows=[float(w) for w in win])
+    return Fit(
+        names=fitted,
+        values=x,
+        std_errors=se,
+        correlation=corr,
+        covariance=cov,
+        at_bound=at_bound,
+        system=fit_system,
+        y0=np.asarray(fit_y0_arr),
+        sigma=sig,
+        residual_rms=rms,
+        cost=cost,
+        iterations=it,
+        converged=status == "converged",
+        wall_time=time.perf_counter() - t_start,
+        n_observations=int(obs.t.shape[0]),
+        warnings=msgs,
+        history=history,
+        status=status,
+        chi2=diag["chi2"],
+        dof=diag["dof"],
+        chi2_per_dof=diag["chi2_per_dof"],
+        p_value=diag["p_value"],
+        whiteness=diag["whiteness"],
+        noise_estimated=noise_estimated,
+        profile=prof,
+        windows=[float(w) for w in win],
+    )
 
 
 # a window's fit stops when a step lowers chi^2 / 2 by less than this (the next window
@@ -706,7 +830,7 @@ def _lanes(fn, xs, t_end, problem, width):
     xs = np.asarray(xs, float)
     outs = []
     for a in range(0, xs.shape[0], width):
-        chunk = xs[a:a + width]
+        chunk = xs[a : a + width]
         n = chunk.shape[0]
         if n < width:
             chunk = np.concatenate([chunk, np.repeat(chunk[:1], width - n, axis=0)])
@@ -719,16 +843,30 @@ def _full_record(problem, width):
     """Batched ``(rj, None)`` on the whole record (the event time included where observed):
     trials are evaluated with their Jacobians (:func:`rollax._drivers._lm.solve`)."""
     if problem.with_event:
-        return (lambda z: _lanes(lambda a, _, p: _batch_residuals_and_jacobians(a, None, p), z,
-                                 0.0, problem, width), None)
+        return (
+            lambda z: _lanes(
+                lambda a, _, p: _batch_residuals_and_jacobians(a, None, p), z, 0.0, problem, width
+            ),
+            None,
+        )
     t_end = float(problem.t[-1])
     return (lambda z: _lanes(_batch_residuals_and_jacobians, z, t_end, problem, width), None)
 
 
 def _single(x, problem, lo, hi, max_iter, tol, report, stage):
     rj, cf = _full_record(problem, 1)
-    return _lm.solve(np.asarray(x)[None], rj, cf, lo, hi, max_iter=max_iter, tol=tol,
-                     cost_atol=_FINAL_ATOL, report=report, stage=stage)
+    return _lm.solve(
+        np.asarray(x)[None],
+        rj,
+        cf,
+        lo,
+        hi,
+        max_iter=max_iter,
+        tol=tol,
+        cost_atol=_FINAL_ATOL,
+        report=report,
+        stage=stage,
+    )
 
 
 def _single_rj(x, problem):
@@ -752,14 +890,17 @@ def _windows(t, windows, span) -> list[float]:
             raise TypeError
         ws = [float(w) for w in windows]
     except (TypeError, ValueError):
-        raise ValueError(f"windows = {windows!r} must be a sequence of window lengths [s]") \
-            from None
+        raise ValueError(
+            f"windows = {windows!r} must be a sequence of window lengths [s]"
+        ) from None
     if not ws or not all(math.isfinite(w) and w > 0 for w in ws) or np.any(np.diff(ws) <= 0):
         raise ValueError(f"windows = {windows!r} must be increasing lengths > 0 [s]")
     if ws[-1] > span * (1 + 1e-12):
-        raise ValueError(f"windows = {windows!r}: the record is {span:.6g} s long; window "
-                         f"lengths must be in (0, {span:.6g}] s (the last window is always the "
-                         f"whole record)")
+        raise ValueError(
+            f"windows = {windows!r}: the record is {span:.6g} s long; window "
+            f"lengths must be in (0, {span:.6g}] s (the last window is always the "
+            f"whole record)"
+        )
     return [w for w in ws if w < span] + [span]
 
 
@@ -770,9 +911,13 @@ def _interval_text(iv) -> str:
 def predict(fit: Fit, observations: Observations, t=None) -> np.ndarray:
     """The fitted model's observables at the times ``t`` (default: the observation times)."""
     t = observations.t if t is None else np.asarray(t, dtype=float)
-    obs = dataclasses.replace(observations, t=t, values=np.zeros((t.shape[0],
-                                                                   len(observations.names))),
-                              t_event=None, sigma=None)
+    obs = dataclasses.replace(
+        observations,
+        t=t,
+        values=np.zeros((t.shape[0], len(observations.names))),
+        t_event=None,
+        sigma=None,
+    )
     problem = _problem(fit.system, fit.y0, obs, np.ones(len(obs.names)), 1e-10, 1e-10)
     return np.asarray(_predict(jnp.zeros(0), problem))[: t.shape[0]]
 
@@ -786,22 +931,32 @@ def _size_class(n: int) -> int:
     return next(m * k for m in range(4, 9) if m * k >= n)
 
 
-def _problem(system, y0, obs: Observations, sigma, rtol, atol, paths=(), y0_index=(),
-             max_steps=16_384) -> _Problem:
+def _problem(
+    system, y0, obs: Observations, sigma, rtol, atol, paths=(), y0_index=(), max_steps=16_384
+) -> _Problem:
     n = obs.t.shape[0]
     pad = _size_class(n) - n
     # padding rows repeat the last time (save times must not decrease) with weight 0
     t = np.concatenate([obs.t, np.full(pad, obs.t[-1])])
     values = np.concatenate([obs.values, np.zeros((pad, obs.values.shape[1]))])
     return _Problem(
-        system=system, y0=jnp.asarray(y0), t=jnp.asarray(t), weight=jnp.asarray(
-            np.concatenate([np.ones(n), np.zeros(pad)])),
-        values=jnp.asarray(values), inv_sigma=jnp.asarray(1.0 / np.asarray(sigma)),
+        system=system,
+        y0=jnp.asarray(y0),
+        t=jnp.asarray(t),
+        weight=jnp.asarray(np.concatenate([np.ones(n), np.zeros(pad)])),
+        values=jnp.asarray(values),
+        inv_sigma=jnp.asarray(1.0 / np.asarray(sigma)),
         t_event=jnp.asarray(np.nan if obs.t_event is None else float(obs.t_event)),
         inv_sigma_event=jnp.asarray(1.0 / float(obs.sigma_event or 1.0)),
-        rtol=jnp.asarray(float(rtol)), atol=jnp.asarray(float(atol)), paths=paths,
-        y0_index=y0_index, observe=obs.observe, with_event=obs.t_event is not None,
-        event=obs.event, max_steps=max_steps)
+        rtol=jnp.asarray(float(rtol)),
+        atol=jnp.asarray(float(atol)),
+        paths=paths,
+        y0_index=y0_index,
+        observe=obs.observe,
+        with_event=obs.t_event is not None,
+        event=obs.event,
+        max_steps=max_steps,
+    )
 
 
 def _noise_guess(values: np.ndarray) -> np.ndarray:
@@ -840,18 +995,24 @@ def _covariance(J):
 def _identifiability(names, x, se, cond, at_bound, n_params) -> list[str]:
     out = []
     if not math.isfinite(cond) or cond > 1e10:
-        out.append(f"the information matrix is numerically singular (condition number "
-                   f"{cond:.3g}): the data cannot separate some of {', '.join(names)}")
+        out.append(
+            f"the information matrix is numerically singular (condition number "
+            f"{cond:.3g}): the data cannot separate some of {', '.join(names)}"
+        )
     for i, (n, v, s) in enumerate(zip(names, x, se)):
         if not math.isfinite(s):
             out.append(f"{n} is not identifiable from these data (standard error undefined)")
         elif 1.96 * s > abs(v) and i < n_params:  # (zero means nothing special for a state)
-            out.append(f"{n} = {v:.6g} +- {s:.3g}: the data cannot tell it from 0 (its 95 % "
-                       f"interval includes 0)")
+            out.append(
+                f"{n} = {v:.6g} +- {s:.3g}: the data cannot tell it from 0 (its 95 % "
+                f"interval includes 0)"
+            )
         elif 1.96 * s > 0.5 * abs(v) and i < n_params:
-            out.append(f"{n} = {v:.6g} +- {s:.3g}: poorly determined by these data (its 95 % "
-                       f"interval is +-{100 * 1.96 * s / abs(v):.0f} % of it; a longer or "
-                       f"less noisy record would tell more)")
+            out.append(
+                f"{n} = {v:.6g} +- {s:.3g}: poorly determined by these data (its 95 % "
+                f"interval is +-{100 * 1.96 * s / abs(v):.0f} % of it; a longer or "
+                f"less noisy record would tell more)"
+            )
     return out
 
 
@@ -862,22 +1023,28 @@ def _reporter(progress):
         import time
 
         last = {"stage": None, "t0": time.perf_counter()}
-        print("identify: compiling the record's solves (the first lines wait for it)",
-              flush=True)
+        print("identify: compiling the record's solves (the first lines wait for it)", flush=True)
 
         def show(rec):
             el = time.perf_counter() - last["t0"]
             if rec.get("stage") == "start":
-                print(f"identify: best of {rec['candidates']} starting guesses, cost "
-                      f"{rec['cost']:.6g} ({el:.0f} s)", flush=True)
+                print(
+                    f"identify: best of {rec['candidates']} starting guesses, cost "
+                    f"{rec['cost']:.6g} ({el:.0f} s)",
+                    flush=True,
+                )
                 return
             # the first iteration of each stage (a window, the whole record, the profiles),
             # then every 5th
             if rec["stage"] != last["stage"] or rec["iteration"] % 5 == 0:
                 last["stage"] = rec["stage"]
-                print(f"identify: {rec['stage']:>16s}  iteration {rec['iteration']:3d}  "
-                      f"lanes {rec.get('lanes', 1):2d}  cost {rec['cost']:.10g}  "
-                      f"lambda {rec['lambda']:.2g}  scaled gradient {rec['gradient']:.3g}  "
-                      f"({el:.0f} s)", flush=True)
+                print(
+                    f"identify: {rec['stage']:>16s}  iteration {rec['iteration']:3d}  "
+                    f"lanes {rec.get('lanes', 1):2d}  cost {rec['cost']:.10g}  "
+                    f"lambda {rec['lambda']:.2g}  scaled gradient {rec['gradient']:.3g}  "
+                    f"({el:.0f} s)",
+                    flush=True,
+                )
+
         return show
     return lambda rec: None

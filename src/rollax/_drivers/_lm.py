@@ -41,9 +41,21 @@ def _finite_cost(r: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(c), c, np.inf)
 
 
-def solve(xs, rj: Callable, cost: Callable | None, lo, hi, *, fixed=None, max_iter: int = 100,
-          tol: float = 1e-10, cost_atol: float = 0.0, lam0=1e-3,
-          report: Callable[[dict], None] | None = None, stage: str = "") -> Lanes:
+def solve(
+    xs,
+    rj: Callable,
+    cost: Callable | None,
+    lo,
+    hi,
+    *,
+    fixed=None,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+    cost_atol: float = 0.0,
+    lam0=1e-3,
+    report: Callable[[dict], None] | None = None,
+    stage: str = "",
+) -> Lanes:
     """Run projected LM on every lane of ``xs`` ``(L, n)``. ``rj(xs) -> (r (L, m), J (L, m,
     n))``, ``cost(xs) -> (L,)`` (``None``: trials are evaluated with ``rj``, whose Jacobian
     an accepted step then keeps: one compiled function instead of two, and with few
@@ -117,9 +129,16 @@ def solve(xs, rj: Callable, cost: Callable | None, lo, hi, *, fixed=None, max_it
             b = int(np.argmin(c))
             g = J[b].T @ r[b]
             d = np.sqrt(np.maximum(np.einsum("mi,mi->i", J[b], J[b]), 1e-300))
-            report({"stage": stage, "iteration": it, "cost": float(c[b]),
-                    "lambda": float(lam[b]), "lanes": int(active.sum()),
-                    "gradient": float(np.max(np.abs(g) / d)) if n else 0.0})
+            report(
+                {
+                    "stage": stage,
+                    "iteration": it,
+                    "cost": float(c[b]),
+                    "lambda": float(lam[b]),
+                    "lanes": int(active.sum()),
+                    "gradient": float(np.max(np.abs(g) / d)) if n else 0.0,
+                }
+            )
     return Lanes(x=x, cost=c, r=r, J=J, converged=converged, iterations=iters, lam=lam)
 
 

@@ -105,8 +105,9 @@ def _values_and_jacobians(fun, X, args, n_dev: int):
         return block(X, dyn)
     mesh = jax.sharding.Mesh(np.array(jax.local_devices()[:n_dev]), ("d",))
     P = jax.sharding.PartitionSpec
-    return jax.shard_map(block, mesh=mesh, in_specs=(P("d"), P()), out_specs=P("d"),
-                         check_vma=False)(X, dyn)
+    return jax.shard_map(
+        block, mesh=mesh, in_specs=(P("d"), P()), out_specs=P("d"), check_vma=False
+    )(X, dyn)
 
 
 def _violation(h, g) -> float:
@@ -169,11 +170,18 @@ class _Batch:
                         return
                     posted, self.posted = self.posted, {}
                 starts = sorted(posted)
-                chunks = [starts[c:c + self.size] for c in range(0, len(starts), self.size)]
-                outs = [_values_and_jacobians(  # dispatched together, run asynchronously
-                    self.fun, jnp.asarray(np.stack([posted[c[min(k, len(c) - 1)]]
-                                                    for k in range(self.size)])),
-                    self.args, self.n_dev) for c in chunks]
+                chunks = [starts[c : c + self.size] for c in range(0, len(starts), self.size)]
+                outs = [
+                    _values_and_jacobians(  # dispatched together, run asynchronously
+                        self.fun,
+                        jnp.asarray(
+                            np.stack([posted[c[min(k, len(c) - 1)]] for k in range(self.size)])
+                        ),
+                        self.args,
+                        self.n_dev,
+                    )
+                    for c in chunks
+                ]
                 with self.cond:
                     for c, out in zip(chunks, outs):
                         vals = [np.asarray(a) for a in jax.tree_util.tree_leaves(out)]
@@ -190,10 +198,17 @@ class _Batch:
             raise
 
 
-def minimize(fun: Callable[[Any, Any], tuple], x0, args: Any = None, *, tol: float = 1e-6,
-             kkt_tol: float = 1e-5, max_iter: int = 300,
-             progress: Callable[[int, dict], None] | None = None,
-             rows: int | None | str = "auto") -> Result | list[Result]:
+def minimize(
+    fun: Callable[[Any, Any], tuple],
+    x0,
+    args: Any = None,
+    *,
+    tol: float = 1e-6,
+    kkt_tol: float = 1e-5,
+    max_iter: int = 300,
+    progress: Callable[[int, dict], None] | None = None,
+    rows: int | None | str = "auto",
+) -> Result | list[Result]:
     """Minimise ``|r|^2`` subject to ``h = 0``, ``g <= 0`` from ``x0`` (module docstring):
     from one point (shape ``(d,)``: one :class:`Result`) or from each row of ``x0`` (shape
     ``(starts, d)``: a list), all starts at once with their evaluations batched: ``rows``
@@ -215,8 +230,16 @@ def minimize(fun: Callable[[Any, Any], tuple], x0, args: Any = None, *, tol: flo
 
     def work(i):
         try:
-            results[i] = _start(lambda x: batch(i, x), X0[i], has_ineq, i, tol=tol,
-                                kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
+            results[i] = _start(
+                lambda x: batch(i, x),
+                X0[i],
+                has_ineq,
+                i,
+                tol=tol,
+                kkt_tol=kkt_tol,
+                max_iter=max_iter,
+                progress=progress,
+            )
         except _Cancelled:
             batch.finished()
         except BaseException as err:  # noqa: BLE001 (re-raised in the calling thread)
@@ -225,8 +248,10 @@ def minimize(fun: Callable[[Any, Any], tuple], x0, args: Any = None, *, tol: flo
         else:
             batch.finished()
 
-    threads = [threading.Thread(target=work, args=(i,), daemon=True, name=f"start {i}")
-               for i in range(X0.shape[0])]
+    threads = [
+        threading.Thread(target=work, args=(i,), daemon=True, name=f"start {i}")
+        for i in range(X0.shape[0])
+    ]
     for t in threads:
         t.start()
     batch.serve()
@@ -237,8 +262,7 @@ def minimize(fun: Callable[[Any, Any], tuple], x0, args: Any = None, *, tol: flo
     return results[0] if x0.ndim == 1 else results
 
 
-def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter,
-           progress) -> Result:
+def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter, progress) -> Result:
     """One start: SciPy's SLSQP from ``x0``, values from ``evaluate(x)`` (cached per point)."""
     from scipy.optimize import minimize as scipy_minimize
 
@@ -270,10 +294,15 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter,
     cons = [dict(type="eq", fun=lambda x: ev(x)[1], jac=lambda x: ev(x)[4])]
     if has_ineq:
         cons.append(dict(type="ineq", fun=lambda x: -ev(x)[2], jac=lambda x: -ev(x)[5]))
-    res = scipy_minimize(lambda x: float(ev(x)[0] @ ev(x)[0]), x0,
-                         jac=lambda x: 2.0 * ev(x)[3].T @ ev(x)[0], constraints=cons,
-                         method="SLSQP", callback=callback,
-                         options=dict(maxiter=max_iter, ftol=1e-14))
+    res = scipy_minimize(
+        lambda x: float(ev(x)[0] @ ev(x)[0]),
+        x0,
+        jac=lambda x: 2.0 * ev(x)[3].T @ ev(x)[0],
+        constraints=cons,
+        method="SLSQP",
+        callback=callback,
+        options=dict(maxiter=max_iter, ftol=1e-14),
+    )
     x = np.asarray(res.x)
     r, h, g, Jr, Jh, Jg = ev(x)
     f, v = float(r @ r), _violation(h, g)
@@ -283,8 +312,11 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter,
         r, h, g, Jr, Jh, Jg = ev(x)
         f, v = float(r @ r), _violation(h, g)
     p = h.shape[0]
-    mult = np.asarray(getattr(res, "multipliers", None) if getattr(res, "multipliers", None)
-                      is not None else np.zeros(p + g.shape[0]))
+    mult = np.asarray(
+        getattr(res, "multipliers", None)
+        if getattr(res, "multipliers", None) is not None
+        else np.zeros(p + g.shape[0])
+    )
     # SciPy's convention: grad f = J_eq^T nu + J_c^T lam with c = -g >= 0
     nu, lam = -mult[:p], np.maximum(mult[p:], 0.0)
     kkt = _kkt(2.0 * Jr.T @ r, Jh, Jg, g, nu, lam) / max(1.0, abs(f))
@@ -293,12 +325,25 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter,
         kkt2 = _kkt(2.0 * Jr.T @ r, Jh, Jg, g, nu2, lam2) / max(1.0, abs(f))
         if kkt2 < kkt or moved:
             nu, lam, kkt = nu2, lam2, kkt2
-    hist = History(*(np.asarray(c) for c in zip(*rows))) if rows else \
-        History(np.array([f]), np.array([v]))
-    return Result(x=x, f=f, violation=v, kkt=kkt, converged=bool(v <= tol and kkt <= kkt_tol),
-                  feasible=bool(v <= tol), iterations=int(res.nit), evaluations=int(res.nfev),
-                  message=str(res.message), multipliers_eq=nu, multipliers_ineq=lam,
-                  history=hist)
+    hist = (
+        History(*(np.asarray(c) for c in zip(*rows)))
+        if rows
+        else History(np.array([f]), np.array([v]))
+    )
+    return Result(
+        x=x,
+        f=f,
+        violation=v,
+        kkt=kkt,
+        converged=bool(v <= tol and kkt <= kkt_tol),
+        feasible=bool(v <= tol),
+        iterations=int(res.nit),
+        evaluations=int(res.nfev),
+        message=str(res.message),
+        multipliers_eq=nu,
+        multipliers_ineq=lam,
+        history=hist,
+    )
 
 
 def _kkt(grad_f, Jh, Jg, g, nu, lam) -> float:

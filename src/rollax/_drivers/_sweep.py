@@ -32,8 +32,19 @@ from rollax._core._solution import Solution, Status, code_names
 from rollax._core._system import AbstractSystem, classify
 from rollax._core._validate import naming_file
 
-_FIELDS = ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets",
-           "rejected")
+_FIELDS = (
+    "t",
+    "y",
+    "mode",
+    "aux",
+    "status",
+    "event",
+    "counts",
+    "t_first",
+    "steps",
+    "resets",
+    "rejected",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,15 +71,19 @@ class Axis:
             return  # checked by Axis.of
         if not self.lo < self.hi:
             raise ValueError(f"{self.name} range = ({self.lo!r}, {self.hi!r}) must have lo < hi")
-        if not (isinstance(self.n, (int, np.integer)) and not isinstance(self.n, bool)
-                and self.n >= 2):
+        if not (
+            isinstance(self.n, (int, np.integer)) and not isinstance(self.n, bool) and self.n >= 2
+        ):
             raise ValueError(f"{self.name} grid size = {self.n!r} must be an integer >= 2")
         if self.spacing not in ("linear", "log"):
-            raise ValueError(f"{self.name} spacing = {self.spacing!r} is not allowed: it must be "
-                             f"'linear' or 'log'")
+            raise ValueError(
+                f"{self.name} spacing = {self.spacing!r} is not allowed: it must be "
+                f"'linear' or 'log'"
+            )
         if self.spacing == "log" and not self.lo > 0:
-            raise ValueError(f"{self.name} lo = {self.lo!r} is not allowed with log spacing: it "
-                             f"must be > 0")
+            raise ValueError(
+                f"{self.name} lo = {self.lo!r} is not allowed with log spacing: it must be > 0"
+            )
 
     @classmethod
     def of(cls, name: str, values) -> "Axis":
@@ -79,14 +94,16 @@ class Axis:
         except (TypeError, ValueError):
             raise ValueError(f"{name} values = {values!r} must be numbers") from None
         if v.ndim != 1 or v.size < 1:
-            raise ValueError(f"{name} values have shape {v.shape}; they must be a list of at "
-                             f"least one number")
+            raise ValueError(
+                f"{name} values have shape {v.shape}; they must be a list of at least one number"
+            )
         if not np.all(np.isfinite(v)):
             raise ValueError(f"{name} values must be finite numbers; got {values!r}")
         if np.unique(v).size != v.size:
             raise ValueError(f"{name} values repeat a value; each point must be distinct")
-        return cls(name, float(v.min()), float(v.max()), int(v.size), "points",
-                   tuple(float(x) for x in v))
+        return cls(
+            name, float(v.min()), float(v.max()), int(v.size), "points", tuple(float(x) for x in v)
+        )
 
     @property
     def values(self) -> np.ndarray:
@@ -121,8 +138,10 @@ class SweepResult:
 
     def _solution_kept(self, what: str) -> None:
         if not self.solution:
-            raise ValueError(f"{what} is not available: the sweep was run with "
-                             f"keep_solution=False (only the outcome and the summary kept)")
+            raise ValueError(
+                f"{what} is not available: the sweep was run with "
+                f"keep_solution=False (only the outcome and the summary kept)"
+            )
 
     def as_solution(self) -> Solution:
         """The runs as one :class:`rollax.Solution` with the grid's shape first (for
@@ -133,8 +152,7 @@ class SweepResult:
     @property
     def events(self) -> EventLog | None:
         """The runs' event logs (``save_events``) with the grid's shape first, or None."""
-        log = {k[len("events."):]: v for k, v in self.solution.items()
-               if k.startswith("events.")}
+        log = {k[len("events.") :]: v for k, v in self.solution.items() if k.startswith("events.")}
         return EventLog(**log) if log else None
 
     def counts(self) -> dict[str, int]:
@@ -149,11 +167,15 @@ class SweepResult:
         parameter as ``param.<path>``."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        params = {jax.tree_util.keystr(k): np.asarray(v) for k, v in
-                  jax.tree_util.tree_leaves_with_path(eqx.filter(self.system, eqx.is_array))}
+        params = {
+            jax.tree_util.keystr(k): np.asarray(v)
+            for k, v in jax.tree_util.tree_leaves_with_path(eqx.filter(self.system, eqx.is_array))
+        }
         with naming_file(path):
             np.savez_compressed(
-                path, outcome=self.outcome, **self.solution,
+                path,
+                outcome=self.outcome,
+                **self.solution,
                 **{f"axis.{a.name}": a.values for a in self.axes},
                 axes=np.array([a.name for a in self.axes]),
                 **{f"param{k}": v for k, v in params.items()},
@@ -169,8 +191,9 @@ def _param_path(system: AbstractSystem, name: str):
     if len(hits) != 1:
         allowed = sorted(paths) + list(system.state_names)
         why = "is ambiguous" if hits else "is not a state component or parameter"
-        raise ValueError(f"axis name = {name!r} {why} of {type(system).__name__}; "
-                         f"allowed: {allowed}")
+        raise ValueError(
+            f"axis name = {name!r} {why} of {type(system).__name__}; allowed: {allowed}"
+        )
 
     def get(s):
         node = s
@@ -232,33 +255,45 @@ def sweep(
         raise ValueError("axes must name at least one state component or parameter")
     for a in axes:
         if not isinstance(a, Axis):
-            raise ValueError(f"axis = {a!r} is not allowed: each axis must be a "
-                             f"rollax.Axis(name, lo, hi, n)")
+            raise ValueError(
+                f"axis = {a!r} is not allowed: each axis must be a rollax.Axis(name, lo, hi, n)"
+            )
     if system.batch_shape():
-        raise ValueError(f"the parameters of {type(system).__name__} have batch shape "
-                         f"{system.batch_shape()}; rollax.sweep takes one value per parameter "
-                         f"(a parameter that varies goes on an axis)")
+        raise ValueError(
+            f"the parameters of {type(system).__name__} have batch shape "
+            f"{system.batch_shape()}; rollax.sweep takes one value per parameter "
+            f"(a parameter that varies goes on an axis)"
+        )
     if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
-        raise ValueError(f"cache_dir = {cache_dir!r} is not allowed: it must be a directory "
-                         f"path or None")
+        raise ValueError(
+            f"cache_dir = {cache_dir!r} is not allowed: it must be a directory path or None"
+        )
     names = [a.name for a in axes]
     if len(set(names)) != len(names):
         raise ValueError(f"axes = {names} name a variable twice")
-    state_ix = {a.name: system.state_names.index(a.name) for a in axes
-                if a.name in system.state_names}
+    state_ix = {
+        a.name: system.state_names.index(a.name) for a in axes if a.name in system.state_names
+    }
     getters = {a.name: _param_path(system, a.name) for a in axes if a.name not in state_ix}
     base = _base_state(system, y0, set(state_ix))
     for a in axes:
         if a.name not in state_ix and not _reaches(system, getters[a.name], base, t0):
-            warnings.warn(f"sweep axis {a.name!r}: {type(system).__name__}'s vector field, "
-                          f"events, reset, initial mode and outcome do not use it, so every "
-                          f"value on this axis gives the same runs", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"sweep axis {a.name!r}: {type(system).__name__}'s vector field, "
+                f"events, reset, initial mode and outcome do not use it, so every "
+                f"value on this axis gives the same runs",
+                UserWarning,
+                stacklevel=2,
+            )
     if not isinstance(keep_solution, bool):
-        raise ValueError(f"keep_solution = {keep_solution!r} is not allowed: it must be True or "
-                         f"False")
+        raise ValueError(
+            f"keep_solution = {keep_solution!r} is not allowed: it must be True or False"
+        )
     if not keep_solution and solver_options.get("save_events"):
-        raise ValueError(f"save_events = {solver_options['save_events']!r} is not allowed with "
-                         f"keep_solution=False (the event logs are part of the solution)")
+        raise ValueError(
+            f"save_events = {solver_options['save_events']!r} is not allowed with "
+            f"keep_solution=False (the event logs are part of the solution)"
+        )
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size = {chunk_size!r} must be an integer >= 1")
     shape = tuple(int(a.n) for a in axes)
@@ -275,7 +310,7 @@ def sweep(
             j0, j1 = lo // stride, (hi - 1) // stride
             if stride == 1:
                 reps = -(-(hi - j0 // shape[k] * shape[k]) // shape[k])
-                col = np.tile(values[k], reps)[lo % shape[k]:][:hi - lo]
+                col = np.tile(values[k], reps)[lo % shape[k] :][: hi - lo]
             else:
                 counts = np.full(j1 - j0 + 1, stride)
                 counts[0] -= lo - j0 * stride
@@ -298,14 +333,19 @@ def sweep(
         # back in one transfer of what the sweep keeps (benchmarks/RESULTS.md, stop 36)
         token = _ON_DEVICE.set(True)
         try:
-            sol = solve_ensemble(sys_b, ys, t0, t1, mode=mode, valid=valid, progress=report,
-                                 **solver_options)
+            sol = solve_ensemble(
+                sys_b, ys, t0, t1, mode=mode, valid=valid, progress=report, **solver_options
+            )
         finally:
             _ON_DEVICE.reset(token)
         out = {f: getattr(sol, f) for f in _FIELDS} if keep_solution else {}
         if sol.events is not None and keep_solution:  # save_events: stored with the chunk
-            out.update({f"events.{f.name}": getattr(sol.events, f.name)
-                        for f in dataclasses.fields(EventLog)})
+            out.update(
+                {
+                    f"events.{f.name}": getattr(sol.events, f.name)
+                    for f in dataclasses.fields(EventLog)
+                }
+            )
         if summary is None:
             out["outcome"] = classify(sys_b, sol)
         else:
@@ -316,34 +356,58 @@ def sweep(
             out.update({f"summary.{k}": v for k, v in extra.items()})
         return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
 
-    key = sweep_key(dict(
-        kind="rollax.sweep", system=type(system).__qualname__,
-        static=repr(eqx.filter(system, eqx.is_array, inverse=True)),
-        params={jax.tree_util.keystr(k): np.asarray(v).tolist() for k, v in
-                jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))},
-        # (an axis's default spacing is left out: the keys of chunks saved before it existed)
-        axes=[{k: v for k, v in dataclasses.asdict(a).items()
-               if (k, v) not in (("spacing", "linear"), ("points", None))} for a in axes],
-        y0=base.tolist(), t0=t0, t1=t1,
-        mode=str(mode), options={k: repr(v) for k, v in sorted(solver_options.items())},
-        summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
-        # the system's defaults, which a call may leave out (a new default must not reuse chunks)
-        solver=repr(_or(solver_options.get("solver"), system.solver)),
-        n_samples=repr(_or(solver_options.get("n_samples"), system.n_samples)),
-        # version 4: the kernel steps to the jump times (a robot's runs changed at rounding
-        # level); 5: steps whose samples may hide a pair of crossings are rejected
-        # (events.unresolved), and the rejected steps are kept
-        chunk_size=chunk_size, version=5,
-        **({} if keep_solution else {"keep_solution": False})))
-    out = run_chunked(run, points, n=n, chunk_size=chunk_size, cache_dir=cache_dir, key=key,
-                      keep_chunks=keep_chunks,
-                      row_bytes=_row_bytes(system, summary,
-                                           int(solver_options.get("save_events") or 0),
-                                           keep_solution),
-                      progress=progress, desc=type(system).__name__)
+    key = sweep_key(
+        dict(
+            kind="rollax.sweep",
+            system=type(system).__qualname__,
+            static=repr(eqx.filter(system, eqx.is_array, inverse=True)),
+            params={
+                jax.tree_util.keystr(k): np.asarray(v).tolist()
+                for k, v in jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))
+            },
+            # (an axis's default spacing is left out: the keys of chunks saved before it existed)
+            axes=[
+                {
+                    k: v
+                    for k, v in dataclasses.asdict(a).items()
+                    if (k, v) not in (("spacing", "linear"), ("points", None))
+                }
+                for a in axes
+            ],
+            y0=base.tolist(),
+            t0=t0,
+            t1=t1,
+            mode=str(mode),
+            options={k: repr(v) for k, v in sorted(solver_options.items())},
+            summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
+            # the system's defaults, which a call may leave out (a new default must not reuse chunks)
+            solver=repr(_or(solver_options.get("solver"), system.solver)),
+            n_samples=repr(_or(solver_options.get("n_samples"), system.n_samples)),
+            # version 4: the kernel steps to the jump times (a robot's runs changed at rounding
+            # level); 5: steps whose samples may hide a pair of crossings are rejected
+            # (events.unresolved), and the rejected steps are kept
+            chunk_size=chunk_size,
+            version=5,
+            **({} if keep_solution else {"keep_solution": False}),
+        )
+    )
+    out = run_chunked(
+        run,
+        points,
+        n=n,
+        chunk_size=chunk_size,
+        cache_dir=cache_dir,
+        key=key,
+        keep_chunks=keep_chunks,
+        row_bytes=_row_bytes(
+            system, summary, int(solver_options.get("save_events") or 0), keep_solution
+        ),
+        progress=progress,
+        desc=type(system).__name__,
+    )
     outcome = out.pop("outcome").reshape(shape)
     grid = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
-    extra = {k[len("summary."):]: v for k, v in grid.items() if k.startswith("summary.")}
+    extra = {k[len("summary.") :]: v for k, v in grid.items() if k.startswith("summary.")}
     sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
     return SweepResult(system, axes, outcome, sol, extra)
 
@@ -359,26 +423,49 @@ def _reaches(system: AbstractSystem, getter, y, t0) -> bool:
 
     def used(p, t, y, mode, aux, event):
         s_ = eqx.tree_at(getter, system, p)
-        sol = Solution(t=t, y=y, mode=mode, aux=aux, status=event, event=event,
-                       counts=jnp.zeros(n, jnp.int32), t_first=jnp.zeros(n, y.dtype),
-                       steps=event, resets=event, rejected=event)
-        return (s_.vector_field(t, y, mode), s_.event_values(t, y, mode),
-                s_.reset(t, y, mode, aux, event), s_.initial_mode(t, y),
-                s_.initial_aux(y, mode), s_.outcome(sol))
+        sol = Solution(
+            t=t,
+            y=y,
+            mode=mode,
+            aux=aux,
+            status=event,
+            event=event,
+            counts=jnp.zeros(n, jnp.int32),
+            t_first=jnp.zeros(n, y.dtype),
+            steps=event,
+            resets=event,
+            rejected=event,
+        )
+        return (
+            s_.vector_field(t, y, mode),
+            s_.event_values(t, y, mode),
+            s_.reset(t, y, mode, aux, event),
+            s_.initial_mode(t, y),
+            s_.initial_aux(y, mode),
+            s_.outcome(sol),
+        )
 
     try:
-        closed = jax.make_jaxpr(used)(leaf, jnp.asarray(t0, float), jnp.asarray(y, float),
-                                      jnp.int32(0), jnp.zeros(system.n_aux), jnp.int32(0))
+        closed = jax.make_jaxpr(used)(
+            leaf,
+            jnp.asarray(t0, float),
+            jnp.asarray(y, float),
+            jnp.int32(0),
+            jnp.zeros(system.n_aux),
+            jnp.int32(0),
+        )
     except Exception:  # a method that cannot be traced this way: no claim, no warning
         return True
     jaxpr = closed.jaxpr
-    p_vars = {id(v) for v in jaxpr.invars[:len(jax.tree_util.tree_leaves(leaf))]}
-    return any(id(v) in p_vars for e in jaxpr.eqns for v in e.invars) or \
-        any(id(v) in p_vars for v in jaxpr.outvars)
+    p_vars = {id(v) for v in jaxpr.invars[: len(jax.tree_util.tree_leaves(leaf))]}
+    return any(id(v) in p_vars for e in jaxpr.eqns for v in e.invars) or any(
+        id(v) in p_vars for v in jaxpr.outvars
+    )
 
 
-def _row_bytes(system: AbstractSystem, summary, save_events: int = 0,
-               keep_solution: bool = True) -> int:
+def _row_bytes(
+    system: AbstractSystem, summary, save_events: int = 0, keep_solution: bool = True
+) -> int:
     """Bytes of the results of one run (the Solution fields and the outcome; a generous 128
     for a summary; the event log's rows), to refuse a sweep that cannot fit before any work."""
     n_ev = len(system.events)
@@ -393,8 +480,10 @@ def _row_bytes(system: AbstractSystem, summary, save_events: int = 0,
 def _with_outcome(summary):
     """``summary`` with the run's outcome in front (one function object per summary, so that
     :func:`_per_run` compiles once for it)."""
+
     def fn(system, sol):
         return system.outcome(sol), summary(system, sol)
+
     return fn
 
 
@@ -424,13 +513,17 @@ def _base_state(system, y0, on_axes) -> np.ndarray:
     if isinstance(y0, Mapping):
         unknown = set(y0) - set(names)
         if unknown:
-            raise ValueError(f"y0 names {sorted(unknown)}, which are not state components of "
-                             f"{type(system).__name__}; allowed: {list(names)}")
+            raise ValueError(
+                f"y0 names {sorted(unknown)}, which are not state components of "
+                f"{type(system).__name__}; allowed: {list(names)}"
+            )
         both = sorted(set(y0) & set(on_axes), key=list(names).index)
         if both:
-            raise ValueError(f"y0 gives {both}, which {'is' if len(both) == 1 else 'are'} on an "
-                             f"axis: an axis sets that component at every start; remove it "
-                             f"from y0 (or from the axes)")
+            raise ValueError(
+                f"y0 gives {both}, which {'is' if len(both) == 1 else 'are'} on an "
+                f"axis: an axis sets that component at every start; remove it "
+                f"from y0 (or from the axes)"
+            )
         missing = [n for n in names if n not in y0 and n not in on_axes]
         if missing:
             raise ValueError(f"y0 needs values for {missing} (the state components not on an axis)")
@@ -439,8 +532,10 @@ def _base_state(system, y0, on_axes) -> np.ndarray:
         try:
             base = np.asarray(y0, dtype=float)
         except (TypeError, ValueError):
-            raise ValueError(f"y0 = {y0!r} is not allowed: it must be {d} numbers or a mapping "
-                             f"from state names to numbers") from None
+            raise ValueError(
+                f"y0 = {y0!r} is not allowed: it must be {d} numbers or a mapping "
+                f"from state names to numbers"
+            ) from None
         if base.shape != (d,):
             raise ValueError(f"y0 has shape {base.shape}; {type(system).__name__} needs ({d},)")
     if not np.all(np.isfinite(base)):

@@ -86,11 +86,13 @@ class _Adapter:
         t_n, y_n, mode_n, aux_n, term = self.system(dyn).reset(t, y, mode, own, event)
         aux_n = jnp.asarray(aux_n, aux.dtype)
         if self.K:  # the event log rides in aux, after the system's own (rollax._core._eventlog)
-            n, rows = _eventlog.write(aux[self.p], aux[self.p + 1:], True, t, event, mode, y,
-                                      t_n, mode_n, y_n)
+            n, rows = _eventlog.write(
+                aux[self.p], aux[self.p + 1 :], True, t, event, mode, y, t_n, mode_n, y_n
+            )
             aux_n = jnp.concatenate([aux_n, n[None], rows])
-        z_n = jnp.concatenate([jnp.asarray(y_n, z.dtype),
-                               jnp.asarray(mode_n).astype(z.dtype)[None]])
+        z_n = jnp.concatenate(
+            [jnp.asarray(y_n, z.dtype), jnp.asarray(mode_n).astype(z.dtype)[None]]
+        )
         return jnp.asarray(t_n, t.dtype), z_n, aux_n, term
 
 
@@ -192,24 +194,38 @@ def solve_ensemble(
     n_samples = system.n_samples if n_samples is None else n_samples
     solver = queue.check_solver(system.solver if solver is None else solver)
     d = system.state_dim
-    y0s = np.asarray(system.check_state(y0s, "y0s", _valid_rows(valid, y0s), host=True),
-                     dtype=np.float64)
+    y0s = np.asarray(
+        system.check_state(y0s, "y0s", _valid_rows(valid, y0s), host=True), dtype=np.float64
+    )
     if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
-        raise ValueError(f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
-                         f"with N >= 1 ({', '.join(system.state_names)})")
+        raise ValueError(
+            f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
+            f"with N >= 1 ({', '.join(system.state_names)})"
+        )
     N = y0s.shape[0]
     system.check_flow_step(dt_max)
-    check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
-                  max_resets=(max_resets, 0), n_samples=(n_samples, 1, SAMPLES_MAX),
-                  lanes=(lanes, 16, LANES_MAX))
+    check_options(
+        t0,
+        t1,
+        rtol,
+        atol,
+        dt_max,
+        max_steps=(max_steps, 1),
+        max_resets=(max_resets, 0),
+        n_samples=(n_samples, 1, SAMPLES_MAX),
+        lanes=(lanes, 16, LANES_MAX),
+    )
     n_dev_max = jax.local_device_count()
-    if devices is not None and not (isinstance(devices, (int, np.integer))
-                                    and 1 <= devices <= n_dev_max):
+    if devices is not None and not (
+        isinstance(devices, (int, np.integer)) and 1 <= devices <= n_dev_max
+    ):
         raise ValueError(f"devices = {devices!r} is outside the allowed range [1, {n_dev_max}]")
     batch = system.batch_shape()
     if batch not in ((), (N,)):
-        raise ValueError(f"the parameters of {type(system).__name__} have batch shape {batch}; "
-                         f"per-start parameters need a batch size of N = {N} (the starts)")
+        raise ValueError(
+            f"the parameters of {type(system).__name__} have batch shape {batch}; "
+            f"per-start parameters need a batch size of N = {N} (the starts)"
+        )
     if mode is None and type(system).initial_mode is AbstractSystem.initial_mode:
         modes = np.zeros(N, np.int32)  # the default: no pass over the starts on a device
     elif mode is None:
@@ -222,15 +238,19 @@ def solve_ensemble(
             raise ValueError(f"mode has shape {modes.shape}; it must be one mode or ({N},)")
 
     if progress is not None and not callable(progress):
-        raise ValueError(f"progress = {progress!r} is not allowed: it must be a function of the "
-                         f"number of starts finished, or None")
+        raise ValueError(
+            f"progress = {progress!r} is not allowed: it must be a function of the "
+            f"number of starts finished, or None"
+        )
     system.check_functions(y0s[0], int(modes[0]), t0)
     dyn, static = eqx.partition(system, eqx.is_array)
     try:
         hash(static)
     except TypeError:
-        raise ValueError(f"the static fields of {type(system).__name__} must be hashable "
-                         f"(they key the compiled kernel)") from None
+        raise ValueError(
+            f"the static fields of {type(system).__name__} must be hashable "
+            f"(they key the compiled kernel)"
+        ) from None
     save_events = int(check_integer("save_events", save_events, 0, SAVE_EVENTS_MAX))
     p = system.n_aux
     hybrid = system.hybrid
@@ -245,42 +265,62 @@ def solve_ensemble(
     if aux.shape == (p,):
         aux = np.broadcast_to(aux, (N, p))
     if aux.shape != (N, p):
-        raise ValueError(f"aux has shape {aux.shape}; {type(system).__name__} needs ({p},) or "
-                         f"({N}, {p})")
+        raise ValueError(
+            f"aux has shape {aux.shape}; {type(system).__name__} needs ({p},) or ({N}, {p})"
+        )
     jumps_ = system.jump_times() if jump_ts is None else jump_ts
     t0n = past_jump(float(t0), check_jump_ts(jumps_)) if jumps_ is not None else float(t0)
     if isinstance(t0n, float) and t0n != float(t0):
         # a start within the smallest step before a jump time: on from just after it, the
         # state moved over the gap by one Euler step (as rollax.solve)
         axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
-        y0s = np.asarray(_euler(system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes),
-                                float(t0), t0n - float(t0)))
+        y0s = np.asarray(
+            _euler(
+                system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes), float(t0), t0n - float(t0)
+            )
+        )
         t0 = t0n
     if ad.K:  # the event log's count and rows, after the system's own aux
         _, rows0 = _eventlog.empty(ad.K, d, np.float64)
-        aux = np.concatenate([aux, np.zeros((N, 1)), np.broadcast_to(np.asarray(rows0),
-                                                                    (N, rows0.shape[0]))], 1)
-    events = EventSet(ad.event_values, system.event_set.kinds, system.event_set.targets,
-                      system.event_set.dirs)
+        aux = np.concatenate(
+            [aux, np.zeros((N, 1)), np.broadcast_to(np.asarray(rows0), (N, rows0.shape[0]))], 1
+        )
+    events = EventSet(
+        ad.event_values, system.event_set.kinds, system.event_set.targets, system.event_set.dirs
+    )
     z0 = np.concatenate([y0s, modes[:, None].astype(np.float64)], axis=1)
     res = queue.run(
-        ad.field, events, z0, dyn, t0=float(t0), t_max=float(t1), rtol=float(rtol),
-        atol=float(atol), max_steps=int(max_steps),
+        ad.field,
+        events,
+        z0,
+        dyn,
+        t0=float(t0),
+        t_max=float(t1),
+        rtol=float(rtol),
+        atol=float(atol),
+        max_steps=int(max_steps),
         dt_max=np.inf if dt_max is None else float(dt_max),
         lanes=_lanes_used(int(lanes), N, int(devices or n_dev_max)),
-        n_samples=int(n_samples), devices=devices, reset=ad.reset if hybrid else None,
-        aux=aux if hybrid else None, n_error=d,
+        n_samples=int(n_samples),
+        devices=devices,
+        reset=ad.reset if hybrid else None,
+        aux=aux if hybrid else None,
+        n_error=d,
         # the mode carried, not integrated: measured (benchmarks/RESULTS.md) the Fig. 11 mu = 1
         # panel 4.06-4.30 -> 3.84-4.07 s; but the no-slip panel 0.23 -> 0.26-0.30 s, so only
         # with a reset map (the only case where a mode can change)
-        n_constant=1 if hybrid else 0, max_resets=int(max_resets),
-        args_batched=marks, field_and_events=ad.field_and_events,
-        valid=None if valid is None else np.asarray(valid, bool), progress=progress,
+        n_constant=1 if hybrid else 0,
+        max_resets=int(max_resets),
+        args_batched=marks,
+        field_and_events=ad.field_and_events,
+        valid=None if valid is None else np.asarray(valid, bool),
+        progress=progress,
         flow=ad.flow if system.has_flow else None,
-        flow_step=ad.flow_step if system.has_flow else None, solver=solver,
+        flow_step=ad.flow_step if system.has_flow else None,
+        solver=solver,
         jump_ts=system.jump_times() if jump_ts is None else jump_ts,
-        runner=_RUNNER.get() or (functools.partial(_fused.run, device=on_device)
-                                 if backend == "fused" else None),
+        runner=_RUNNER.get()
+        or (functools.partial(_fused.run, device=on_device) if backend == "fused" else None),
     )
     # the fused path's results on the device stay there, unless event logs are read (host)
     xp = jnp if isinstance(res.y, jax.Array) and not (ad.K or save_events) else np
@@ -294,15 +334,23 @@ def solve_ensemble(
     aux_end = res.aux if hybrid else xp.asarray(aux)
     log = None
     if ad.K:
-        log = _eventlog.read(aux_end[:, p], np.ascontiguousarray(aux_end[:, p + 1:]), d)
+        log = _eventlog.read(aux_end[:, p], np.ascontiguousarray(aux_end[:, p + 1 :]), d)
         aux_end = np.ascontiguousarray(aux_end[:, :p])
     elif save_events:  # no reset map: the terminal event is the only one
         log = _terminal_log(save_events, status, res.event, res.t, mode_end, y_end)
     sol = Solution(
-        t=res.t, y=y_end, mode=mode_end, aux=aux_end, status=status,
-        event=res.event, counts=res.counts.astype(np.int32), t_first=res.t_first,
-        steps=res.steps.astype(np.int32), resets=res.resets.astype(np.int32),
-        rejected=res.rejected.astype(np.int32), events=log,
+        t=res.t,
+        y=y_end,
+        mode=mode_end,
+        aux=aux_end,
+        status=status,
+        event=res.event,
+        counts=res.counts.astype(np.int32),
+        t_first=res.t_first,
+        steps=res.steps.astype(np.int32),
+        resets=res.resets.astype(np.int32),
+        rejected=res.rejected.astype(np.int32),
+        events=log,
     )
     return sol if on_device else jax.device_get(sol)  # (NumPy, in one transfer)
 
@@ -317,15 +365,16 @@ def _terminal_log(K: int, status, event, t, mode, y) -> _eventlog.EventLog:
     rows[hit, 0, 2] = mode[hit]
     rows[hit, 0, 3] = t[hit]
     rows[hit, 0, 4] = mode[hit]
-    rows[hit, 0, 5:5 + d] = y[hit]
-    rows[hit, 0, 5 + d:] = y[hit]
+    rows[hit, 0, 5 : 5 + d] = y[hit]
+    rows[hit, 0, 5 + d :] = y[hit]
     return _eventlog.read(hit.astype(np.float64), rows.reshape(N, -1), d)
 
 
 # set by rollax.sweep around its solves: the fused path's results stay on the device as JAX
 # arrays (the sweep classifies them there and fetches only what it keeps)
-_ON_DEVICE: contextvars.ContextVar = contextvars.ContextVar("rollax_ensemble_on_device",
-                                                            default=False)
+_ON_DEVICE: contextvars.ContextVar = contextvars.ContextVar(
+    "rollax_ensemble_on_device", default=False
+)
 
 # a scoped replacement of the fused path's runner (fused_program lowers instead of running)
 _RUNNER: contextvars.ContextVar = contextvars.ContextVar("rollax_ensemble_runner", default=None)
@@ -337,8 +386,16 @@ class _Lowered(Exception):
         self.lowered = lowered
 
 
-def fused_program(system: AbstractSystem, y0s, t0: float = 0.0, t1: float = math.inf, *,
-                  platform: str | None = "cuda", phase: str | None = None, **options):
+def fused_program(
+    system: AbstractSystem,
+    y0s,
+    t0: float = 0.0,
+    t1: float = math.inf,
+    *,
+    platform: str | None = "cuda",
+    phase: str | None = None,
+    **options,
+):
     """The fused kernels (``backend="fused"``) of ``system`` for the starts ``y0s`` and the
     options of :func:`solve_ensemble`, lowered for one block of starts on ``platform``
     (``"cuda"`` works on a machine without a GPU; ``None``: this machine's). ``phase``: one
@@ -348,8 +405,10 @@ def fused_program(system: AbstractSystem, y0s, t0: float = 0.0, t1: float = math
     ``.compile()`` compiles it (on a GPU). A system the kernel cannot run raises
     ``NotImplementedError`` naming the primitive."""
     if phase is not None and phase not in _fused.PHASES:
-        raise ValueError(f"phase = {_show(phase)} is not allowed: it must be None or one of "
-                         f"{', '.join(repr(p) for p in _fused.PHASES)}")
+        raise ValueError(
+            f"phase = {_show(phase)} is not allowed: it must be None or one of "
+            f"{', '.join(repr(p) for p in _fused.PHASES)}"
+        )
 
     def lower(pb, y0s_, aux, valid, bargs, sargs, sc, progress=None):
         raise _Lowered(_fused.lower(pb, y0s_, aux, bargs, sargs, sc, platform, phase))
@@ -371,16 +430,21 @@ def _valid_rows(valid, y0s):
     n = np.shape(y0s)[0] if np.ndim(y0s) else 0
     v = np.asarray(valid)
     if v.dtype.kind not in "bi" or v.shape != (n,):
-        raise ValueError(f"valid = {_show(valid)} is not allowed: it must be {n} booleans, "
-                         f"one per start")
+        raise ValueError(
+            f"valid = {_show(valid)} is not allowed: it must be {n} booleans, one per start"
+        )
     return v.astype(bool)
 
 
 @eqx.filter_jit
 def _euler(system, dyn, axes, y0s, modes, t0, dt):
     static = eqx.partition(system, eqx.is_array)[1]
-    return jax.vmap(lambda dy, y, m: y + dt * eqx.combine(dy, static).vector_field(
-        jnp.asarray(t0, y.dtype), y, m), in_axes=(axes, 0, 0))(dyn, y0s, modes)
+    return jax.vmap(
+        lambda dy, y, m: (
+            y + dt * eqx.combine(dy, static).vector_field(jnp.asarray(t0, y.dtype), y, m)
+        ),
+        in_axes=(axes, 0, 0),
+    )(dyn, y0s, modes)
 
 
 def _initial_modes(system, t0, y0s, valid) -> np.ndarray:
@@ -390,26 +454,32 @@ def _initial_modes(system, t0, y0s, valid) -> np.ndarray:
     axes = system.batch_axes()
     m = np.asarray(_modes_of(dyn, static, axes, jnp.asarray(y0s), jnp.asarray(t0, y0s.dtype)))
     if m.ndim != 1 or m.dtype.kind not in "iu":
-        raise ValueError(f"initial_mode returned {m.dtype} values of shape {m.shape[1:]}; it "
-                         f"must be one integer index of {list(system.modes)} per start")
+        raise ValueError(
+            f"initial_mode returned {m.dtype} values of shape {m.shape[1:]}; it "
+            f"must be one integer index of {list(system.modes)} per start"
+        )
     bad = (m < 0) | (m >= len(system.modes))
     if valid is not None:
         bad &= valid
     if np.any(bad):
         i = int(np.argmax(bad))
-        raise ValueError(f"initial_mode returned {int(m[i])} for start {i}; it must be an "
-                         f"index of {list(system.modes)}")
+        raise ValueError(
+            f"initial_mode returned {int(m[i])} for start {i}; it must be an "
+            f"index of {list(system.modes)}"
+        )
     return m.astype(np.int32)
 
 
 @eqx.filter_jit
 def _modes_of(dyn, static, axes, y0s, t0):
-    return jax.vmap(lambda dy, y: jnp.asarray(eqx.combine(dy, static).initial_mode(t0, y)),
-                    in_axes=(axes, 0))(dyn, y0s)
+    return jax.vmap(
+        lambda dy, y: jnp.asarray(eqx.combine(dy, static).initial_mode(t0, y)), in_axes=(axes, 0)
+    )(dyn, y0s)
 
 
 @eqx.filter_jit
 def _initial_aux(system, dyn, axes, y0s, modes):
     static = eqx.partition(system, eqx.is_array)[1]
-    return jax.vmap(lambda dy, y, m: eqx.combine(dy, static).initial_aux(y, m),
-                    in_axes=(axes, 0, 0))(dyn, y0s, modes)
+    return jax.vmap(
+        lambda dy, y, m: eqx.combine(dy, static).initial_aux(y, m), in_axes=(axes, 0, 0)
+    )(dyn, y0s, modes)

@@ -48,8 +48,9 @@ def _split_rows(tile) -> list:
     """The rows of a ``(W, B)`` tile (W a power of two) as ``(B,)`` arrays: a tree of
     two-way splits (Triton splits a dimension of 2 only)."""
     W = tile.shape[0]
-    return [jnp.reshape(r, tile.shape[1:]) for r in jnp.split(tile, W, axis=0)] if W > 1 \
-        else [tile[0]]
+    return (
+        [jnp.reshape(r, tile.shape[1:]) for r in jnp.split(tile, W, axis=0)] if W > 1 else [tile[0]]
+    )
 
 
 def _join_rows(rows: list):
@@ -102,22 +103,31 @@ class _Tiles(NamedTuple):
                 cols[g].append(jnp.reshape(x, (N, n)).astype(self.dtypes[g]))
         out = []
         for g, (dt, W) in enumerate(zip(self.dtypes, self.widths)):
-            x = jnp.concatenate(cols[g] + [jnp.zeros((N, W - sum(c.shape[1] for c in cols[g])),
-                                                     dt)], axis=1)
+            x = jnp.concatenate(
+                cols[g] + [jnp.zeros((N, W - sum(c.shape[1] for c in cols[g])), dt)], axis=1
+            )
             out.append(x.T)  # (W, N)
         return out
 
     def unpack(self, tiles, shapes, dtypes, N: int) -> list:
         out = []
         for (g, r, n), shp, dt in zip(self.where, shapes, dtypes):
-            x = tiles[g][r:r + n].T if n else jnp.zeros((N, 0), self.dtypes[g])
+            x = tiles[g][r : r + n].T if n else jnp.zeros((N, 0), self.dtypes[g])
             x = x != 0 if np.dtype(dt) == np.bool_ else x.astype(dt)
             out.append(jnp.reshape(x, (N,) + tuple(shp)))
         return out
 
 
-def pallas_map(fn: Callable, lane_example: tuple, shared: tuple, B: int, *,
-               interpret: bool = False, num_warps: int = 1, num_stages: int = 1) -> Callable:
+def pallas_map(
+    fn: Callable,
+    lane_example: tuple,
+    shared: tuple,
+    B: int,
+    *,
+    interpret: bool = False,
+    num_warps: int = 1,
+    num_stages: int = 1,
+) -> Callable:
     """``run(lane_inputs) -> outputs``: the per-start ``fn(*lane_args, *shared)`` over N starts
     as one Pallas kernel, ``B`` starts per program.
 
@@ -135,12 +145,11 @@ def pallas_map(fn: Callable, lane_example: tuple, shared: tuple, B: int, *,
     sh_np = [jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)) for x in sh_leaves]
 
     def per_start(*flat):
-        lane_args = jax.tree.unflatten(lane_tree, list(flat[:len(lane_leaves)]))
-        sh_args = jax.tree.unflatten(sh_tree, list(flat[len(lane_leaves):]))
+        lane_args = jax.tree.unflatten(lane_tree, list(flat[: len(lane_leaves)]))
+        sh_args = jax.tree.unflatten(sh_tree, list(flat[len(lane_leaves) :]))
         return fn(*lane_args, *sh_args)
 
-    example = [jax.ShapeDtypeStruct(s, d) for s, d in zip(lane_shapes, lane_dtypes)] + \
-              list(sh_np)
+    example = [jax.ShapeDtypeStruct(s, d) for s, d in zip(lane_shapes, lane_dtypes)] + list(sh_np)
     closed, out_shape = _soa.trace(per_start, *example)
     out_leaves = jax.tree.leaves(out_shape)
     out_tree = jax.tree.structure(out_shape)
@@ -155,12 +164,12 @@ def pallas_map(fn: Callable, lane_example: tuple, shared: tuple, B: int, *,
     n_in = len(t_in.dtypes)
 
     def kernel(*refs):
-        ins_l, ins_s = refs[:n_in], refs[n_in:n_in + len(sh_np)]
-        outs = refs[n_in + len(sh_np):]
+        ins_l, ins_s = refs[:n_in], refs[n_in : n_in + len(sh_np)]
+        outs = refs[n_in + len(sh_np) :]
         rows = [_split_rows(ref[...]) for ref in ins_l]
         args = []
         for shape, dt, (g, r, n) in zip(lane_shapes, lane_dtypes, t_in.where):
-            els = rows[g][r:r + n]
+            els = rows[g][r : r + n]
             if dt == np.bool_:
                 els = [e != 0 for e in els]
             elif dt != t_in.dtypes[g]:
@@ -171,8 +180,10 @@ def pallas_map(fn: Callable, lane_example: tuple, shared: tuple, B: int, *,
         res = _soa.evaluate(closed, B, args)
         out_rows: list = [[] for _ in t_out.dtypes]
         for o, dt, (g, _, _) in zip(res, true_dtypes, t_out.where):
-            out_rows[g] += [_soa.full(e, B, np.int32 if dt == np.bool_ else dt)
-                            .astype(t_out.dtypes[g]) for e in o.reshape(-1)]
+            out_rows[g] += [
+                _soa.full(e, B, np.int32 if dt == np.bool_ else dt).astype(t_out.dtypes[g])
+                for e in o.reshape(-1)
+            ]
         for g, (dt, W) in enumerate(zip(t_out.dtypes, t_out.widths)):
             rows_g = out_rows[g] + [jnp.zeros((B,), dt)] * (W - len(out_rows[g]))
             outs[g][...] = _join_rows(rows_g)
@@ -185,21 +196,36 @@ def pallas_map(fn: Callable, lane_example: tuple, shared: tuple, B: int, *,
         if N % B:
             raise ValueError(f"{N} starts is not a multiple of the block of {B}")
         flat_l = t_in.pack(lane_inputs, N)
-        sh = [np.asarray(x) for x in jax.tree.leaves(shared)] if shared_inputs is None \
+        sh = (
+            [np.asarray(x) for x in jax.tree.leaves(shared)]
+            if shared_inputs is None
             else [jnp.asarray(x) for x in jax.tree.leaves(shared_inputs)]
-        flat_s = [jnp.concatenate([jnp.reshape(x, (-1,)),
-                                   jnp.zeros((p - x.size,), x.dtype)]) for x, p in zip(sh, sh_pad)]
-        in_specs = [pl.BlockSpec((W, B), lambda i: (0, i)) for W in t_in.widths] + \
-            [pl.BlockSpec((p,), lambda i: (0,)) for p in sh_pad]
+        )
+        flat_s = [
+            jnp.concatenate([jnp.reshape(x, (-1,)), jnp.zeros((p - x.size,), x.dtype)])
+            for x, p in zip(sh, sh_pad)
+        ]
+        in_specs = [pl.BlockSpec((W, B), lambda i: (0, i)) for W in t_in.widths] + [
+            pl.BlockSpec((p,), lambda i: (0,)) for p in sh_pad
+        ]
         out_specs = [pl.BlockSpec((W, B), lambda i: (0, i)) for W in t_out.widths]
-        out_shapes_flat = [jax.ShapeDtypeStruct((W, N), dt)
-                           for W, dt in zip(t_out.widths, t_out.dtypes)]
+        out_shapes_flat = [
+            jax.ShapeDtypeStruct((W, N), dt) for W, dt in zip(t_out.widths, t_out.dtypes)
+        ]
         params = getattr(plgpu, "CompilerParams", None) or getattr(plgpu, "TritonCompilerParams")
-        kw = {} if interpret else {"compiler_params": params(num_warps=num_warps,
-                                                             num_stages=num_stages)}
+        kw = (
+            {}
+            if interpret
+            else {"compiler_params": params(num_warps=num_warps, num_stages=num_stages)}
+        )
         tiles = pl.pallas_call(
-            kernel, out_shape=out_shapes_flat, grid=(N // B,), in_specs=in_specs,
-            out_specs=out_specs, interpret=interpret, **kw,
+            kernel,
+            out_shape=out_shapes_flat,
+            grid=(N // B,),
+            in_specs=in_specs,
+            out_specs=out_specs,
+            interpret=interpret,
+            **kw,
         )(*flat_l, *flat_s)
         outs = t_out.unpack(tiles, out_shapes, true_dtypes, N)
         return jax.tree.unflatten(out_tree, outs)
@@ -256,30 +282,61 @@ def phases(pb, sargs: tuple, sc) -> Phases:
         runs = valid & ~bad0 & (~at_start | (reset is not None))
         first_status = E.T_MAX if reset is not None else jnp.where(at_start, E._PENDING, E.T_MAX)
         first_status = jnp.where(bad0, E.FAILED_NAN, first_status)
-        status = jnp.where(runs, jnp.where(parked, E._PARKED, E._LIVE),
-                           jnp.where(valid, first_status, E.PADDING)).astype(jnp.int32)
-        return lane1(E._Lanes(
-            idx=jnp.zeros((1,), jnp.int32),
-            live=one_(status == E._LIVE),
-            status=one_(status),
-            t=jnp.full((1,), t0, dtype),
-            y=one_(y0),
-            h=one_(jnp.where(runs & ~parked, h0, 0.0).astype(dtype)),
-            seg=jnp.zeros((1,), jnp.int32),
-            aux=one_(aux0),
-            bargs=tuple(one_(b) for b in bl),
-            hit_y1=jnp.zeros((1, d if ops.store else 0), dtype),
-            hit_coef=jnp.zeros((1, ops.n_coef, d), dtype),
-            hit_vals=jnp.zeros((1, K if ops.store else 0, n), dtype),
-            **{**ops.blank(1, d, dtype), "k1": one_(k10), "sign": one_(sign0)},
-        ))
+        status = jnp.where(
+            runs, jnp.where(parked, E._PARKED, E._LIVE), jnp.where(valid, first_status, E.PADDING)
+        ).astype(jnp.int32)
+        return lane1(
+            E._Lanes(
+                idx=jnp.zeros((1,), jnp.int32),
+                live=one_(status == E._LIVE),
+                status=one_(status),
+                t=jnp.full((1,), t0, dtype),
+                y=one_(y0),
+                h=one_(jnp.where(runs & ~parked, h0, 0.0).astype(dtype)),
+                seg=jnp.zeros((1,), jnp.int32),
+                aux=one_(aux0),
+                bargs=tuple(one_(b) for b in bl),
+                hit_y1=jnp.zeros((1, d if ops.store else 0), dtype),
+                hit_coef=jnp.zeros((1, ops.n_coef, d), dtype),
+                hit_vals=jnp.zeros((1, K if ops.store else 0, n), dtype),
+                **{**ops.blank(1, d, dtype), "k1": one_(k10), "sign": one_(sign0)},
+            )
+        )
 
     def serve_(ln):
-        names = ("live", "status", "event", "t", "y", "h", "k1", "sign", "count", "t_zero",
-                 "seg", "resets", "aux", "fc_t")
-        res = ops.serve_block(ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero,
-                              ln.steps, ln.resets, ln.aux, ln.fc_t, ln.hit_y1, ln.hit_coef,
-                              ln.hit_vals, *ln.bargs)
+        names = (
+            "live",
+            "status",
+            "event",
+            "t",
+            "y",
+            "h",
+            "k1",
+            "sign",
+            "count",
+            "t_zero",
+            "seg",
+            "resets",
+            "aux",
+            "fc_t",
+        )
+        res = ops.serve_block(
+            ln.t,
+            ln.y,
+            ln.h,
+            ln.k1,
+            ln.sign,
+            ln.count,
+            ln.t_zero,
+            ln.steps,
+            ln.resets,
+            ln.aux,
+            ln.fc_t,
+            ln.hit_y1,
+            ln.hit_coef,
+            ln.hit_vals,
+            *ln.bargs,
+        )
         # the queue's serve: the new segment counts its steps from here
         return ln._replace(**dict(zip(names, res)))
 
@@ -297,8 +354,18 @@ def phases(pb, sargs: tuple, sc) -> Phases:
         ln = jax.tree.map(one_, lane)
         out = E._Out(*(getattr(ln, k) for k in E._RECORD))
         status, event, t, y, counts, t_first = E._finish(pb, out, ln.bargs, sargs, direct=True)
-        return (status[0], event[0], t[0], y[0], counts[0], t_first[0], ln.steps[0],
-                ln.resets[0], ln.aux[0], ln.rejected[0])
+        return (
+            status[0],
+            event[0],
+            t[0],
+            y[0],
+            counts[0],
+            t_first[0],
+            ln.steps[0],
+            ln.resets[0],
+            ln.aux[0],
+            ln.rejected[0],
+        )
 
     return Phases(setup, serve, run, finish, reset is not None)
 
@@ -310,8 +377,9 @@ def start_program(pb, sargs: tuple, sc) -> Callable:
     ph = phases(pb, sargs, sc)
 
     def one(y0, aux0, valid, bl):
-        lane = jax.lax.while_loop(_going, lambda l_: ph.run(ph.serve(l_)),
-                                  ph.setup(y0, aux0, valid, bl))
+        lane = jax.lax.while_loop(
+            _going, lambda l_: ph.run(ph.serve(l_)), ph.setup(y0, aux0, valid, bl)
+        )
         return ph.finish(lane)
 
     return one
@@ -387,10 +455,22 @@ def _env_int(name: str, default: int) -> int:
     return int(v) if v.isdigit() else default
 
 
-def solve(pb, y0s: np.ndarray, aux: np.ndarray, valid: np.ndarray, bargs: tuple,
-          sargs: tuple, sc: tuple, *, mode: str = "gpu", block: int | None = None,
-          num_warps: int | None = None, chunk: int = 1 << 20, progress=None,
-          device: bool = False) -> tuple:
+def solve(
+    pb,
+    y0s: np.ndarray,
+    aux: np.ndarray,
+    valid: np.ndarray,
+    bargs: tuple,
+    sargs: tuple,
+    sc: tuple,
+    *,
+    mode: str = "gpu",
+    block: int | None = None,
+    num_warps: int | None = None,
+    chunk: int = 1 << 20,
+    progress=None,
+    device: bool = False,
+) -> tuple:
     """The fused solve of every start (``queue.run``'s inputs, one device):
     ``(status, event, t, y, counts, t_first, steps, resets, aux, rejected)`` as NumPy arrays
     (``device``: as JAX arrays left on the device, for work that continues there). The starts
@@ -416,23 +496,34 @@ def solve(pb, y0s: np.ndarray, aux: np.ndarray, valid: np.ndarray, bargs: tuple,
             # host: 16 ms of the 1000 x 1000 panel on an H100 host)
             x = jnp.asarray(np.asarray(x)[lo:hi])
             extra = m - (hi - lo)
-            return jnp.concatenate([x, jnp.broadcast_to(x[:1], (extra,) + x.shape[1:])]) \
-                if extra else x
+            return (
+                jnp.concatenate([x, jnp.broadcast_to(x[:1], (extra,) + x.shape[1:])])
+                if extra
+                else x
+            )
 
         vc = valid[lo:hi]
-        v = jnp.arange(m, dtype=jnp.int32) < hi - lo if vc.all() else \
-            jnp.asarray(np.concatenate([vc, np.zeros(m - (hi - lo), bool)]))
+        v = (
+            jnp.arange(m, dtype=jnp.int32) < hi - lo
+            if vc.all()
+            else jnp.asarray(np.concatenate([vc, np.zeros(m - (hi - lo), bool)]))
+        )
         # the leading per-start leaf is queue.run's dummy of zeros: made here
         bl = (jnp.zeros((m,), bargs[0].dtype),) + tuple(pad(b) for b in bargs[1:])
-        run = _runner(pb, (y0s.shape[1:], aux.shape[1:]) + tuple(b.shape[1:] for b in bl),
-                      mode, block, num_warps)
+        run = _runner(
+            pb,
+            (y0s.shape[1:], aux.shape[1:]) + tuple(b.shape[1:] for b in bl),
+            mode,
+            block,
+            num_warps,
+        )
         res = run(pad(y0s), pad(aux), v.astype(jnp.int32), bl, sargs, sc_arr)
         if device:
-            parts.append([r[:hi - lo] if m != hi - lo else r for r in res])
+            parts.append([r[: hi - lo] if m != hi - lo else r for r in res])
             if progress is not None:  # (done when computed, not when queued)
                 jax.block_until_ready(res)
         else:  # one transfer of all results (each np.asarray waits for its own)
-            parts.append([r[:hi - lo] for r in jax.device_get(res)])
+            parts.append([r[: hi - lo] for r in jax.device_get(res)])
         if progress is not None:
             progress(int(np.sum(valid[:hi])))
     if len(parts) == 1:  # no copy (46 ms of the 1000 x 1000 panel on an H100 host)
@@ -448,13 +539,16 @@ PHASES = ("setup", "run", "serve", "finish")
 def _phase_fns(pb) -> dict:
     """Each phase of :func:`phases` as a per-start function of ``pallas_map``: the set-up of
     ``(y0, aux0, valid, bl, sargs, sc)``, the others of ``(lane, sargs, sc)``."""
+
     def ph(sargs, sc):
         return phases(pb, sargs, sc)
 
-    return {"setup": lambda y0, a0, v, b, sa, s_: ph(sa, s_).setup(y0, a0, v != 0, b),
-            "run": lambda ln, sa, s_: ph(sa, s_).run(ln),
-            "serve": lambda ln, sa, s_: ph(sa, s_).serve(ln),
-            "finish": lambda ln, sa, s_: ph(sa, s_).finish(ln)}
+    return {
+        "setup": lambda y0, a0, v, b, sa, s_: ph(sa, s_).setup(y0, a0, v != 0, b),
+        "run": lambda ln, sa, s_: ph(sa, s_).run(ln),
+        "serve": lambda ln, sa, s_: ph(sa, s_).serve(ln),
+        "finish": lambda ln, sa, s_: ph(sa, s_).finish(ln),
+    }
 
 
 def _phase_program(pb, phase: str, shapes, B: int, num_warps: int) -> Callable:
@@ -466,7 +560,8 @@ def _phase_program(pb, phase: str, shapes, B: int, num_warps: int) -> Callable:
         ex = (y0s[0], aux0s[0], valid[0], tuple(b[0] for b in bl))
         if phase == "setup":
             return pallas_map(fns["setup"], ex, shared, B, num_warps=num_warps)(
-                (y0s, aux0s, valid, bl), shared)
+                (y0s, aux0s, valid, bl), shared
+            )
         one = jax.eval_shape(lambda: fns["setup"](*ex, sargs, sc))
         one = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), one)
         lanes = jax.tree.map(lambda a: jnp.zeros((y0s.shape[0],) + a.shape, a.dtype), one)
@@ -475,24 +570,34 @@ def _phase_program(pb, phase: str, shapes, B: int, num_warps: int) -> Callable:
     return jax.jit(program)
 
 
-def lower(pb, y0s, aux, bargs, sargs, sc, platform: str | None = "cuda",
-          phase: str | None = None):
+def lower(pb, y0s, aux, bargs, sargs, sc, platform: str | None = "cuda", phase: str | None = None):
     """The compiled-kernel path of :func:`solve` for one block of starts, lowered for
     ``platform`` (``None``: this machine's): JAX's ``Lowered`` (``rollax.fused_program``);
     ``phase``: that kernel alone (one of :data:`PHASES`)."""
     if phase == "serve" and pb.reset is None:
-        raise ValueError("phase = 'serve' is not allowed for this system: it has no reset map "
-                         "(its kernels are 'setup', 'run' and 'finish')")
+        raise ValueError(
+            "phase = 'serve' is not allowed for this system: it has no reset map "
+            "(its kernels are 'setup', 'run' and 'finish')"
+        )
     B = _env_int("ROLLAX_FUSED_BLOCK", BLOCK)
     pb = _with_rolled(pb)
     bl = tuple(jnp.zeros((B,) + np.shape(b)[1:], np.asarray(b).dtype) for b in bargs)
     shapes = (np.shape(y0s)[1:], np.shape(aux)[1:]) + tuple(b.shape[1:] for b in bl)
     warps = _env_int("ROLLAX_FUSED_WARPS", 1)
-    runner = _runner(pb, shapes, "gpu", B, warps) if phase is None else \
-        _phase_program(pb, phase, shapes, B, warps)
+    runner = (
+        _runner(pb, shapes, "gpu", B, warps)
+        if phase is None
+        else _phase_program(pb, phase, shapes, B, warps)
+    )
     sc_arr = tuple(jnp.asarray(x, jnp.int32 if isinstance(x, int) else jnp.float64) for x in sc)
-    args = (jnp.zeros((B,) + np.shape(y0s)[1:]), jnp.zeros((B,) + np.shape(aux)[1:]),
-            jnp.zeros(B, jnp.int32), bl, tuple(jnp.asarray(x) for x in sargs), sc_arr)
+    args = (
+        jnp.zeros((B,) + np.shape(y0s)[1:]),
+        jnp.zeros((B,) + np.shape(aux)[1:]),
+        jnp.zeros(B, jnp.int32),
+        bl,
+        tuple(jnp.asarray(x) for x in sargs),
+        sc_arr,
+    )
     traced = runner.trace(*args)
     return traced.lower(lowering_platforms=(platform,)) if platform else traced.lower()
 
@@ -501,5 +606,4 @@ def run(pb, y0s, aux, valid, bargs, sargs, sc, progress=None, device: bool = Fal
     """:func:`solve` on this machine's default device: compiled for a GPU, else in
     :data:`CPU_MODE` (the ``runner`` of ``queue.run``)."""
     mode = "gpu" if jax.default_backend() == "gpu" else CPU_MODE
-    return solve(pb, y0s, aux, valid, bargs, sargs, sc, mode=mode, progress=progress,
-                 device=device)
+    return solve(pb, y0s, aux, valid, bargs, sargs, sc, mode=mode, progress=progress, device=device)

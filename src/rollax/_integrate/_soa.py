@@ -41,24 +41,28 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jcore
 
-_ELEMENTWISE = frozenset("""
+_ELEMENTWISE = frozenset(
+    """
 abs acos acosh add add_any and asin asinh atan atan2 atanh cbrt ceil clamp clz
 convert_element_type copy copy_p cos cosh digamma div eq erf erf_inv erfc exp exp2 expm1 floor
 ge gt igamma imag integer_pow is_finite le lgamma log log1p logistic lt max min mul ne neg
 nextafter not or population_count pow real reduce_precision rem rsqrt
 shift_left shift_right_arithmetic shift_right_logical sign sin sinh sqrt square sub tan tanh
 xor
-""".split())
+""".split()
+)
 
 _IDENTITY = frozenset(
-    "optimization_barrier sharding_constraint mesh_cast reshard copy_p stop_gradient".split())
+    "optimization_barrier sharding_constraint mesh_cast reshard copy_p stop_gradient".split()
+)
 
 _CALLS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 
 def _is_known(e) -> bool:
     return isinstance(e, (np.ndarray, np.generic)) or (
-        isinstance(e, jax.Array) and not isinstance(e, jax.core.Tracer) and np.ndim(e) == 0)
+        isinstance(e, jax.Array) and not isinstance(e, jax.core.Tracer) and np.ndim(e) == 0
+    )
 
 
 def _obj(shape) -> np.ndarray:
@@ -110,8 +114,11 @@ class _Eval:
         if all(_is_known(e) for e in es):
             with jax.ensure_compile_time_eval():
                 r = prim.bind(*(jnp.asarray(e) for e in es), **params)
-            return jax.tree.map(lambda x: np.asarray(x)[()], r) if prim.multiple_results \
+            return (
+                jax.tree.map(lambda x: np.asarray(x)[()], r)
+                if prim.multiple_results
                 else np.asarray(r)[()]
+            )
         return prim.bind(*(self.full(e) for e in es), **params)
 
     def op(self, prim, *es, **params):
@@ -164,7 +171,8 @@ class _Eval:
                 return self.closed(params[key], ins)
         raise NotImplementedError(
             f"the fused kernel cannot run the primitive {name!r}: a system's functions must be "
-            f"plain jnp arithmetic on small arrays (see docs/fused.md)")
+            f"plain jnp arithmetic on small arrays (see docs/fused.md)"
+        )
 
     def elementwise(self, prim, ins, params, eqn):
         shape = tuple(eqn.outvars[0].aval.shape)
@@ -184,8 +192,11 @@ class _Eval:
             boolean = np.dtype(eqn.invars[0].aval.dtype) == np.bool_
             r = cases[0]
             for j in range(1, len(cases)):
-                pick = which if boolean else self.op(jax.lax.eq_p, which,
-                                                      np.asarray(j, eqn.invars[0].aval.dtype))
+                pick = (
+                    which
+                    if boolean
+                    else self.op(jax.lax.eq_p, which, np.asarray(j, eqn.invars[0].aval.dtype))
+                )
                 r = self.bind(jax.lax.select_n_p, [pick, r, cases[j]], {})
             out[idx] = r
         return out
@@ -203,14 +214,27 @@ class _Eval:
             half = np.asarray(0.5, eqn.invars[0].aval.dtype)
             up = self.op(jax.lax.add_p, r, one)
             if even:
-                odd = self.op(jax.lax.ne_p, self.op(jax.lax.rem_p, r, np.asarray(
-                    2, eqn.invars[0].aval.dtype)), np.asarray(0, eqn.invars[0].aval.dtype))
+                odd = self.op(
+                    jax.lax.ne_p,
+                    self.op(jax.lax.rem_p, r, np.asarray(2, eqn.invars[0].aval.dtype)),
+                    np.asarray(0, eqn.invars[0].aval.dtype),
+                )
                 tie = self.where(odd, up, r)
             else:
-                tie = self.where(self.op(jax.lax.gt_p, x, np.asarray(0, x.dtype if hasattr(
-                    x, "dtype") else eqn.invars[0].aval.dtype)), up, r)
-            out[idx] = self.where(self.op(jax.lax.gt_p, d, half), up,
-                                  self.where(self.op(jax.lax.lt_p, d, half), r, tie))
+                tie = self.where(
+                    self.op(
+                        jax.lax.gt_p,
+                        x,
+                        np.asarray(0, x.dtype if hasattr(x, "dtype") else eqn.invars[0].aval.dtype),
+                    ),
+                    up,
+                    r,
+                )
+            out[idx] = self.where(
+                self.op(jax.lax.gt_p, d, half),
+                up,
+                self.where(self.op(jax.lax.lt_p, d, half), r, tie),
+            )
         return out
 
     # -- structure ------------------------------------------------------------------------
@@ -246,8 +270,9 @@ class _Eval:
 
     def r_slice(self, ins, p, eqn):
         strides = p["strides"] or (1,) * len(p["start_indices"])
-        idx = tuple(slice(a, b, s) for a, b, s in
-                    zip(p["start_indices"], p["limit_indices"], strides))
+        idx = tuple(
+            slice(a, b, s) for a, b, s in zip(p["start_indices"], p["limit_indices"], strides)
+        )
         return ins[0][idx]
 
     def r_rev(self, ins, p, eqn):
@@ -273,7 +298,10 @@ class _Eval:
         shape, dim = tuple(p["shape"]), p["dimension"]
         x = np.broadcast_to(
             np.arange(shape[dim], dtype=p["dtype"]).reshape(
-                [-1 if i == dim else 1 for i in range(len(shape))]), shape)
+                [-1 if i == dim else 1 for i in range(len(shape))]
+            ),
+            shape,
+        )
         return known_array(x)
 
     def _starts(self, starts, dims, sizes):
@@ -337,13 +365,16 @@ class _Eval:
     def _index_starts(self, x, ix, index_map):
         # one index vector (no batch of indices): the start of each operand axis
         if ix.ndim != 1:
-            raise NotImplementedError("the fused kernel cannot run a batched gather or scatter "
-                                      "(index an array with one integer per axis instead)")
+            raise NotImplementedError(
+                "the fused kernel cannot run a batched gather or scatter "
+                "(index an array with one integer per axis instead)"
+            )
         starts = []
         for axis in range(x.ndim):
             s = _obj(())
-            s[()] = ix[list(index_map).index(axis)] if axis in index_map \
-                else np.asarray(0, np.int32)
+            s[()] = (
+                ix[list(index_map).index(axis)] if axis in index_map else np.asarray(0, np.int32)
+            )
             starts.append(s)
         return starts
 
@@ -359,8 +390,9 @@ class _Eval:
             # known indices (a constant index array): gather the elements' positions
             pos = np.arange(x.size, dtype=np.int64).reshape(x.shape)
             with jax.ensure_compile_time_eval():
-                got = np.asarray(jax.lax.gather_p.bind(
-                    jnp.asarray(pos), jnp.asarray(self._concrete(ix)), **p))
+                got = np.asarray(
+                    jax.lax.gather_p.bind(jnp.asarray(pos), jnp.asarray(self._concrete(ix)), **p)
+                )
             flat = x.reshape(-1)
             out = _obj(got.shape)
             for idx in np.ndindex(got.shape):
@@ -489,9 +521,11 @@ class _Eval:
             x = ins[0]
             if any(x.shape[a] == 0 for a in p["axes"]):
                 shape = tuple(eqn.outvars[0].aval.shape)
-                return known_array(np.full(shape, self._identity_of(
-                    eqn.primitive.name, eqn.outvars[0].aval.dtype)))
+                return known_array(
+                    np.full(shape, self._identity_of(eqn.primitive.name, eqn.outvars[0].aval.dtype))
+                )
             return self._reduce(x, p["axes"], lambda a, b: self.op(prim, a, b))
+
         return rule
 
     r_reduce_sum = _reducer(jax.lax.add_p)
@@ -517,10 +551,11 @@ class _Eval:
                 if np.dtype(eqn.invars[0].aval.dtype).kind == "f":
                     nan_v = self.op(jax.lax.ne_p, v, v)
                     nan_b = self.op(jax.lax.ne_p, best, best)
-                    better = self.op(jax.lax.or_p, self.op(jax.lax.and_p, better,
-                                                          self.op(jax.lax.not_p, nan_b)),
-                                     self.op(jax.lax.and_p, nan_v,
-                                             self.op(jax.lax.not_p, nan_b)))
+                    better = self.op(
+                        jax.lax.or_p,
+                        self.op(jax.lax.and_p, better, self.op(jax.lax.not_p, nan_b)),
+                        self.op(jax.lax.and_p, nan_v, self.op(jax.lax.not_p, nan_b)),
+                    )
                 best = self.where(better, v, best)
                 arg = self.where(better, np.asarray(j, dt), arg)
             out[idx] = arg
@@ -542,6 +577,7 @@ class _Eval:
                 for idx in np.ndindex(x.shape[:-1]):
                     x[idx + (j,)] = self.op(prim, x[idx + (k,)], x[idx + (j,)])
             return np.moveaxis(x, -1, p["axis"])
+
         return rule
 
     r_cumsum = _cum(jax.lax.add_p)
@@ -560,7 +596,7 @@ class _Eval:
         csizes = [lhs.shape[i] for i in lc]
         for idx in np.ndindex(shape):
             nb = len(lb)
-            b, l_, r_ = idx[:nb], idx[nb:nb + len(lf)], idx[nb + len(lf):]
+            b, l_, r_ = idx[:nb], idx[nb : nb + len(lf)], idx[nb + len(lf) :]
             acc = None
             for c in np.ndindex(tuple(csizes)):
                 li, ri = [0] * lhs.ndim, [0] * rhs.ndim
@@ -575,10 +611,20 @@ class _Eval:
                 for k, (i, j) in enumerate(zip(lc, rc)):
                     li[i] = c[k]
                     ri[j] = c[k]
-                a = self.op(jax.lax.convert_element_type_p, lhs[tuple(li)], new_dtype=dt,
-                            weak_type=False, sharding=None)
-                bb = self.op(jax.lax.convert_element_type_p, rhs[tuple(ri)], new_dtype=dt,
-                             weak_type=False, sharding=None)
+                a = self.op(
+                    jax.lax.convert_element_type_p,
+                    lhs[tuple(li)],
+                    new_dtype=dt,
+                    weak_type=False,
+                    sharding=None,
+                )
+                bb = self.op(
+                    jax.lax.convert_element_type_p,
+                    rhs[tuple(ri)],
+                    new_dtype=dt,
+                    weak_type=False,
+                    sharding=None,
+                )
                 term = self.op(jax.lax.mul_p, a, bb)
                 acc = term if acc is None else self.op(jax.lax.add_p, acc, term)
             out[idx] = np.asarray(0, dt) if acc is None else acc
@@ -592,15 +638,15 @@ class _Eval:
         out, i = [], 0
         for x in like:
             n = x.size
-            out.append(lane_array(flat[i:i + n], x.shape) if n else _obj(x.shape))
+            out.append(lane_array(flat[i : i + n], x.shape) if n else _obj(x.shape))
             i += n
         return out
 
     def r_while(self, ins, p, eqn):
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
-        cc, bc, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+        cc, bc, init = ins[:cn], ins[cn : cn + bn], ins[cn + bn :]
         cj, bj = p["cond_jaxpr"], p["body_jaxpr"]
-        dtypes = [np.dtype(v.aval.dtype) for v in eqn.invars[cn + bn:]]
+        dtypes = [np.dtype(v.aval.dtype) for v in eqn.invars[cn + bn :]]
         like = init
         dflat = [dt for x, dt in zip(init, dtypes) for _ in range(x.size)]
         flat0 = [self.full(e, dt) for e, dt in zip(self._flat(init), dflat)]
@@ -653,8 +699,11 @@ class _Eval:
                 return [self.full(e, dt) for r, dt in zip(res, dts) for e in r.reshape(-1)]
 
             def skip():
-                return [jnp.zeros((self.B,), dt) for s_, dt in zip(shapes, dts)
-                        for _ in range(int(np.prod(s_)))]
+                return [
+                    jnp.zeros((self.B,), dt)
+                    for s_, dt in zip(shapes, dts)
+                    for _ in range(int(np.prod(s_)))
+                ]
 
             flat = jax.lax.cond(jnp.max(takes.astype(jnp.int32)) > 0, compute, skip)
             outs.append(self._unflat(flat, [_obj(s_) for s_ in shapes]))
@@ -665,9 +714,11 @@ class _Eval:
             for idx in np.ndindex(shape):
                 r = outs[0][k][idx]
                 for j in range(1, len(outs)):
-                    pick = self.op(jax.lax.ge_p, index, np.asarray(j, np.int32)) \
-                        if j == len(outs) - 1 else self.op(jax.lax.eq_p, index,
-                                                           np.asarray(j, np.int32))
+                    pick = (
+                        self.op(jax.lax.ge_p, index, np.asarray(j, np.int32))
+                        if j == len(outs) - 1
+                        else self.op(jax.lax.eq_p, index, np.asarray(j, np.int32))
+                    )
                     r = self.where(pick, outs[j][k][idx], r)
                 o[idx] = r
             res.append(o)
@@ -675,7 +726,7 @@ class _Eval:
 
     def r_scan(self, ins, p, eqn):
         nc, ncar = _scan_split(p)
-        consts, carry, xs = ins[:nc], list(ins[nc:nc + ncar]), ins[nc + ncar:]
+        consts, carry, xs = ins[:nc], list(ins[nc : nc + ncar]), ins[nc + ncar :]
         length = p["length"]
         ys_steps = []
         order = range(length - 1, -1, -1) if p["reverse"] else range(length)
@@ -700,8 +751,8 @@ class _Eval:
         # the forward solve only: solve(consts, b)
         cl = p["const_lengths"]
         off = cl.matvec + cl.vecmat
-        consts = ins[off:off + cl.solve]
-        b = ins[sum(cl):]
+        consts = ins[off : off + cl.solve]
+        b = ins[sum(cl) :]
         return self.closed(p["jaxprs"].solve, list(consts) + list(b))
 
     def r_sort(self, ins, p, eqn):
@@ -765,8 +816,9 @@ class _Eval:
             for i in range(k + 1, n):
                 a[i, k] = self.op(jax.lax.div_p, a[i, k], a[k, k])
                 for j in range(k + 1, n):
-                    a[i, j] = self.op(jax.lax.sub_p, a[i, j],
-                                      self.op(jax.lax.mul_p, a[i, k], a[k, j]))
+                    a[i, j] = self.op(
+                        jax.lax.sub_p, a[i, j], self.op(jax.lax.mul_p, a[i, k], a[k, j])
+                    )
         return [a, pivots, perm]
 
     def r_triangular_solve(self, ins, p, eqn):

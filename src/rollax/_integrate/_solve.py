@@ -64,10 +64,23 @@ from rollax._integrate import dopri5
 from rollax._core._eventlog import SAVE_EVENTS_MAX
 from rollax._core._solution import Solution, Status
 from rollax._core._system import AbstractSystem
-from rollax._core._validate import (ATOL_MIN, RTOL_MIN, _show, check_integer, check_jump_ts,
-                              past_jump)
-from rollax._core.events import (CROSSING, EventSet, Located, locate_in_step, near_theta, scan,
-                           unresolved_in)
+from rollax._core._validate import (
+    ATOL_MIN,
+    RTOL_MIN,
+    _show,
+    check_integer,
+    check_jump_ts,
+    past_jump,
+)
+from rollax._core.events import (
+    CROSSING,
+    EventSet,
+    Located,
+    locate_in_step,
+    near_theta,
+    scan,
+    unresolved_in,
+)
 
 
 class _Contd5(diffrax.AbstractLocalInterpolation):
@@ -180,7 +193,8 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
 
     def func(self, terms, t0, y0, args):
         return self.solver.func(terms, t0, y0[0], args), jax.tree_util.tree_map(
-            jnp.zeros_like, y0[1])
+            jnp.zeros_like, y0[1]
+        )
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         yp, ev = y0
@@ -189,7 +203,8 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         # the solver's state before the step, kept to redo the step that holds an event
         st = _state_leaves(solver_state, dtype)
         y1, err, dense, new_state, result = self.solver.step(
-            terms, t0, t1, yp, args, solver_state, made_jump)
+            terms, t0, t1, yp, args, solver_state, made_jump
+        )
         interp = self.solver.interpolation_cls(t0=t0, t1=t1, **dense)
         vals, times = _step_samples(system, mode, interp, y1, t0, t1 - t0, self.n_samples)
         vals = jax.lax.stop_gradient(vals)
@@ -215,18 +230,25 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         nc = first.shape[0]
         jump = jnp.asarray(made_jump, dtype)
         ev1 = _Ev(
-            sign=sc.sign, count=sc.count.astype(dtype), t_zero=sc.t_zero,
-            stop=stop.astype(dtype), bad=sc.nonfinite.astype(dtype),
-            f_t0=jnp.where(stop, t0, ev.f_t0), f_t1=jnp.where(stop, t1, ev.f_t1),
+            sign=sc.sign,
+            count=sc.count.astype(dtype),
+            t_zero=sc.t_zero,
+            stop=stop.astype(dtype),
+            bad=sc.nonfinite.astype(dtype),
+            f_t0=jnp.where(stop, t0, ev.f_t0),
+            f_t1=jnp.where(stop, t1, ev.f_t1),
             f_y0=pick(stop, yp, ev.f_y0),
             f_state=tuple(pick(stop, a, b) for a, b in zip(st, ev.f_state)),
             f_jump=pick(stop, jump, ev.f_jump),
-            f_sign=pick(stop, ev.sign, ev.f_sign), f_count=pick(stop, ev.count, ev.f_count),
+            f_sign=pick(stop, ev.sign, ev.f_sign),
+            f_count=pick(stop, ev.count, ev.f_count),
             f_tzero=pick(stop, ev.t_zero, ev.f_tzero),
-            c_t0=jnp.where(first, t0, ev.c_t0), c_t1=jnp.where(first, t1, ev.c_t1),
+            c_t0=jnp.where(first, t0, ev.c_t0),
+            c_t1=jnp.where(first, t1, ev.c_t1),
             c_y0=pick(first, jnp.broadcast_to(yp, (nc,) + yp.shape), ev.c_y0),
-            c_state=tuple(pick(first, jnp.broadcast_to(a, (nc,) + a.shape), b)
-                          for a, b in zip(st, ev.c_state)),
+            c_state=tuple(
+                pick(first, jnp.broadcast_to(a, (nc,) + a.shape), b) for a, b in zip(st, ev.c_state)
+            ),
             c_jump=pick(first, jnp.broadcast_to(jump, (nc,)), ev.c_jump),
             c_sign=jnp.where(first, ev.sign[cx], ev.c_sign),
             c_tzero=jnp.where(first, ev.t_zero[cx], ev.c_tzero),
@@ -308,8 +330,14 @@ class _FlowSteps(diffrax.AbstractStepSizeController):
         return t0 + self._h(t0, y0, args), None
 
     def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, state):
-        return (jnp.asarray(True), t1, t1 + self._h(t1, y1_candidate, args), jnp.asarray(False),
-                None, diffrax.RESULTS.successful)
+        return (
+            jnp.asarray(True),
+            t1,
+            t1 + self._h(t1, y1_candidate, args),
+            jnp.asarray(False),
+            None,
+            diffrax.RESULTS.successful,
+        )
 
 
 def _norm(x):
@@ -339,8 +367,10 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
 
     def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
         if error_order is None:
-            raise ValueError("the solver gives no error estimate to control the step with "
-                             "(use an adaptive Runge-Kutta solver: dopri5, tsit5, dopri8)")
+            raise ValueError(
+                "the solver gives no error estimate to control the step with "
+                "(use an adaptive Runge-Kutta solver: dopri5, tsit5, dopri8)"
+            )
         ev = y0[1]
 
         def f(t_, y_):
@@ -356,11 +386,11 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
         en = dopri5.error_norm(sg(y_error[0]), y0p, y1p, self.rtol, self.atol)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1p))
         accept = finite & (en <= 1.0)
-        h = jnp.minimum((t1 - t0) * dopri5.step_factor(en, finite, accept, error_order),
-                        self.dtmax)
+        h = jnp.minimum((t1 - t0) * dopri5.step_factor(en, finite, accept, error_order), self.dtmax)
         t_next = jnp.where(accept, t1, t0)
-        result = diffrax.RESULTS.where(~(h >= self.dtmin), diffrax.RESULTS.dt_min_reached,
-                                       diffrax.RESULTS.successful)
+        result = diffrax.RESULTS.where(
+            ~(h >= self.dtmin), diffrax.RESULTS.dt_min_reached, diffrax.RESULTS.successful
+        )
         return accept, t_next, t_next + h, jnp.asarray(False), None, result
 
 
@@ -469,41 +499,61 @@ def solve(
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     if system.batch_shape():
-        raise ValueError(f"the parameters of {type(system).__name__} have batch shape "
-                         f"{system.batch_shape()}; rollax.solve runs one start with one value "
-                         f"per parameter (use rollax.solve_ensemble, or jax.vmap over the "
-                         f"system, for per-start parameters)")
+        raise ValueError(
+            f"the parameters of {type(system).__name__} have batch shape "
+            f"{system.batch_shape()}; rollax.solve runs one start with one value "
+            f"per parameter (use rollax.solve_ensemble, or jax.vmap over the "
+            f"system, for per-start parameters)"
+        )
     y0 = system.check_state(y0)
     if y0.ndim != 1:
-        raise ValueError(f"y0 has shape {tuple(y0.shape)}; rollax.solve takes one state "
-                         f"(use jax.vmap or rollax.solve_ensemble for many)")
+        raise ValueError(
+            f"y0 has shape {tuple(y0.shape)}; rollax.solve takes one state "
+            f"(use jax.vmap or rollax.solve_ensemble for many)"
+        )
     if mode is None:
         mode = _initial_mode(system, t0, y0)
     mode = system.check_mode(mode)
     if mode.ndim != 0:
-        raise ValueError(f"mode has shape {tuple(mode.shape)}; rollax.solve takes one mode (an "
-                         f"index or a name of {list(system.modes)})")
+        raise ValueError(
+            f"mode has shape {tuple(mode.shape)}; rollax.solve takes one mode (an "
+            f"index or a name of {list(system.modes)})"
+        )
     n_samples = system.n_samples if n_samples is None else n_samples
-    check_options(t0, t1, rtol, atol, dt_max, max_steps=(max_steps, 1),
-                  max_resets=(max_resets, 0), n_samples=(n_samples, 1, SAMPLES_MAX))
+    check_options(
+        t0,
+        t1,
+        rtol,
+        atol,
+        dt_max,
+        max_steps=(max_steps, 1),
+        max_resets=(max_resets, 0),
+        n_samples=(n_samples, 1, SAMPLES_MAX),
+    )
     if aux is None:
         aux = system.initial_aux(y0, mode)
     aux = jnp.asarray(aux, dtype=float)
     if aux.shape != (system.n_aux,):
-        raise ValueError(f"aux has shape {tuple(aux.shape)}; {type(system).__name__} needs "
-                         f"({system.n_aux},)")
+        raise ValueError(
+            f"aux has shape {tuple(aux.shape)}; {type(system).__name__} needs ({system.n_aux},)"
+        )
     system.check_flow_step(dt_max)
     system.check_functions(y0, 0 if isinstance(mode, jax.core.Tracer) else mode, t0)
     solver = system.solver if solver is None else solver
     solver = _Flow(eqx.partition(system, eqx.is_array)[1]) if system.has_flow else _solver(solver)
     adjoint = adjoint or diffrax.RecursiveCheckpointAdjoint()
-    if not isinstance(adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.ForwardMode,
-                                diffrax.DirectAdjoint)):
-        raise ValueError(f"adjoint = {adjoint!r} must be diffrax.RecursiveCheckpointAdjoint() "
-                         f"(reverse mode), diffrax.ForwardMode() (forward mode) or "
-                         f"diffrax.DirectAdjoint() (both: jax.hessian)")
-    if isinstance(adjoint, (diffrax.ForwardMode, diffrax.DirectAdjoint)) \
-            and getattr(solver, "scan_kind", "") is None:
+    if not isinstance(
+        adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.ForwardMode, diffrax.DirectAdjoint)
+    ):
+        raise ValueError(
+            f"adjoint = {adjoint!r} must be diffrax.RecursiveCheckpointAdjoint() "
+            f"(reverse mode), diffrax.ForwardMode() (forward mode) or "
+            f"diffrax.DirectAdjoint() (both: jax.hessian)"
+        )
+    if (
+        isinstance(adjoint, (diffrax.ForwardMode, diffrax.DirectAdjoint))
+        and getattr(solver, "scan_kind", "") is None
+    ):
         # what diffrax does for an unwrapped Runge-Kutta solver (JVP-able stages)
         kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
         solver = eqx.tree_at(lambda s: s.scan_kind, solver, kind, is_leaf=lambda x: x is None)
@@ -520,9 +570,20 @@ def solve(
     if jump_ts is not None:
         t0, y0 = _over_the_gap(system, t0, y0, mode, jump_ts)
     f = jnp.asarray
-    return _solve(system, y0, mode, aux, f(t0, float), f(t1, float), f(rtol, float),
-                  f(atol, float), f(jnp.inf if dt_max is None else dt_max, float), jump_ts,
-                  ts, opts)
+    return _solve(
+        system,
+        y0,
+        mode,
+        aux,
+        f(t0, float),
+        f(t1, float),
+        f(rtol, float),
+        f(atol, float),
+        f(jnp.inf if dt_max is None else dt_max, float),
+        jump_ts,
+        ts,
+        opts,
+    )
 
 
 def _initial_mode(system, t0, y0):
@@ -530,11 +591,13 @@ def _initial_mode(system, t0, y0):
     returned when that is concrete and not an index of ``system.modes``."""
     m = jnp.asarray(system.initial_mode(jnp.asarray(t0, y0.dtype), y0))
     if m.shape != () or m.dtype.kind not in "iu":
-        raise ValueError(f"initial_mode returned {m!r}; it must be one integer index of "
-                         f"{list(system.modes)}")
+        raise ValueError(
+            f"initial_mode returned {m!r}; it must be one integer index of {list(system.modes)}"
+        )
     if not isinstance(m, jax.core.Tracer) and not 0 <= int(m) < len(system.modes):
-        raise ValueError(f"initial_mode returned {int(m)}; it must be an index of "
-                         f"{list(system.modes)}")
+        raise ValueError(
+            f"initial_mode returned {int(m)}; it must be an index of {list(system.modes)}"
+        )
     return m.astype(jnp.int32)
 
 
@@ -555,26 +618,31 @@ def _check_ts(ts, t0, t1):
     try:
         arr = jnp.asarray(ts, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"ts = {ts!r} is not allowed: it must be a non-empty 1-d array of save "
-                         f"times") from None
+        raise ValueError(
+            f"ts = {ts!r} is not allowed: it must be a non-empty 1-d array of save times"
+        ) from None
     if arr.ndim != 1 or arr.shape[0] == 0:
-        raise ValueError(f"ts has shape {tuple(arr.shape)}; it must be a non-empty 1-d array "
-                         f"of save times")
+        raise ValueError(
+            f"ts has shape {tuple(arr.shape)}; it must be a non-empty 1-d array of save times"
+        )
     try:
         v = np.asarray(ts, dtype=float)
     except (TypeError, jax.errors.TracerArrayConversionError):
         return arr  # traced: checked by diffrax at run time
     lo, hi = _concrete(t0), _concrete(t1)
     if not np.all(np.isfinite(v)):
-        raise ValueError(f"ts has a non-finite value ({v[~np.isfinite(v)][0]!r}); save times "
-                         f"must be finite")
+        raise ValueError(
+            f"ts has a non-finite value ({v[~np.isfinite(v)][0]!r}); save times must be finite"
+        )
     if np.any(np.diff(v) < 0):
         i = int(np.argmax(np.diff(v) < 0))
-        raise ValueError(f"ts[{i + 1}] = {v[i + 1]!r} < ts[{i}] = {v[i]!r}; save times must "
-                         f"be non-decreasing")
+        raise ValueError(
+            f"ts[{i + 1}] = {v[i + 1]!r} < ts[{i}] = {v[i]!r}; save times must be non-decreasing"
+        )
     if (lo is not None and v[0] < lo) or (hi is not None and v[-1] > hi):
-        raise ValueError(f"ts spans [{v[0]!r}, {v[-1]!r}]; save times must lie in "
-                         f"[t0, t1] = [{lo!r}, {hi!r}]")
+        raise ValueError(
+            f"ts spans [{v[0]!r}, {v[-1]!r}]; save times must lie in [t0, t1] = [{lo!r}, {hi!r}]"
+        )
     return arr
 
 
@@ -590,10 +658,15 @@ def _check_concrete(name, v, ok, allowed):
     if isinstance(v, (str, bytes, bool)) or v is None:
         raise ValueError(f"{name} = {v!r} is not allowed: it must be a number")
     if isinstance(v, jax.core.Tracer):
-        if v.ndim != 0 or not jnp.issubdtype(v.dtype, jnp.floating) and \
-                not jnp.issubdtype(v.dtype, jnp.integer):
-            raise ValueError(f"{name} is a traced array of shape {tuple(v.shape)} and dtype "
-                             f"{v.dtype}: it must be a real number (one per run)")
+        if (
+            v.ndim != 0
+            or not jnp.issubdtype(v.dtype, jnp.floating)
+            and not jnp.issubdtype(v.dtype, jnp.integer)
+        ):
+            raise ValueError(
+                f"{name} is a traced array of shape {tuple(v.shape)} and dtype "
+                f"{v.dtype}: it must be a real number (one per run)"
+            )
         return
     try:
         a = np.asarray(v)
@@ -617,10 +690,18 @@ def check_options(t0, t1, rtol, atol, dt_max, **counts):
     pass): ``rtol`` in [RTOL_MIN, 1), ``atol`` in [ATOL_MIN, 1), a finite ``t0 < t1``,
     ``dt_max > 0``, and each ``counts[name] = (value, lo[, hi])`` an integer in [lo, hi]
     (hi: :data:`COUNT_MAX` by default)."""
-    _check_concrete("rtol", rtol, lambda v: RTOL_MIN <= v < 1.0,
-                    f"[{RTOL_MIN:g}, 1) (float64 cannot honour a smaller relative tolerance)")
-    _check_concrete("atol", atol, lambda v: ATOL_MIN <= v < 1.0,
-                    f"[{ATOL_MIN:g}, 1) (smaller is near float64's underflow)")
+    _check_concrete(
+        "rtol",
+        rtol,
+        lambda v: RTOL_MIN <= v < 1.0,
+        f"[{RTOL_MIN:g}, 1) (float64 cannot honour a smaller relative tolerance)",
+    )
+    _check_concrete(
+        "atol",
+        atol,
+        lambda v: ATOL_MIN <= v < 1.0,
+        f"[{ATOL_MIN:g}, 1) (smaller is near float64's underflow)",
+    )
     _check_concrete("t0", t0, math.isfinite, "finite")
     _check_concrete("t1", t1, lambda v: not math.isnan(v), "a number or inf")
     lo, hi = _concrete(t0), _concrete(t1)
@@ -631,25 +712,33 @@ def check_options(t0, t1, rtol, atol, dt_max, **counts):
     for name, spec in counts.items():
         v, lo, hi = spec if len(spec) == 3 else (*spec, COUNT_MAX)
         if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and lo <= v <= hi):
-            raise ValueError(f"{name} = {v!r} is not allowed: it must be an integer in "
-                             f"[{lo}, {hi}]")
+            raise ValueError(
+                f"{name} = {v!r} is not allowed: it must be an integer in [{lo}, {hi}]"
+            )
 
 
 def _solver(solver) -> diffrax.AbstractSolver:
     if isinstance(solver, diffrax.AbstractSolver):
         if not isinstance(solver, diffrax.AbstractAdaptiveSolver):
-            raise ValueError(f"solver = {type(solver).__name__}() is not allowed: it gives no "
-                             f"error estimate to control the step with (use an adaptive solver: "
-                             f"dopri5, tsit5, dopri8)")
+            raise ValueError(
+                f"solver = {type(solver).__name__}() is not allowed: it gives no "
+                f"error estimate to control the step with (use an adaptive solver: "
+                f"dopri5, tsit5, dopri8)"
+            )
         if isinstance(solver, diffrax.AbstractImplicitSolver) or not isinstance(
-                solver, diffrax.AbstractERK):
-            raise ValueError(f"solver = {type(solver).__name__}() is not allowed: rollax.solve "
-                             f"samples and redoes steps of an explicit Runge-Kutta pair (its "
-                             f"dense output and events); use dopri5, tsit5, dopri8 or another "
-                             f"diffrax explicit adaptive solver")
+            solver, diffrax.AbstractERK
+        ):
+            raise ValueError(
+                f"solver = {type(solver).__name__}() is not allowed: rollax.solve "
+                f"samples and redoes steps of an explicit Runge-Kutta pair (its "
+                f"dense output and events); use dopri5, tsit5, dopri8 or another "
+                f"diffrax explicit adaptive solver"
+            )
         return solver
     if not isinstance(solver, str) or solver not in _SOLVERS:
-        raise ValueError(f"solver = {solver!r} must be a diffrax solver or one of {sorted(_SOLVERS)}")
+        raise ValueError(
+            f"solver = {solver!r} must be a diffrax solver or one of {sorted(_SOLVERS)}"
+        )
     return _SOLVERS[solver]()
 
 
@@ -671,35 +760,79 @@ class _State(NamedTuple):
 
 
 @eqx.filter_jit
-def _solve(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts,
-           opts: _Options) -> Solution:
+def _solve(
+    system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts: _Options
+) -> Solution:
     events = system.event_set
     n = events.n
     m = 0 if ts is None else ts.shape[0]
     if opts.traced:  # the checks of check_options, on values known only now; a traced
         # t1 = t0 is allowed (a phase of length 0 ends at once: rollax.robot.fly uses it)
-        ok = (t1 >= t0) & jnp.isfinite(t0) & ~jnp.isnan(t1) & (rtol >= RTOL_MIN) \
-            & (rtol < 1) & (atol >= ATOL_MIN) & (atol < 1) & (dt_max > 0)
-        t0 = eqx.error_if(t0, ~ok, f"rollax.solve: need a finite t0 <= t1, rtol in "
-                                   f"[{RTOL_MIN:g}, 1), atol in [{ATOL_MIN:g}, 1) and "
-                                   f"dt_max > 0")
-    st = _State(t0, y0, mode, aux, jnp.int32(-1), jnp.int32(-1), jnp.zeros(n, jnp.int32),
-                jnp.full(n, jnp.nan, y0.dtype), jnp.int32(0), jnp.int32(0), jnp.int32(0),
-                jnp.full((m,) + y0.shape, jnp.nan, y0.dtype),
-                *_eventlog.empty(opts.save_events, y0.shape[0], y0.dtype))
+        ok = (
+            (t1 >= t0)
+            & jnp.isfinite(t0)
+            & ~jnp.isnan(t1)
+            & (rtol >= RTOL_MIN)
+            & (rtol < 1)
+            & (atol >= ATOL_MIN)
+            & (atol < 1)
+            & (dt_max > 0)
+        )
+        t0 = eqx.error_if(
+            t0,
+            ~ok,
+            f"rollax.solve: need a finite t0 <= t1, rtol in "
+            f"[{RTOL_MIN:g}, 1), atol in [{ATOL_MIN:g}, 1) and "
+            f"dt_max > 0",
+        )
+    st = _State(
+        t0,
+        y0,
+        mode,
+        aux,
+        jnp.int32(-1),
+        jnp.int32(-1),
+        jnp.zeros(n, jnp.int32),
+        jnp.full(n, jnp.nan, y0.dtype),
+        jnp.int32(0),
+        jnp.int32(0),
+        jnp.int32(0),
+        jnp.full((m,) + y0.shape, jnp.nan, y0.dtype),
+        *_eventlog.empty(opts.save_events, y0.shape[0], y0.dtype),
+    )
     run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, ts, opts)  # noqa: E731
     if not system.hybrid:
         st = run(st)
     else:
-        kind = ("lax" if isinstance(opts.adjoint, diffrax.ForwardMode) else
-                "bounded" if isinstance(opts.adjoint, diffrax.DirectAdjoint) else "checkpointed")
-        st = eqxi.while_loop(lambda s: s.status < 0, run, st,
-                             max_steps=None if kind == "lax" else opts.max_resets + 2, kind=kind)
-    return Solution(t=st.t, y=st.y, mode=st.mode, aux=st.aux, status=st.status, event=st.event,
-                    counts=st.counts, t_first=st.t_first, steps=st.steps, resets=st.resets,
-                    rejected=st.rejected, ys=None if ts is None else st.ys,
-                    events=_eventlog.read(st.log_n, st.log, y0.shape[0]) if opts.save_events
-                    else None)
+        kind = (
+            "lax"
+            if isinstance(opts.adjoint, diffrax.ForwardMode)
+            else "bounded"
+            if isinstance(opts.adjoint, diffrax.DirectAdjoint)
+            else "checkpointed"
+        )
+        st = eqxi.while_loop(
+            lambda s: s.status < 0,
+            run,
+            st,
+            max_steps=None if kind == "lax" else opts.max_resets + 2,
+            kind=kind,
+        )
+    return Solution(
+        t=st.t,
+        y=st.y,
+        mode=st.mode,
+        aux=st.aux,
+        status=st.status,
+        event=st.event,
+        counts=st.counts,
+        t_first=st.t_first,
+        steps=st.steps,
+        resets=st.resets,
+        rejected=st.rejected,
+        ys=None if ts is None else st.ys,
+        events=_eventlog.read(st.log_n, st.log, y0.shape[0]) if opts.save_events else None,
+    )
 
 
 # the length of the stand-in step redone where no event fired (relative to max(1, |t0|)):
@@ -717,8 +850,9 @@ def _slope(system, interp, mode, e, t):
     vector field's f (the interpolant's slope is ~100x less accurate)."""
     y = interp.evaluate(t)
     f = system.vector_field(t, y, mode)
-    return jax.jvp(lambda t_, y_: system.event_values(t_, y_, mode)[e], (t, y),
-                   (jnp.ones_like(t), f))[1]
+    return jax.jvp(
+        lambda t_, y_: system.event_values(t_, y_, mode)[e], (t, y), (jnp.ones_like(t), f)
+    )[1]
 
 
 @eqx.filter_custom_jvp
@@ -734,8 +868,9 @@ def _root_time_jvp(primals, tangents):
     t_star, system, interp, mode, e = primals
     _, d_sys, d_interp, _, _ = tangents
     t = _root_time(t_star, system, interp, mode, e)
-    _, g_dot = eqx.filter_jvp(lambda s, ip: _g(s, ip, mode, e, t), (system, interp),
-                              (d_sys, d_interp))
+    _, g_dot = eqx.filter_jvp(
+        lambda s, ip: _g(s, ip, mode, e, t), (system, interp), (d_sys, d_interp)
+    )
     if g_dot is None:  # a symbolic zero: nothing the tangent moves reaches g
         g_dot = jnp.zeros_like(t)
     slope = _slope(system, interp, mode, e, t)
@@ -757,8 +892,9 @@ def _implicit(system, mode, interp, t_star, e):
     return t_ev, y_ev + (f - interp.derivative(t_ev)) * dt
 
 
-def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_ts, ts,
-             opts) -> _State:
+def _segment(
+    system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_ts, ts, opts
+) -> _State:
     """Integrate from the state's time to the next terminal event (or t1); reset if hybrid."""
     n = events.n
     kinds = jnp.asarray(events.kinds, jnp.int32)
@@ -767,12 +903,12 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     g0 = system.event_values(t0, y0, mode)
     # a crossing function that starts exactly at zero takes the side it moves to
     f0 = system.vector_field(t0, y0, mode)
-    _, dg0 = jax.jvp(lambda t, y: system.event_values(t, y, mode), (t0, y0),
-                     (jnp.ones_like(t0), f0))
+    _, dg0 = jax.jvp(
+        lambda t, y: system.event_values(t, y, mode), (t0, y0), (jnp.ones_like(t0), f0)
+    )
     sign0 = jnp.where(g0 != 0, jnp.sign(g0), jnp.sign(dg0))
     at_start = (kinds == 0) & (g0 <= 0)
-    bad_start = ~jnp.all(jnp.isfinite(g0)) | ~jnp.all(jnp.isfinite(y0)) \
-        | ~jnp.all(jnp.isfinite(f0))
+    bad_start = ~jnp.all(jnp.isfinite(g0)) | ~jnp.all(jnp.isfinite(y0)) | ~jnp.all(jnp.isfinite(f0))
     skip = jnp.any(at_start) | bad_start
     sg = jax.lax.stop_gradient
 
@@ -787,13 +923,28 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     nc = len(cross)
     nan_c = jnp.full(nc, jnp.nan, dtype)
     nan_n = jnp.full(n, jnp.nan, dtype)
-    ev0 = _Ev(sign=sign0.astype(dtype), count=jnp.zeros(n, dtype), t_zero=nan_n,
-              stop=jnp.zeros((), dtype), bad=jnp.zeros((), dtype),
-              f_t0=t0, f_t1=t0, f_y0=sg(y0), f_state=st_f, f_jump=jnp.zeros((), dtype),
-              f_sign=jnp.zeros(n, dtype), f_count=jnp.zeros(n, dtype), f_tzero=nan_n,
-              c_t0=nan_c, c_t1=nan_c, c_y0=jnp.broadcast_to(sg(y0), (nc,) + y0.shape),
-              c_state=tuple(jnp.broadcast_to(x, (nc,) + x.shape) for x in st_f),
-              c_jump=jnp.zeros(nc, dtype), c_sign=jnp.zeros(nc, dtype), c_tzero=nan_c)
+    ev0 = _Ev(
+        sign=sign0.astype(dtype),
+        count=jnp.zeros(n, dtype),
+        t_zero=nan_n,
+        stop=jnp.zeros((), dtype),
+        bad=jnp.zeros((), dtype),
+        f_t0=t0,
+        f_t1=t0,
+        f_y0=sg(y0),
+        f_state=st_f,
+        f_jump=jnp.zeros((), dtype),
+        f_sign=jnp.zeros(n, dtype),
+        f_count=jnp.zeros(n, dtype),
+        f_tzero=nan_n,
+        c_t0=nan_c,
+        c_t1=nan_c,
+        c_y0=jnp.broadcast_to(sg(y0), (nc,) + y0.shape),
+        c_state=tuple(jnp.broadcast_to(x, (nc,) + x.shape) for x in st_f),
+        c_jump=jnp.zeros(nc, dtype),
+        c_sign=jnp.zeros(nc, dtype),
+        c_tzero=nan_c,
+    )
 
     def redone(t0_, t1_, y0_, st_, jump_):
         # the dense output of a step the loop took, from its start (the same arithmetic)
@@ -808,19 +959,38 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     # a segment that needs no solve integrates over an empty interval (diffrax returns at once)
     t0_in = jnp.where(skip, sg(t0), t0)
     y0_in = jnp.where(skip, sg(y0), y0)
-    t_end = jnp.where(skip, t0_in + 1e-9 * jnp.maximum(1.0, jnp.abs(t0_in)),
-                      jnp.where(jnp.isfinite(t1), t1, jnp.finfo(dtype).max))
+    t_end = jnp.where(
+        skip,
+        t0_in + 1e-9 * jnp.maximum(1.0, jnp.abs(t0_in)),
+        jnp.where(jnp.isfinite(t1), t1, jnp.finfo(dtype).max),
+    )
     sol = diffrax.diffeqsolve(
-        term, solver, t0_in, t_end, None, (y0_in, ev0), args=(system, mode),
-        stepsize_controller=_FlowSteps(dt_max) if system.has_flow else _controller(
-            rtol, atol, dt_max, 1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), jump_ts),
-        saveat=diffrax.SaveAt(t1=True) if ts is None else diffrax.SaveAt(subs=[
-            diffrax.SubSaveAt(t1=True),
-            # the dense output gives the physical state only; t0 may be saved from the full one
-            diffrax.SubSaveAt(ts=jnp.clip(ts, t0_in, t_end),
-                              fn=lambda t, y, args: y[0] if isinstance(y, tuple) else y)]),
+        term,
+        solver,
+        t0_in,
+        t_end,
+        None,
+        (y0_in, ev0),
+        args=(system, mode),
+        stepsize_controller=_FlowSteps(dt_max)
+        if system.has_flow
+        else _controller(rtol, atol, dt_max, 1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), jump_ts),
+        saveat=diffrax.SaveAt(t1=True)
+        if ts is None
+        else diffrax.SaveAt(
+            subs=[
+                diffrax.SubSaveAt(t1=True),
+                # the dense output gives the physical state only; t0 may be saved from the full one
+                diffrax.SubSaveAt(
+                    ts=jnp.clip(ts, t0_in, t_end),
+                    fn=lambda t, y, args: y[0] if isinstance(y, tuple) else y,
+                ),
+            ]
+        ),
         event=diffrax.Event(lambda t, y, args, **kw: y[1].stop > 0),
-        max_steps=opts.max_steps, throw=False, adjoint=opts.adjoint,
+        max_steps=opts.max_steps,
+        throw=False,
+        adjoint=opts.adjoint,
     )
     sol_ys = sol.ys if ts is None else sol.ys[0]
     y_last = jax.tree_util.tree_map(lambda x: x[-1], sol_ys)
@@ -839,12 +1009,19 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
     g_at = lambda t: system.event_values(t, interp.evaluate(t), mode)  # noqa: E731
     fired = (ev.stop > 0) & (ev.bad == 0) & ~skip
     if n:
-        loc = locate_in_step(events, lambda t: sg(g_at(t)), sg(ev.f_t0), sg(f_t1 - ev.f_t0),
-                             opts.n_samples, sg(ev.f_sign), sg(ev.f_count).astype(jnp.int32),
-                             sg(ev.f_tzero), vals=samples(interp, y1_f, ev.f_t0, f_t1 - ev.f_t0))
+        loc = locate_in_step(
+            events,
+            lambda t: sg(g_at(t)),
+            sg(ev.f_t0),
+            sg(f_t1 - ev.f_t0),
+            opts.n_samples,
+            sg(ev.f_sign),
+            sg(ev.f_count).astype(jnp.int32),
+            sg(ev.f_tzero),
+            vals=samples(interp, y1_f, ev.f_t0, f_t1 - ev.f_t0),
+        )
         found = fired & loc.found
-        t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(f_t1)),
-                               loc.event)
+        t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(f_t1)), loc.event)
     else:  # no events: nothing to locate
         loc = Located(jnp.asarray(False), jnp.int32(0), t0, jnp.zeros(0, jnp.int32))
         found, t_ev, y_ev = jnp.asarray(False), t0, y0
@@ -866,39 +1043,56 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
         h = ct1 - ct0
         c0 = ct0
         lc = locate_in_step(
-            events, lambda t: sg(system.event_values(t, ip.evaluate(t), mode)),
-            sg(c0), sg(h), opts.n_samples,
-            jnp.where(only, sg(ev.c_sign[c]), 0.0), jnp.zeros(n, jnp.int32),
-            jnp.where(only, sg(ev.c_tzero[c]), jnp.nan), jnp.where(only, 1, 0), only,
-            vals=samples(ip, y1_c, c0, h))
+            events,
+            lambda t: sg(system.event_values(t, ip.evaluate(t), mode)),
+            sg(c0),
+            sg(h),
+            opts.n_samples,
+            jnp.where(only, sg(ev.c_sign[c]), 0.0),
+            jnp.zeros(n, jnp.int32),
+            jnp.where(only, sg(ev.c_tzero[c]), jnp.nan),
+            jnp.where(only, 1, 0),
+            only,
+            vals=samples(ip, y1_c, c0, h),
+        )
         tf, _ = _implicit(system, mode, ip, jnp.where(seen & lc.found, lc.t, ct0), i)
         # the crossing that ends the segment is the first when none was seen before it
         end_first = found & (e == i) & (counts[i] == 1)
-        return jnp.where(seen & lc.found & ~(found & (lc.t > t_ev)), tf,
-                         jnp.where(end_first, t_ev, jnp.nan))
+        return jnp.where(
+            seen & lc.found & ~(found & (lc.t > t_ev)), tf, jnp.where(end_first, t_ev, jnp.nan)
+        )
 
     slot = {i: c for c, i in enumerate(cross)}
-    t_first = jnp.stack([first_time(slot[i], i) if i in slot else nan_n[0]
-                         for i in range(n)]) if n else nan_n
+    t_first = (
+        jnp.stack([first_time(slot[i], i) if i in slot else nan_n[0] for i in range(n)])
+        if n
+        else nan_n
+    )
 
     res = sol.result
     reached = res == diffrax.RESULTS.successful
-    nonfinite = (res == diffrax.RESULTS.dt_min_reached) | (ev.bad > 0) | bad_start \
+    nonfinite = (
+        (res == diffrax.RESULTS.dt_min_reached)
+        | (ev.bad > 0)
+        | bad_start
         | ~jnp.all(jnp.isfinite(jnp.where(found, y_e, y_phys)))
+    )
     over = ~skip & ~found & ~reached & ~nonfinite  # max_steps (or another diffrax failure)
     event_now = skip & ~bad_start | found
-    status = jnp.select([nonfinite, over, event_now], [Status.NONFINITE, Status.MAX_STEPS, -2],
-                        Status.T_MAX).astype(jnp.int32)
+    status = jnp.select(
+        [nonfinite, over, event_now], [Status.NONFINITE, Status.MAX_STEPS, -2], Status.T_MAX
+    ).astype(jnp.int32)
     t_out = jnp.where(event_now, t_e, t_last)
     y_out = jnp.where(event_now, y_e, y_phys)
     # at an event: the reset map decides (non-hybrid: the run ends there)
     t_r, y_r, mode_r, aux_r, term = system.reset(t_out, y_out, mode, s.aux, e)
     term = jnp.asarray(term, bool)
     resets = s.resets + (event_now & ~term).astype(jnp.int32)
-    status = jnp.where(status == -2,
-                       jnp.where(term, Status.EVENT,
-                                 jnp.where(resets > opts.max_resets, Status.MAX_STEPS, -1)),
-                       status).astype(jnp.int32)
+    status = jnp.where(
+        status == -2,
+        jnp.where(term, Status.EVENT, jnp.where(resets > opts.max_resets, Status.MAX_STEPS, -1)),
+        status,
+    ).astype(jnp.int32)
     # a reset that moves the time to or past t1 ends the run there
     status = jnp.where((status == -1) & (t_r >= t1), Status.T_MAX, status).astype(jnp.int32)
     ended_by_event = status == Status.EVENT
@@ -908,8 +1102,7 @@ def _segment(system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_t
         ys = jnp.where(inside[:, None], sol.ys[1], ys)
     log_n, log = s.log_n, s.log
     if opts.save_events:  # every event the reset map saw (static: none without a log)
-        log_n, log = _eventlog.write(log_n, log, event_now, t_out, e, mode, y_out, t_r, mode_r,
-                                     y_r)
+        log_n, log = _eventlog.write(log_n, log, event_now, t_out, e, mode, y_out, t_r, mode_r, y_r)
     keep = lambda a, b: jnp.where(event_now, a, b)  # noqa: E731
     return _State(
         t=keep(jnp.asarray(t_r, t_out.dtype), t_out),

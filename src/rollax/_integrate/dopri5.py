@@ -53,8 +53,13 @@ def step(
     g: Callable[[Float[Array, ""], Float[Array, " d"]], Float[Array, " n"]] | None = None,
     fg: Callable | None = None,
     rolled: bool = False,
-) -> tuple[Float[Array, " d"], Float[Array, " d"], Float[Array, "7 d"], Float[Array, "7 d"],
-           Float[Array, "7 n"] | Float[Array, " n"] | None]:
+) -> tuple[
+    Float[Array, " d"],
+    Float[Array, " d"],
+    Float[Array, "7 d"],
+    Float[Array, "7 d"],
+    Float[Array, "7 n"] | Float[Array, " n"] | None,
+]:
     """One DOPRI5 step of ``y' = f(t, y)`` from ``(t, y)`` with ``k1 = f(t, y)``.
 
     Returns ``(y_new, err, ks, states, gs)``: the 5th-order solution, the local error estimate
@@ -106,7 +111,7 @@ def _erk_rolled(c_nodes, a_rows, e_weights, f, t, y, h, k1, fg):
     s = len(c_nodes) + 1
     A_loop = np.zeros((s - 2, s - 1))
     for i, row in enumerate(a_rows[:-1]):
-        A_loop[i, :len(row)] = row
+        A_loop[i, : len(row)] = row
     A_loop = jnp.asarray(A_loop, y.dtype)
     c_loop = jnp.asarray(c_nodes[:-1], y.dtype)
 

@@ -35,8 +35,9 @@ C = tuple(float(c) for c in _T.c)
 A = tuple(tuple(float(a) for a in row) for row in _T.a_lower)
 E = tuple(float(e) for e in _T.b_error)
 # D[i][j]: the weight of k_i in the coefficient of theta^(6 - j) (diffrax's polynomial rows)
-D = tuple(tuple(float(v) for v in row)
-          for row in np.asarray(diffrax.Dopri8.interpolation_cls.eval_coeffs))
+D = tuple(
+    tuple(float(v) for v in row) for row in np.asarray(diffrax.Dopri8.interpolation_cls.eval_coeffs)
+)
 
 
 def step(
@@ -48,8 +49,13 @@ def step(
     g: Callable | None = None,
     fg: Callable | None = None,
     rolled: bool = False,
-) -> tuple[Float[Array, " d"], Float[Array, " d"], Float[Array, "14 d"], Float[Array, "14 d"],
-           Float[Array, "14 n"] | Float[Array, " n"] | None]:
+) -> tuple[
+    Float[Array, " d"],
+    Float[Array, " d"],
+    Float[Array, "14 d"],
+    Float[Array, "14 d"],
+    Float[Array, "14 n"] | Float[Array, " n"] | None,
+]:
     """One Dopri8 step of ``y' = f(t, y)`` from ``(t, y)`` with ``k1 = f(t, y)``: as
     :func:`rollax._integrate.dopri5.step`, with 14 stages (``ks[13] = f(y_new)`` is the next ``k1``)."""
     return erk_step(C, A, E, f, t, y, h, k1, g, fg, rolled)
@@ -62,8 +68,9 @@ def dense_coefficients(
     ``y(t0 + theta h) = y0 + theta (c_0 theta^5 + ... + c_5)`` (``y1`` is not used: the
     extension at theta = 1 differs from the new state by the interpolation's error)."""
     del y1
-    return jnp.stack([h * sum(row[j] * ks[i] for i, row in enumerate(D) if row[j] != 0.0)
-                      for j in range(N_COEF)])
+    return jnp.stack(
+        [h * sum(row[j] * ks[i] for i, row in enumerate(D) if row[j] != 0.0) for j in range(N_COEF)]
+    )
 
 
 def dense_eval(y0: Float[Array, " d"], coef: Float[Array, "6 d"], theta) -> Float[Array, " d"]:

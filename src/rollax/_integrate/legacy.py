@@ -49,8 +49,10 @@ class FunctionSystem(AbstractSystem):
 
     @property
     def events(self):
-        return tuple(_Event(f"event{i}", EventKind(k), c) for i, (k, c)
-                     in enumerate(zip(self.kinds, self.targets)))
+        return tuple(
+            _Event(f"event{i}", EventKind(k), c)
+            for i, (k, c) in enumerate(zip(self.kinds, self.targets))
+        )
 
     def vector_field(self, t, y, mode):
         return self.f(t, y, self.args)
@@ -82,10 +84,34 @@ def solve(
     terminating event root or ``t1`` (see :func:`rollax.solve`, which this calls)."""
     ev = events if isinstance(events, EventSet) else EventSet.from_events(events)
     y0 = jnp.asarray(y0, dtype=float)
-    system = FunctionSystem(vector_field, ev.fn if ev.n else None, args, tuple(ev.kinds),
-                            tuple(ev.targets), int(y0.shape[-1]))
-    sol = _solve_system(system, y0, t0, t1, rtol=rtol, atol=atol, max_steps=max_steps,
-                        solver=solver, n_samples=n_samples, dt_max=dt_max, jump_ts=jump_ts,
-                        adjoint=adjoint)
-    return Solution(t=sol.t, y=sol.y, event=jnp.where(sol.status == Status.EVENT, sol.event, -1),
-                    failed=sol.failed, counts=sol.counts, t_first=sol.t_first, steps=sol.steps)
+    system = FunctionSystem(
+        vector_field,
+        ev.fn if ev.n else None,
+        args,
+        tuple(ev.kinds),
+        tuple(ev.targets),
+        int(y0.shape[-1]),
+    )
+    sol = _solve_system(
+        system,
+        y0,
+        t0,
+        t1,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        solver=solver,
+        n_samples=n_samples,
+        dt_max=dt_max,
+        jump_ts=jump_ts,
+        adjoint=adjoint,
+    )
+    return Solution(
+        t=sol.t,
+        y=sol.y,
+        event=jnp.where(sol.status == Status.EVENT, sol.event, -1),
+        failed=sol.failed,
+        counts=sol.counts,
+        t_first=sol.t_first,
+        steps=sol.steps,
+    )

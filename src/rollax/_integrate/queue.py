@@ -61,8 +61,15 @@ from jaxtyping import Array, Bool, Float, Int
 from rollax._integrate import dopri5, dopri8
 from rollax._core._solution import Status
 from rollax._core._validate import check_jump_ts, past_jump
-from rollax._core.events import (CROSSING, EventSet, Located, locate_in_step, near_theta, scan,
-                           unresolved_in)
+from rollax._core.events import (
+    CROSSING,
+    EventSet,
+    Located,
+    locate_in_step,
+    near_theta,
+    scan,
+    unresolved_in,
+)
 
 # Status codes of a finished start.
 # the codes of a finished start are rollax.Status's (one source); the others never leave the
@@ -88,8 +95,12 @@ class EnsembleResult(NamedTuple):
     event: np.ndarray  # (N,) int32: the event that ended the run, -1 if none
     t: np.ndarray  # (N,) time at the end
     y: np.ndarray  # (N, d) state at the end (with a reset map: the state it returned)
-    counts: np.ndarray  # (N, n_events) crossings counted in the last segment (the ending one included)
-    t_first: np.ndarray  # (N, n_events) first crossing of each crossing event in the last segment (nan if none)
+    counts: (
+        np.ndarray
+    )  # (N, n_events) crossings counted in the last segment (the ending one included)
+    t_first: (
+        np.ndarray
+    )  # (N, n_events) first crossing of each crossing event in the last segment (nan if none)
     steps: np.ndarray  # (N,) attempted steps, all segments
     resets: np.ndarray  # (N,) non-terminal resets (segments - 1)
     aux: np.ndarray  # (N, p) the reset map's per-start data at the end
@@ -195,8 +206,10 @@ def check_backend(backend) -> str:
     """The backend to use for ``backend`` (one of :data:`BACKENDS`; ``"auto"``: fused on a GPU,
     the queue elsewhere), else a ``ValueError``."""
     if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f"backend = {backend!r} is not allowed: it must be one of "
-                         f"{', '.join(repr(b) for b in BACKENDS)}")
+        raise ValueError(
+            f"backend = {backend!r} is not allowed: it must be one of "
+            f"{', '.join(repr(b) for b in BACKENDS)}"
+        )
     if backend == "auto":
         return "fused" if jax.default_backend() == "gpu" else "queue"
     return backend
@@ -205,8 +218,10 @@ def check_backend(backend) -> str:
 def check_solver(solver) -> str:
     """``solver`` if the kernel has it (a key of :data:`METHODS`), else a ``ValueError``."""
     if not isinstance(solver, str) or solver not in METHODS:
-        raise ValueError(f"solver = {solver!r} is not allowed: the kernel has "
-                         f"{', '.join(repr(m) for m in METHODS)}")
+        raise ValueError(
+            f"solver = {solver!r} is not allowed: the kernel has "
+            f"{', '.join(repr(m) for m in METHODS)}"
+        )
     return solver
 
 
@@ -286,12 +301,25 @@ def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
     rk = METHODS[pb.method]
     if pb.flow is not None:
         y1 = fn.flow(t, y, t + h, bl)
-        return y1, k1, jnp.zeros_like(y), fn.g(t + h, y1, bl), \
-            lambda theta, tt: fn.flow(t, y, tt, bl), None
+        return (
+            y1,
+            k1,
+            jnp.zeros_like(y),
+            fn.g(t + h, y1, bl),
+            lambda theta, tt: fn.flow(t, y, tt, bl),
+            None,
+        )
     na = pb.n_active
     if na is None:
-        y1, err, ks, _, g1 = rk.step(lambda t_, y_: fn.f(t_, y_, bl), t, y, h, k1,
-                                     fg=lambda t_, y_: fn.fg(t_, y_, bl), rolled=pb.rolled)
+        y1, err, ks, _, g1 = rk.step(
+            lambda t_, y_: fn.f(t_, y_, bl),
+            t,
+            y,
+            h,
+            k1,
+            fg=lambda t_, y_: fn.fg(t_, y_, bl),
+            rolled=pb.rolled,
+        )
         coef = _computed_once(rk.dense_coefficients(y, y1, ks, h))
         return y1, ks[-1], err, g1, lambda theta, tt: rk.dense_eval(y, coef, theta), coef
     # Constant trailing components (a hybrid lane's mode) ride along instead of being
@@ -308,12 +336,20 @@ def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
         f_, g_ = fn.fg(t_, full(y_), bl)
         return f_[:na], g_
 
-    y1a, erra, ks, _, g1 = rk.step(lambda t_, y_: fn.f(t_, full(y_), bl)[:na], t, ya, h,
-                                   k1[:na], fg=fg_a, rolled=pb.rolled)
-    coef = jnp.concatenate([rk.dense_coefficients(ya, y1a, ks, h),
-                            jnp.zeros((rk.N_COEF,) + yc.shape, y.dtype)], axis=1)
-    return full(y1a), jnp.concatenate([ks[-1], zc]), jnp.concatenate([erra, zc]), g1, \
-        lambda theta, tt: rk.dense_eval(y, coef, theta), coef
+    y1a, erra, ks, _, g1 = rk.step(
+        lambda t_, y_: fn.f(t_, full(y_), bl)[:na], t, ya, h, k1[:na], fg=fg_a, rolled=pb.rolled
+    )
+    coef = jnp.concatenate(
+        [rk.dense_coefficients(ya, y1a, ks, h), jnp.zeros((rk.N_COEF,) + yc.shape, y.dtype)], axis=1
+    )
+    return (
+        full(y1a),
+        jnp.concatenate([ks[-1], zc]),
+        jnp.concatenate([erra, zc]),
+        g1,
+        lambda theta, tt: rk.dense_eval(y, coef, theta),
+        coef,
+    )
 
 
 def _start_sign(fn: _Fns, t, y, k1, g, bl):
@@ -331,16 +367,15 @@ def _sample(fn: _Fns, n_samples: int, t, y, h, g1, at, bl, rolled: bool = False)
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=y.dtype)[1:]
     times = t + thetas * h
     if rolled and n_samples > 2:
+
         def body(c):
             k, vals = c
             th, tt = thetas[k], times[k]
-            return k + 1, jax.lax.dynamic_update_index_in_dim(vals, fn.g(tt, at(th, tt), bl),
-                                                              k, 0)
+            return k + 1, jax.lax.dynamic_update_index_in_dim(vals, fn.g(tt, at(th, tt), bl), k, 0)
 
         vals0 = jnp.zeros((n_samples,) + g1.shape, g1.dtype).at[-1].set(g1)
         # a while loop (a fori_loop of static length would be a scan, which is unrolled)
-        _, vals = jax.lax.while_loop(lambda c: c[0] < n_samples - 1, body,
-                                     (jnp.int32(0), vals0))
+        _, vals = jax.lax.while_loop(lambda c: c[0] < n_samples - 1, body, (jnp.int32(0), vals0))
         return vals, times
     # the continuous extension at the constant theta_k (as rollax.solve: no per-sample
     # rescaling of the time; the root finder is handed these values)
@@ -353,8 +388,9 @@ def _unresolved(fn: _Fns, n_samples: int, t, y, h, vals, at, bl):
     with its extra sample near the end taken on the continuous extension ``at``."""
     th = near_theta(n_samples)
     tt = t + th * h
-    return unresolved_in(vals, fn.g(t, y, bl), fn.g(tt, at(jnp.asarray(th, vals.dtype), tt), bl),
-                         t, h)
+    return unresolved_in(
+        vals, fn.g(t, y, bl), fn.g(tt, at(jnp.asarray(th, vals.dtype), tt), bl), t, h
+    )
 
 
 def _dense_at(t, h, y1, at, tt):
@@ -435,8 +471,9 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         if exact:
             h = fn.flow_step(t, y, bl)
         else:
-            h = dopri5.initial_step(lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne,
-                                    rk.ORDER)
+            h = dopri5.initial_step(
+                lambda t_, y_: fn.f(t_, y_, bl), t, y, k, rtol, atol, ne, rk.ORDER
+            )
         return clip(t, jnp.minimum(jnp.minimum(h, dt_max), t_max - t))
 
     # Per-start set-up, vectorised once: event values and their signs, k1, the first step.
@@ -473,8 +510,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         g0, k10, h0, sign0, bad0 = jax.vmap(setup)(y0s, bargs)
         # A boundary already violated at t0: without a reset map the start needs no solve;
         # with one it enters parked, at a step of length 0. A non-finite start fails at once.
-        at_start = (jax.vmap(events.fired_at_start)(g0).any(axis=1) if n
-                    else jnp.zeros(N, bool))
+        at_start = jax.vmap(events.fired_at_start)(g0).any(axis=1) if n else jnp.zeros(N, bool)
         needs = valid & ~bad0 & (~at_start if reset is None else True)
         order = jnp.argsort(~needs, stable=True).astype(jnp.int32)
         nq = jnp.sum(needs).astype(jnp.int32)
@@ -552,13 +588,15 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             resets=jnp.where(take, 0, ln.resets),
             aux=jnp.where(lane_mask(take, ln.aux), pre.aux0s[src], ln.aux),
             fc_t=jnp.where(tk, jnp.nan, ln.fc_t),
-            bargs=tuple(jnp.where(lane_mask(take, a), b[src], a)
-                        for a, b in zip(ln.bargs, pre.bargs)),
+            bargs=tuple(
+                jnp.where(lane_mask(take, a), b[src], a) for a, b in zip(ln.bargs, pre.bargs)
+            ),
         )
         return _Carry(ln, qp + jnp.sum(take).astype(jnp.int32), out)
 
-    def serve_one(t, y, h, k1, sign, count, t_zero, steps, resets, aux, fc_t, hit_y1, hit_coef,
-                  hit_vals, *bl):
+    def serve_one(
+        t, y, h, k1, sign, count, t_zero, steps, resets, aux, fc_t, hit_y1, hit_coef, hit_vals, *bl
+    ):
         # Locate the event of a parked lane (h = 0: it fired at the state itself) on the step
         # that fired (kept by the hot loop, or redone), apply the reset map and set up the next
         # segment.
@@ -567,9 +605,20 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         e0 = jnp.argmax(events.fired_at_start(g_here)).astype(jnp.int32)
         # a lane parked at its start has no step to search: all events masked, so that its
         # (vmapped) root finder stops at once instead of running on a meaningless bracket
-        loc, y_at = _locate(pb, fn, bl, t, y, jnp.where(at0, 1.0, h), k1, sign, count, t_zero,
-                            event_mask=jnp.broadcast_to(~at0, (n,)),
-                            stored=(hit_y1, hit_coef, hit_vals) if store else None)
+        loc, y_at = _locate(
+            pb,
+            fn,
+            bl,
+            t,
+            y,
+            jnp.where(at0, 1.0, h),
+            k1,
+            sign,
+            count,
+            t_zero,
+            event_mask=jnp.broadcast_to(~at0, (n,)),
+            stored=(hit_y1, hit_coef, hit_vals) if store else None,
+        )
         e = jnp.where(at0, e0, loc.event)
         te = jnp.where(at0, t, loc.t)
         ye = jnp.where(at0, y, y_at)
@@ -578,23 +627,39 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         lost = ~at0 & ~loc.found  # cannot happen (the step that fired): reported if it does
         term = term & ~lost
         k1_n, g_n = fn.fg(t_n, y_n, bl)
-        bad = ~jnp.all(jnp.isfinite(g_n)) | ~jnp.all(jnp.isfinite(y_n)) \
-            | ~jnp.all(jnp.isfinite(k1_n))
+        bad = (
+            ~jnp.all(jnp.isfinite(g_n)) | ~jnp.all(jnp.isfinite(y_n)) | ~jnp.all(jnp.isfinite(k1_n))
+        )
         again = ~term & jnp.any(events.fired_at_start(g_n))
         resets_n = resets + jnp.where(term, 0, 1)
         over = ~term & ~again & (t_n >= t_max)
         capped = ~term & (resets_n > max_resets)
-        status = jnp.select([lost, term, capped, bad, again, over],
-                            [FAILED_NAN, EVENT, FAILED_STEPS, FAILED_NAN, _PARKED, T_MAX], _LIVE)
+        status = jnp.select(
+            [lost, term, capped, bad, again, over],
+            [FAILED_NAN, EVENT, FAILED_STEPS, FAILED_NAN, _PARKED, T_MAX],
+            _LIVE,
+        )
         live = status == _LIVE
         h_n = jnp.where(again | bad, 0.0, first_step(t_n, y_n, k1_n, bl))
         # a terminal event keeps the segment's crossings (those before the root and the
         # ending one); a new segment starts afresh
         count_n = jnp.where(term, jnp.where(at0, 0, loc.count), 0)
-        return (live, status.astype(jnp.int32), jnp.where(term, e, -1), t_n, y_n, h_n, k1_n,
-                g_n, count_n.astype(count.dtype),
-                jnp.full_like(t_zero, jnp.nan), steps, resets_n, aux_n,
-                jnp.where(term, fc_t, jnp.nan))
+        return (
+            live,
+            status.astype(jnp.int32),
+            jnp.where(term, e, -1),
+            t_n,
+            y_n,
+            h_n,
+            k1_n,
+            g_n,
+            count_n.astype(count.dtype),
+            jnp.full_like(t_zero, jnp.nan),
+            steps,
+            resets_n,
+            aux_n,
+            jnp.where(term, fc_t, jnp.nan),
+        )
 
     def serve_block(*xs):
         # serve_one on a block of lanes; the new segments' scan signs (its 8th output is the
@@ -606,20 +671,55 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
         res[7] = jax.lax.cond(
             jnp.any(g_n == 0),
             lambda: jax.vmap(lambda t_, y_, k_, g_, *b: _start_sign(fn, t_, y_, k_, g_, b))(
-                t_n, y_n, k1_n, g_n, *bl),
-            lambda: jnp.sign(g_n).astype(g_n.dtype))
+                t_n, y_n, k1_n, g_n, *bl
+            ),
+            lambda: jnp.sign(g_n).astype(g_n.dtype),
+        )
         return tuple(res)
 
     def serve(carry: _Carry) -> _Carry:
         ln = carry.ln
         parked = (ln.idx >= 0) & ~ln.live & (ln.status == _PARKED)
-        names = ("live", "status", "event", "t", "y", "h", "k1", "sign", "count", "t_zero",
-                 "seg", "resets", "aux", "fc_t")
-        res = _blocked(serve_block, parked, max(16, L // 16),
-                       (ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.steps,
-                        ln.resets, ln.aux, ln.fc_t, ln.hit_y1, ln.hit_coef, ln.hit_vals)
-                       + tuple(ln.bargs),
-                       tuple(getattr(ln, k) for k in names), batched=True)
+        names = (
+            "live",
+            "status",
+            "event",
+            "t",
+            "y",
+            "h",
+            "k1",
+            "sign",
+            "count",
+            "t_zero",
+            "seg",
+            "resets",
+            "aux",
+            "fc_t",
+        )
+        res = _blocked(
+            serve_block,
+            parked,
+            max(16, L // 16),
+            (
+                ln.t,
+                ln.y,
+                ln.h,
+                ln.k1,
+                ln.sign,
+                ln.count,
+                ln.t_zero,
+                ln.steps,
+                ln.resets,
+                ln.aux,
+                ln.fc_t,
+                ln.hit_y1,
+                ln.hit_coef,
+                ln.hit_vals,
+            )
+            + tuple(ln.bargs),
+            tuple(getattr(ln, k) for k in names),
+            batched=True,
+        )
         return carry._replace(ln=ln._replace(**dict(zip(names, res))))
 
     stop_status = _PENDING if reset is None else _PARKED
@@ -639,15 +739,19 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             # as one with a non-finite error, in rollax.solve too (events.unresolved)
             if events.n:
                 en = jnp.where(_unresolved(fn, K, t, y, h, vals, at, bl), jnp.inf, en)
-        kept = (coef, vals) if store else (jnp.zeros((0, y.shape[0]), y.dtype),
-                                            jnp.zeros((0, vals.shape[1]), y.dtype))
+        kept = (
+            (coef, vals)
+            if store
+            else (jnp.zeros((0, y.shape[0]), y.dtype), jnp.zeros((0, vals.shape[1]), y.dtype))
+        )
         return (y1, k7, en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite, h_next) + kept
 
     def step_lanes(ln: _Lanes) -> _Lanes:
         # one attempted step of every live lane (any number of lanes)
         live = ln.live
-        y1, k7, en, fired, sign2, count2, tzero2, bad_g, h_flow, coef, vals = jax.vmap(
-            lane_step)(ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.bargs)
+        y1, k7, en, fired, sign2, count2, tzero2, bad_g, h_flow, coef, vals = jax.vmap(lane_step)(
+            ln.t, ln.y, ln.h, ln.k1, ln.sign, ln.count, ln.t_zero, ln.bargs
+        )
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1), axis=1)
         accept = live & finite & (en <= 1.0)
         bad_ev = accept & bad_g  # a non-finite event value ends the start (after the step)
@@ -665,7 +769,8 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             k7 = jax.lax.cond(
                 jnp.any(jumped),
                 lambda: jnp.where(jumped[:, None], jax.vmap(fn.f)(t_new, y1, ln.bargs), k7),
-                lambda: k7)
+                lambda: k7,
+            )
         at_end = go & (t_new >= t_max)
         steps = ln.steps + live.astype(jnp.int32)
 
@@ -676,8 +781,9 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
 
         # Step-size control (elementary controller with safety 0.9, factor in [0.2, 10]).
         fac = dopri5.step_factor(en, finite, accept, rk.ORDER)
-        h_new = clip(t_new, jnp.minimum(jnp.minimum(h_flow if exact else ln.h * fac, dt_max),
-                                        t_max - t_new))
+        h_new = clip(
+            t_new, jnp.minimum(jnp.minimum(h_flow if exact else ln.h * fac, dt_max), t_max - t_new)
+        )
         # a hit keeps its step (it is redone to locate the event); finished lanes keep theirs
         h_new = jnp.where(hit | ~live, ln.h, h_new)
         tiny = ~(ln.h >= 1e-14 * jnp.maximum(1.0, jnp.abs(ln.t)))  # a NaN step too
@@ -707,10 +813,10 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             fc_k1=jnp.where(fk, ln.k1[:, None, :], ln.fc_k1),
             fc_sign=jnp.where(first, ln.sign[:, cross], ln.fc_sign),
             fc_tzero=jnp.where(first, ln.t_zero[:, cross], ln.fc_tzero),
-            fc_y1=jnp.where(fk, y1[:, None, :ln.fc_y1.shape[2]], ln.fc_y1),
+            fc_y1=jnp.where(fk, y1[:, None, : ln.fc_y1.shape[2]], ln.fc_y1),
             fc_coef=jnp.where(fk[..., None], coef[:, None], ln.fc_coef),
-            fc_vals=jnp.where(fk[..., None], vals[:, None, :ln.fc_vals.shape[2]], ln.fc_vals),
-            hit_y1=jnp.where(hit[:, None], y1[:, :ln.hit_y1.shape[1]], ln.hit_y1),
+            fc_vals=jnp.where(fk[..., None], vals[:, None, : ln.fc_vals.shape[2]], ln.fc_vals),
+            hit_y1=jnp.where(hit[:, None], y1[:, : ln.hit_y1.shape[1]], ln.hit_y1),
             hit_coef=jnp.where(hit[:, None, None], coef, ln.hit_coef),
             hit_vals=jnp.where(hit[:, None, None], vals, ln.hit_vals),
         )
@@ -748,8 +854,7 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
             if reset is None:
                 carry = jax.lax.cond(need, lambda c_: refill(pre, c_), lambda c_: c_, carry)
             else:
-                carry = jax.lax.cond(need, lambda c_: refill(pre, serve(c_)), lambda c_: c_,
-                                     carry)
+                carry = jax.lax.cond(need, lambda c_: refill(pre, serve(c_)), lambda c_: c_, carry)
             ln = carry.ln
             if S < L:
                 narrow = (carry.qp >= pre.nq) & (jnp.sum(ln.live) <= S)
@@ -758,8 +863,9 @@ def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
                 ln = step_lanes(ln)
             return carry._replace(ln=ln), it + 1
 
-        carry, _ = jax.lax.while_loop(lambda c: left(pre, c[0]) & (c[1] < budget), body,
-                                      (carry, jnp.int32(0)))
+        carry, _ = jax.lax.while_loop(
+            lambda c: left(pre, c[0]) & (c[1] < budget), body, (carry, jnp.int32(0))
+        )
         ln = carry.ln
         in_flight = jnp.sum((ln.idx >= 0) & (ln.live | (ln.status == _PARKED)))
         finished = jnp.sum(pre.valid) - (pre.nq - carry.qp) - in_flight
@@ -830,8 +936,7 @@ def _locate(
 
     if stored is None:
         vals, _ = _sample(fn, K, t, y, h, g1, at, bl, pb.rolled)
-    loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask,
-                         vals=vals)
+    loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask, vals=vals)
     return loc, _dense_at(t, h, y1, at, loc.t)
 
 
@@ -863,14 +968,22 @@ def _masked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
     """``_blocked`` without the sort: ``fn`` on every entry, told by ``sel`` whether it is
     selected (it must then cost little), the unselected entries keeping ``outputs``."""
     res = jax.vmap(lambda m, *xs: fn(*xs, sel=m))(mask, *inputs)
-    return tuple(jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), r, o)
-                 for r, o in zip(res, outputs))
+    return tuple(
+        jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), r, o)
+        for r, o in zip(res, outputs)
+    )
 
 
 def _finish(
     pb: _Problem, out: _Out, bargs: tuple, sargs: tuple, block: int = 512, direct: bool = False
-) -> tuple[Int[Array, " M"], Int[Array, " M"], Float[Array, " M"], Float[Array, "M d"],
-           Int[Array, "M n"], Float[Array, "M n"]]:
+) -> tuple[
+    Int[Array, " M"],
+    Int[Array, " M"],
+    Float[Array, " M"],
+    Float[Array, "M d"],
+    Int[Array, "M n"],
+    Float[Array, "M n"],
+]:
     """Post-pass: locate the ending event of every pending start (no reset map), and the
     first crossings of the crossing events, on the dense output of the step that holds them
     (``bargs``: the per-start leaves of args, one row per record). ``direct``: every record is
@@ -891,16 +1004,24 @@ def _finish(
         e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
 
         def end_one(t, y, h, k1, sign, count, t_zero, *bl, sel=True):
-            loc, y_at = _locate(pb, fn, bl, t, y, h, k1, sign, count, t_zero,
-                                event_mask=jnp.broadcast_to(sel, (n,)))
+            loc, y_at = _locate(
+                pb, fn, bl, t, y, h, k1, sign, count, t_zero, event_mask=jnp.broadcast_to(sel, (n,))
+            )
             # a root that the redone step does not show (rounding): reported as a failure
             return loc.event, loc.t, y_at, loc.count, jnp.where(loc.found, EVENT, FAILED_NAN)
 
         event, t_end, y_end, counts, status = blocked(
-            end_one, pending & ~at_start, block,
+            end_one,
+            pending & ~at_start,
+            block,
             (out.t, out.y, out.h, out.k1, out.sign, out.count, out.t_zero) + tuple(bargs),
-            (jnp.where(at_start, e0, out.event), out.t, out.y, out.count,
-             jnp.where(pending, EVENT, out.status)),
+            (
+                jnp.where(at_start, e0, out.event),
+                out.t,
+                out.y,
+                out.count,
+                jnp.where(pending, EVENT, out.status),
+            ),
         )
     else:
         # with a reset map the service located every event in the loop: nothing is pending
@@ -919,18 +1040,42 @@ def _finish(
 
         def first_one(t, y, h, k1, sign_e, tzero_e, y1, coef, vals, *bl, only=only, sel=True):
             # the other events are masked out; this one fires at its first crossing
-            loc, _ = _locate(pb, fn, bl, t, y, h, k1, jnp.where(only, sign_e, 0.0),
-                             jnp.zeros(n, jnp.int32), jnp.where(only, tzero_e, jnp.nan),
-                             targets=only.astype(jnp.int32), event_mask=only & sel,
-                             stored=(y1, coef, vals) if stored else None)
+            loc, _ = _locate(
+                pb,
+                fn,
+                bl,
+                t,
+                y,
+                h,
+                k1,
+                jnp.where(only, sign_e, 0.0),
+                jnp.zeros(n, jnp.int32),
+                jnp.where(only, tzero_e, jnp.nan),
+                targets=only.astype(jnp.int32),
+                event_mask=only & sel,
+                stored=(y1, coef, vals) if stored else None,
+            )
             return (jnp.where(loc.found, loc.t, jnp.nan),)
 
         seen = jnp.isfinite(out.fc_t[:, c])
-        (tf,) = blocked(first_one, seen, block,
-                         (out.fc_t[:, c], out.fc_y[:, c], out.fc_h[:, c], out.fc_k1[:, c],
-                          out.fc_sign[:, c], out.fc_tzero[:, c], out.fc_y1[:, c],
-                          out.fc_coef[:, c], out.fc_vals[:, c]) + tuple(bargs),
-                         (t_first[:, e],))
+        (tf,) = blocked(
+            first_one,
+            seen,
+            block,
+            (
+                out.fc_t[:, c],
+                out.fc_y[:, c],
+                out.fc_h[:, c],
+                out.fc_k1[:, c],
+                out.fc_sign[:, c],
+                out.fc_tzero[:, c],
+                out.fc_y1[:, c],
+                out.fc_coef[:, c],
+                out.fc_vals[:, c],
+            )
+            + tuple(bargs),
+            (t_first[:, e],),
+        )
         # one seen in the ending step after the root does not count; the crossing that ends
         # the run is the first when none was seen before it
         tf = jnp.where(ended & (tf > t_end), jnp.nan, tf)
@@ -959,6 +1104,7 @@ def _cpp_log_level(level: int) -> None:
     """Set XLA's minimum C++ log level (2: errors only), where this jax can."""
     try:
         from jax._src.lib import utils
+
         utils.absl_set_min_log_level(level)
     except (ImportError, AttributeError):  # pragma: no cover - another jaxlib
         pass
@@ -989,15 +1135,29 @@ def _compiled(pb: _Problem, lanes: int, n_dev: int) -> _Kernel:
         # one spare row of the per-start leaves for the spare record
         brec = tuple(jnp.concatenate([b, b[:1]]) for b in pre.bargs)
         status, event, t, y, counts, t_first = _finish(pb, out, brec, sargs)
-        return (status[:-1], event[:-1], t[:-1], y[:-1], counts[:-1], t_first[:-1],
-                out.steps[:-1], out.resets[:-1], out.aux[:-1], out.rejected[:-1])
+        return (
+            status[:-1],
+            event[:-1],
+            t[:-1],
+            y[:-1],
+            counts[:-1],
+            t_first[:-1],
+            out.steps[:-1],
+            out.resets[:-1],
+            out.aux[:-1],
+            out.rejected[:-1],
+        )
 
-    return _Kernel(_program(init, 4, n_dev, place=True),
-                   _program(advance, 2, n_dev, donate=(1,)), _program(finish, 2, n_dev))
+    return _Kernel(
+        _program(init, 4, n_dev, place=True),
+        _program(advance, 2, n_dev, donate=(1,)),
+        _program(finish, 2, n_dev),
+    )
 
 
-def _program(fn: Callable, n_split: int, n_dev: int, donate: tuple = (),
-             place: bool = False) -> Callable:
+def _program(
+    fn: Callable, n_split: int, n_dev: int, donate: tuple = (), place: bool = False
+) -> Callable:
     """``fn`` compiled for ``n_dev`` devices: its first ``n_split`` arguments (and all its
     results) carry a leading device axis, one entry per device; the others are shared.
     ``place``: the arguments come from the host and are dealt to the devices as they enter
@@ -1016,11 +1176,11 @@ def _program(fn: Callable, n_split: int, n_dev: int, donate: tuple = (),
     mesh = jax.sharding.Mesh(np.array(jax.local_devices()[:n_dev]), ("d",))
     P = jax.sharding.PartitionSpec
     spec = (P("d"),) * n_split + (P(),) * (n_args - n_split)
-    kernel = jax.jit(jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=P("d"),
-                                   check_vma=False),
-                     in_shardings=(tuple(jax.sharding.NamedSharding(mesh, s) for s in spec)
-                                   if place else None),
-                     donate_argnums=donate)
+    kernel = jax.jit(
+        jax.shard_map(block, mesh=mesh, in_specs=spec, out_specs=P("d"), check_vma=False),
+        in_shardings=(tuple(jax.sharding.NamedSharding(mesh, s) for s in spec) if place else None),
+        donate_argnums=donate,
+    )
     if _shardy_off is None:
         return kernel
 
@@ -1160,7 +1320,9 @@ def run(
         raise ValueError("aux is only used by a reset map; pass reset= too")
     n_dev = devices or jax.local_device_count()
     if not 1 <= n_dev <= jax.local_device_count():
-        raise ValueError(f"devices = {n_dev!r} is outside the allowed range [1, {jax.local_device_count()}]")
+        raise ValueError(
+            f"devices = {n_dev!r} is outside the allowed range [1, {jax.local_device_count()}]"
+        )
     valid = np.ones(N, bool) if valid is None else np.asarray(valid, bool)
     leaves, args_def, batched = _split_args(args, args_batched, N)
     per = -(-max(N, 1) // n_dev)
@@ -1171,43 +1333,87 @@ def run(
         # (per-start parameters are padded with the first start's, to stay finite)
         x = np.asarray(x)
         if pad:
-            fill = (np.repeat(x[:1], pad, axis=0) if repeat and len(x)
-                    else np.zeros((pad,) + x.shape[1:], x.dtype))
+            fill = (
+                np.repeat(x[:1], pad, axis=0)
+                if repeat and len(x)
+                else np.zeros((pad,) + x.shape[1:], x.dtype)
+            )
             x = np.concatenate([x, fill])
         return x.reshape((per, n_dev) + x.shape[1:]).swapaxes(0, 1)
 
     if (flow is None) != (flow_step is None):
         raise ValueError("flow and flow_step go together: pass both or neither")
-    if isinstance(n_constant, bool) or not (isinstance(n_constant, (int, np.integer))
-                                            and 0 <= n_constant < d):
+    if isinstance(n_constant, bool) or not (
+        isinstance(n_constant, (int, np.integer)) and 0 <= n_constant < d
+    ):
         raise ValueError(f"n_constant = {n_constant!r} is outside the allowed range [0, {d - 1}]")
     jumps = check_jump_ts(jump_ts)
     if not isinstance(jumps, tuple):
         raise ValueError("jump_ts must be concrete times (the kernel is compiled for them)")
     t0 = past_jump(float(t0), jumps)
-    pb = _Problem(f, events, reset, None if n_error in (None, d) else int(n_error),
-                  int(n_samples), field_and_events, args_def, batched, flow, flow_step,
-                  d - int(n_constant) if n_constant else None, solver, jumps)
+    pb = _Problem(
+        f,
+        events,
+        reset,
+        None if n_error in (None, d) else int(n_error),
+        int(n_samples),
+        field_and_events,
+        args_def,
+        batched,
+        flow,
+        flow_step,
+        d - int(n_constant) if n_constant else None,
+        solver,
+        jumps,
+    )
     if runner is not None:
         res = runner(
-            pb, y0s, aux, valid,
+            pb,
+            y0s,
+            aux,
+            valid,
             # (the leading dummy: _fused.solve makes its own on the device)
             (np.zeros(N),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if b),
             (np.zeros(()),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if not b),
-            (float(t0), float(t_max), float(rtol), float(atol), int(max_steps),
-             int(max_resets), float(dt_max)), progress=progress)
+            (
+                float(t0),
+                float(t_max),
+                float(rtol),
+                float(atol),
+                int(max_steps),
+                int(max_resets),
+                float(dt_max),
+            ),
+            progress=progress,
+        )
         status, event, t, y, counts, t_first, steps, resets, aux_out, rejected = res
         return EnsembleResult(
-            status=status.astype(np.int8), event=event.astype(np.int32), t=t, y=y,
-            counts=counts, t_first=t_first, steps=steps, resets=resets, aux=aux_out,
-            rejected=rejected)
+            status=status.astype(np.int8),
+            event=event.astype(np.int32),
+            t=t,
+            y=y,
+            counts=counts,
+            t_first=t_first,
+            steps=steps,
+            resets=resets,
+            aux=aux_out,
+            rejected=rejected,
+        )
     kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
-    bargs = (shard(np.zeros(N)),) + tuple(shard(x, repeat=True)
-                                          for x, b in zip(leaves, batched) if b)
+    bargs = (shard(np.zeros(N)),) + tuple(
+        shard(x, repeat=True) for x, b in zip(leaves, batched) if b
+    )
     sargs = (jnp.zeros(()),) + tuple(jnp.asarray(x) for x, b in zip(leaves, batched) if not b)
-    sc = (float(t0), float(t_max), float(rtol), float(atol), int(max_steps), int(max_resets),
-          float(dt_max))
+    sc = (
+        float(t0),
+        float(t_max),
+        float(rtol),
+        float(atol),
+        int(max_steps),
+        int(max_resets),
+        float(dt_max),
+    )
     pre, carry = kern.init(shard(y0s), shard(aux), shard(valid), bargs, sargs, sc)
     # Without progress, one slice runs the whole loop; with it, slices of about _SLICE_S
     # (the budget of iterations adapts to the measured time of the last slice).
@@ -1229,10 +1435,18 @@ def run(
         return x.swapaxes(0, 1).reshape((per * n_dev,) + x.shape[2:])[:N]
 
     status, event, t, y, counts, t_first, steps, resets, aux_out, rejected = (
-        unshard(x) for x in res)
+        unshard(x) for x in res
+    )
     return EnsembleResult(
-        status=status.astype(np.int8), event=event.astype(np.int32), t=t, y=y,
-        counts=counts, t_first=t_first, steps=steps, resets=resets, aux=aux_out,
+        status=status.astype(np.int8),
+        event=event.astype(np.int32),
+        t=t,
+        y=y,
+        counts=counts,
+        t_first=t_first,
+        steps=steps,
+        resets=resets,
+        aux=aux_out,
         rejected=rejected,
     )
 
@@ -1242,17 +1456,22 @@ def _split_args(args, args_batched, N: int):
     leaves, args_def = jax.tree_util.tree_flatten(args)
     try:
         marks = jax.tree_util.tree_map(
-            lambda b, sub: jax.tree_util.tree_map(lambda _: bool(b), sub), args_batched, args)
+            lambda b, sub: jax.tree_util.tree_map(lambda _: bool(b), sub), args_batched, args
+        )
     except ValueError:
-        raise ValueError(f"args_batched = {args_batched!r} must be a bool or a pytree prefix "
-                         f"of args with bool leaves") from None
+        raise ValueError(
+            f"args_batched = {args_batched!r} must be a bool or a pytree prefix "
+            f"of args with bool leaves"
+        ) from None
     batched = tuple(jax.tree_util.tree_leaves(marks))
     out = []
     for x, b in zip(leaves, batched):
         if b:
             x = np.asarray(x)
             if x.ndim == 0 or x.shape[0] != N:
-                raise ValueError(f"a per-start leaf of args has shape {x.shape}; it needs a "
-                                 f"leading axis of N = {N} starts")
+                raise ValueError(
+                    f"a per-start leaf of args has shape {x.shape}; it needs a "
+                    f"leading axis of N = {N} starts"
+                )
         out.append(x)
     return out, args_def, batched

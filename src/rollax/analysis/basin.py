@@ -38,8 +38,7 @@ from rollax._drivers._sweep import _per_run, sweep
 from rollax._core._validate import check_integer, naming_file
 from rollax.models.outcomes import CHATTERING, FAILED, IN, OUT, OUTCOMES, PERIODIC, UNDECIDED  # noqa: F401
 from rollax.models.rim import Rim
-from rollax.systems.rim import (RimRolling, RimSlipping, rolling_result, slip_max_resets,
-                                slip_result)
+from rollax.systems.rim import RimRolling, RimSlipping, rolling_result, slip_max_resets, slip_result
 from rollax.analysis.steady import steady_beta
 
 VARIABLES = ("beta", "omega1", "omega2", "omega3")
@@ -106,9 +105,14 @@ class BasinMap:
         params = {f.name: float(getattr(self.rim, f.name)) for f in dataclasses.fields(self.rim)}
         extra = {}
         if self.slip is not None:
-            extra = dict(switches=self.switches, t_slip=self.t_slip,
-                         **{f"slip_{f.name}": float(getattr(self.slip, f.name))
-                            for f in dataclasses.fields(self.slip)})
+            extra = dict(
+                switches=self.switches,
+                t_slip=self.t_slip,
+                **{
+                    f"slip_{f.name}": float(getattr(self.slip, f.name))
+                    for f in dataclasses.fields(self.slip)
+                },
+            )
         tmp = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.tmp.npz"
         try:
             with naming_file(out / "basin.npz"):
@@ -155,8 +159,10 @@ def section_starts(x: Axis, y: Axis, fixed: Mapping[str, float]) -> np.ndarray:
         raise ValueError(f"the two axes must be different variables, got {x.name!r} twice")
     unknown = sorted(set(fixed) - set(VARIABLES))
     if unknown:
-        raise ValueError(f"fixed = {dict(fixed)!r} names {unknown}, which are not state "
-                         f"variables; allowed: {list(VARIABLES)}")
+        raise ValueError(
+            f"fixed = {dict(fixed)!r} names {unknown}, which are not state "
+            f"variables; allowed: {list(VARIABLES)}"
+        )
     missing = set(VARIABLES) - {x.name, y.name} - set(fixed)
     if missing:
         raise ValueError(f"fixed values needed for {sorted(missing)}")
@@ -195,8 +201,15 @@ def _options(system, max_steps, lanes, devices, rtol, atol):
 def _summary(system, sol) -> dict:
     if isinstance(system, RimSlipping):
         r = slip_result(system, sol)
-        return dict(outcome=r.outcome.astype(jnp.int8), t_end=r.t_end, recontact=r.recontact,
-                    period=r.period, steps=r.steps, switches=r.switches, t_slip=r.t_slip)
+        return dict(
+            outcome=r.outcome.astype(jnp.int8),
+            t_end=r.t_end,
+            recontact=r.recontact,
+            period=r.period,
+            steps=r.steps,
+            switches=r.switches,
+            t_slip=r.t_slip,
+        )
     r = rolling_result(system, sol)
     return {**r, "outcome": r["outcome"].astype(jnp.int8)}
 
@@ -226,8 +239,14 @@ def simulate(
         raise ValueError(f"starts has shape {starts.shape}; allowed: (N, 4) rolling states")
     if slip is not None:
         starts = np.asarray(RimSlipping.rolling_start(starts))
-    sol = solve_ensemble(system, starts, 0.0, t_max,
-                         backend=backend, **_options(system, max_steps, lanes, devices, rtol, atol))
+    sol = solve_ensemble(
+        system,
+        starts,
+        0.0,
+        t_max,
+        backend=backend,
+        **_options(system, max_steps, lanes, devices, rtol, atol),
+    )
     return {k: np.asarray(v) for k, v in _per_run(_summary, system, sol).items()}
 
 
@@ -273,25 +292,47 @@ def basin_map(
         n_samples = check_integer("n_samples", n_samples, 1)
     both = [a.name for a in (x, y) if a.name in fixed]
     if both:
-        raise ValueError(f"fixed = {fixed!r} sets {both}, which {'is' if len(both) == 1 else 'are'} "
-                         f"on an axis (x or y): remove {'it' if len(both) == 1 else 'them'} from "
-                         f"fixed, or choose other axes")
+        raise ValueError(
+            f"fixed = {fixed!r} sets {both}, which {'is' if len(both) == 1 else 'are'} "
+            f"on an axis (x or y): remove {'it' if len(both) == 1 else 'them'} from "
+            f"fixed, or choose other axes"
+        )
     # checks the axes and fixed values (on a 2 x 2 grid: the sweep builds its starts by chunks)
     section_starts(Axis(x.name, x.lo, x.hi, 2), Axis(y.name, y.lo, y.hi, 2), fixed)
     system = _system(rim, slip)
     y0 = {k: float(v) for k, v in fixed.items()}
     if slip is not None:
         y0.update(u1=0.0, u3=0.0)
-    res = sweep(system, [SweepAxis(x.name, x.lo, x.hi, x.n), SweepAxis(y.name, y.lo, y.hi, y.n)],
-                y0=y0, t1=t_max, chunk_size=chunk_size, cache_dir=cache_dir,
-                keep_chunks=keep_chunks, progress=progress,
-                summary=_summary, keep_solution=False, n_samples=n_samples,
-                backend=backend, **_options(system, max_steps, lanes, devices, rtol, atol))
+    res = sweep(
+        system,
+        [SweepAxis(x.name, x.lo, x.hi, x.n), SweepAxis(y.name, y.lo, y.hi, y.n)],
+        y0=y0,
+        t1=t_max,
+        chunk_size=chunk_size,
+        cache_dir=cache_dir,
+        keep_chunks=keep_chunks,
+        progress=progress,
+        summary=_summary,
+        keep_solution=False,
+        n_samples=n_samples,
+        backend=backend,
+        **_options(system, max_steps, lanes, devices, rtol, atol),
+    )
     out = res.summary
     return BasinMap(
-        x=x, y=y, fixed=fixed, rim=rim, t_max=t_max, rtol=rtol, atol=atol,
-        outcome=out["outcome"], t_end=out["t_end"], recontact=out["recontact"],
-        period=out["period"], steps=out["steps"], slip=slip,
+        x=x,
+        y=y,
+        fixed=fixed,
+        rim=rim,
+        t_max=t_max,
+        rtol=rtol,
+        atol=atol,
+        outcome=out["outcome"],
+        t_end=out["t_end"],
+        recontact=out["recontact"],
+        period=out["period"],
+        steps=out["steps"],
+        slip=slip,
         switches=out["switches"] if slip is not None else None,
         t_slip=out["t_slip"] if slip is not None else None,
         n_samples=int(system.n_samples if n_samples is None else n_samples),

@@ -89,9 +89,7 @@ class MomentumIntegrals(eqx.Module):
         """Coefficient matrix B(beta) of (66): dc/dbeta = B c, c = (c2, c3). B = -A^T of (62)."""
         c, s = jnp.cos(beta), jnp.sin(beta)
         D = self.R - self.rho * c
-        return jnp.array(
-            [[0.0, self.j / (1.0 + self.j)], [-self.R / D, self.rho * s / D]]
-        )
+        return jnp.array([[0.0, self.j / (1.0 + self.j)], [-self.R / D, self.rho * s / D]])
 
     def _psi(self, beta_end) -> Float[Array, "2 2"]:
         """Psi(beta_end) by integrating (66) from 0, as s in [0, 1] with beta = s * beta_end.
@@ -267,8 +265,9 @@ def rolling_trajectory(
     check_positive("t1", t1)
     if n_save < 2:
         raise ValueError(f"n_save = {n_save!r} must be >= 2")
-    return _trajectory(model, jnp.asarray(x0, dtype=float), jnp.asarray(t1, dtype=float),
-                       n_save, rtol, atol)
+    return _trajectory(
+        model, jnp.asarray(x0, dtype=float), jnp.asarray(t1, dtype=float), n_save, rtol, atol
+    )
 
 
 @eqx.filter_jit

@@ -51,9 +51,7 @@ class FloquetSystem(eqx.Module):
         """A(beta) of eq. (62) (divided through by R)."""
         c, s = jnp.cos(beta), jnp.sin(beta)
         d = 1.0 - self.rho_R * c
-        return jnp.array(
-            [[0.0, 1.0 / d], [-self.j / (1.0 + self.j), -self.rho_R * s / d]]
-        )
+        return jnp.array([[0.0, 1.0 / d], [-self.j / (1.0 + self.j), -self.rho_R * s / d]])
 
     def fundamental_matrix(self, beta1, rtol: float = 1e-11, atol: float = 1e-12):
         """Phi(beta1) with Phi(0) = I, dPhi/dbeta = A(beta) Phi, eq. (62), integrated with diffrax (Dopri8)."""

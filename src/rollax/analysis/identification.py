@@ -35,19 +35,27 @@ RIM_COLUMNS = ("t", "d", "z", "alpha")
 RIM_FIELDS = ("r", "a", "R", "j", "g", "k_d", "k_r")
 
 
-def rim_observations(t, d, z, alpha, *, sigma=None, t_event=None,
-                     sigma_event=None) -> Observations:
+def rim_observations(t, d, z, alpha, *, sigma=None, t_event=None, sigma_event=None) -> Observations:
     """:class:`rollax.Observations` of the camera observables ``(d, z, alpha)`` of
     :class:`rollax.systems.RimTracked`. ``sigma``: ``(sigma_d, sigma_z, sigma_alpha)`` (m, m,
     rad; ``None`` entries or ``None``: estimated). ``t_event``: when the ball left the rim [s]."""
     vals = np.stack([np.asarray(d, float), np.asarray(z, float), np.asarray(alpha, float)], 1)
     if sigma is not None and any(s is None for s in sigma):
         if not all(s is None for s in sigma):
-            raise ValueError(f"sigma = {list(sigma)!r}: give all three noise levels or none "
-                             f"(the missing ones are estimated together)")
+            raise ValueError(
+                f"sigma = {list(sigma)!r}: give all three noise levels or none "
+                f"(the missing ones are estimated together)"
+            )
         sigma = None
-    return Observations(np.asarray(t, float), vals, "camera", ("d", "z", "alpha"), sigma=sigma,
-                        t_event=t_event, sigma_event=sigma_event)
+    return Observations(
+        np.asarray(t, float),
+        vals,
+        "camera",
+        ("d", "z", "alpha"),
+        sigma=sigma,
+        t_event=t_event,
+        sigma_event=sigma_event,
+    )
 
 
 def read_rim_csv(path: str | os.PathLike) -> tuple[np.ndarray, ...]:
@@ -63,10 +71,17 @@ def read_rim_csv(path: str | os.PathLike) -> tuple[np.ndarray, ...]:
     if header != RIM_COLUMNS:
         unknown = [h for h in header if h not in RIM_COLUMNS]
         missing = [h for h in RIM_COLUMNS if h not in header]
-        why = (f"unknown column {unknown[0]!r}" if unknown else
-               f"missing column {missing[0]!r}" if missing else "columns out of order")
-        raise ValueError(f"data = {str(path)!r} has the header {','.join(header)} ({why}); "
-                         f"it must be t,d,z,alpha")
+        why = (
+            f"unknown column {unknown[0]!r}"
+            if unknown
+            else f"missing column {missing[0]!r}"
+            if missing
+            else "columns out of order"
+        )
+        raise ValueError(
+            f"data = {str(path)!r} has the header {','.join(header)} ({why}); "
+            f"it must be t,d,z,alpha"
+        )
     out = np.empty((len(rows) - 1, 4))
     for i, row in enumerate(rows[1:]):
         if len(row) != 4:
@@ -75,19 +90,33 @@ def read_rim_csv(path: str | os.PathLike) -> tuple[np.ndarray, ...]:
             try:
                 out[i, k] = float(cell)
             except ValueError:
-                raise ValueError(f"data = {str(path)!r}, line {i + 2}: {RIM_COLUMNS[k]} = "
-                                 f"{cell!r} is not a number") from None
+                raise ValueError(
+                    f"data = {str(path)!r}, line {i + 2}: {RIM_COLUMNS[k]} = "
+                    f"{cell!r} is not a number"
+                ) from None
     return tuple(out[:, k] for k in range(4))
 
 
 def write_rim_csv(path: str | os.PathLike, t, d, z, alpha) -> None:
     """The inverse of :func:`read_rim_csv`."""
-    np.savetxt(path, np.stack([t, d, z, alpha], 1), delimiter=",", header="t,d,z,alpha",
-               comments="", fmt="%.10g")
+    np.savetxt(
+        path,
+        np.stack([t, d, z, alpha], 1),
+        delimiter=",",
+        header="t,d,z,alpha",
+        comments="",
+        fmt="%.10g",
+    )
 
 
-def fit_rim(observations: Observations, *, rim: Rim | None = None,
-            fit: Sequence[str] = ("k_d", "k_r"), progress=False, **kw) -> Fit:
+def fit_rim(
+    observations: Observations,
+    *,
+    rim: Rim | None = None,
+    fit: Sequence[str] = ("k_d", "k_r"),
+    progress=False,
+    **kw,
+) -> Fit:
     """Fit the :class:`Rim` fields ``fit`` and the initial state to camera observations.
 
     Starts from ``rim`` (default: the Table 1 ball with no dissipation) and the state read
@@ -95,15 +124,27 @@ def fit_rim(observations: Observations, *, rim: Rim | None = None,
     fit = (fit,) if isinstance(fit, str) else tuple(fit)
     for name in fit:
         if name not in RIM_FIELDS:
-            raise ValueError(f"fit: {name!r} is not a rim parameter; allowed: "
-                             f"{', '.join(RIM_FIELDS)}")
+            raise ValueError(
+                f"fit: {name!r} is not a rim parameter; allowed: {', '.join(RIM_FIELDS)}"
+            )
     return identify(RimTracked(rim or Rim()), observations, fit, progress=progress, **kw)
 
 
-def fit_slide(t, speed, spin, *, m: float = 1.0, j: float = 0.5, R_bar: float = 0.1,
-              R: float = 0.05, g: float = 9.81, kind: str = "disc",
-              pressures: Sequence[str] = ("uniform", "hertz"), sigma=None,
-              progress=False) -> dict:
+def fit_slide(
+    t,
+    speed,
+    spin,
+    *,
+    m: float = 1.0,
+    j: float = 0.5,
+    R_bar: float = 0.1,
+    R: float = 0.05,
+    g: float = 9.81,
+    kind: str = "disc",
+    pressures: Sequence[str] = ("uniform", "hertz"),
+    sigma=None,
+    progress=False,
+) -> dict:
     """mu and the contact-pressure model of a body sliding and spinning to a stop.
 
     ``speed`` [m/s] and ``spin`` [rad/s] sampled at ``t`` before the stop; the body (mass ``m``,
@@ -125,8 +166,9 @@ def fit_slide(t, speed, spin, *, m: float = 1.0, j: float = 0.5, R_bar: float = 
         body = SlidingBody(exact_law(p, mu=mu0, P=m * g, R=R), m=m, j=j, R_bar=R_bar, kind=kind)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            f = identify(Sliding(body), obs, ["mu"], fit_y0=("u_x", "rho_omega_z"),
-                         progress=progress)
+            f = identify(
+                Sliding(body), obs, ["mu"], fit_y0=("u_x", "rho_omega_z"), progress=progress
+            )
         fits[p] = f
         chi2[p] = 2.0 * f.cost
     best = min(chi2, key=chi2.get)
@@ -140,21 +182,30 @@ def fit_summary(fit: Fit) -> str:
     lines = []
     for n, v, s, b in zip(fit.names, fit.values, fit.std_errors, fit.at_bound):
         lines.append(f"{n:>14s} = {v:.8g} +- {s:.3g}" + ("  (at bound)" if b else ""))
-    lines.append("residual RMS: " + ", ".join(f"{k} {v:.3g}" for k, v in
-                                              fit.residual_rms.items()))
+    lines.append("residual RMS: " + ", ".join(f"{k} {v:.3g}" for k, v in fit.residual_rms.items()))
     for name, p in fit.profile.items():
         iv = ", ".join("open" if e is None else f"{e:.8g}" for e in p["interval"])
         lines.append(f"{name:>14s}: 95 % profile-likelihood interval [{iv}]")
-    lines.append(f"chi^2/dof {fit.chi2_per_dof:.4g} (dof {fit.dof}, p = {fit.p_value:.3g}"
-                 + (", noise estimated from the residuals" if fit.noise_estimated else "")
-                 + "); residual lag-1 autocorrelation: "
-                 + ", ".join(f"{k} {w['lag1']:.2f}" for k, w in fit.whiteness.items()))
+    lines.append(
+        f"chi^2/dof {fit.chi2_per_dof:.4g} (dof {fit.dof}, p = {fit.p_value:.3g}"
+        + (", noise estimated from the residuals" if fit.noise_estimated else "")
+        + "); residual lag-1 autocorrelation: "
+        + ", ".join(f"{k} {w['lag1']:.2f}" for k, w in fit.whiteness.items())
+    )
     lines.append(f"status {fit.status}, iterations {fit.iterations}, {fit.wall_time:.1f} s")
     return "\n".join(lines)
 
 
-def simulate_camera(rim: Rim, y0, t_end: float, *, hz: float = 240.0,
-                    noise=(1e-3, 1e-3, 2e-3), seed: int = 0, rtol: float = 1e-11):
+def simulate_camera(
+    rim: Rim,
+    y0,
+    t_end: float,
+    *,
+    hz: float = 240.0,
+    noise=(1e-3, 1e-3, 2e-3),
+    seed: int = 0,
+    rtol: float = 1e-11,
+):
     """Synthetic camera data: ``(t, d, z, alpha, t_sep)`` sampled at ``hz`` from ``y0``
     (``(beta, w1, w2, w3, alpha)``) until the ball leaves the rim or ``t_end``, with Gaussian
     noise of standard deviations ``noise`` (m, m, rad). Integrated by :func:`rollax.solve`."""

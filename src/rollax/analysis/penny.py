@@ -81,13 +81,20 @@ __all__ = [
 ]
 
 # PennyOutcome -> the status of an impact record
-_STATUS_OF = {PennyOutcome.DONE: IMPACT, PennyOutcome.FLYING: NO_IMPACT,
-              PennyOutcome.GLANCING: GLANCING, PennyOutcome.OUTSIDE: OUTSIDE,
-              PennyOutcome.FAILED: FAILED}
+_STATUS_OF = {
+    PennyOutcome.DONE: IMPACT,
+    PennyOutcome.FLYING: NO_IMPACT,
+    PennyOutcome.GLANCING: GLANCING,
+    PennyOutcome.OUTSIDE: OUTSIDE,
+    PennyOutcome.FAILED: FAILED,
+}
 
 
-def flight(billiard: PennyBilliard, state: Float[ArrayLike, "8"],
-           adjoint: diffrax.AbstractAdjoint | None = None):
+def flight(
+    billiard: PennyBilliard,
+    state: Float[ArrayLike, "8"],
+    adjoint: diffrax.AbstractAdjoint | None = None,
+):
     """One flight from ``state`` to the next impact and that impact, by :func:`rollax.solve` of
     ``PennySystem(billiard, n_impacts=1)`` over the billiard's horizon (the time by which the
     flight must leave a convex table, or one period of its circle).
@@ -104,8 +111,9 @@ def flight(billiard: PennyBilliard, state: Float[ArrayLike, "8"],
     T = jax.lax.stop_gradient(billiard._horizon(s)[0])
     sol = solve(system, s, 0.0, T, adjoint=adjoint)
     oc = system.outcome(sol)
-    status = jnp.select([oc == k for k in _STATUS_OF], list(_STATUS_OF.values()),
-                        FAILED).astype(jnp.int32)
+    status = jnp.select([oc == k for k in _STATUS_OF], list(_STATUS_OF.values()), FAILED).astype(
+        jnp.int32
+    )
     tau = sol.t
     pre = billiard.penny.flow(s, tau)
     ok = status == IMPACT
@@ -121,7 +129,9 @@ def _simulate(billiard, s0, n_impacts):
     return _sequence(billiard, s0, n_impacts)
 
 
-def simulate(billiard: PennyBilliard, state0: Float[ArrayLike, "8"], n_impacts: int) -> ImpactSequence:
+def simulate(
+    billiard: PennyBilliard, state0: Float[ArrayLike, "8"], n_impacts: int
+) -> ImpactSequence:
     """The first ``n_impacts`` impacts from ``state0``: one :func:`flight` per impact (jitted;
     ``n_impacts`` static, one compilation per billiard structure).
 
@@ -140,13 +150,17 @@ def _simulate_batch(billiard, states0, n_impacts):
     return jax.vmap(lambda s: _sequence(billiard, s, n_impacts))(states0)
 
 
-def simulate_batch(billiard: PennyBilliard, states0: Float[ArrayLike, "B 8"], n_impacts: int) -> ImpactSequence:
+def simulate_batch(
+    billiard: PennyBilliard, states0: Float[ArrayLike, "B 8"], n_impacts: int
+) -> ImpactSequence:
     """:func:`simulate` vmapped over a batch of initial states (jitted)."""
     n_impacts = check_integer("n_impacts", n_impacts, 1)
     states0 = jnp.asarray(states0, float)
     if states0.ndim != 2 or states0.shape[1] != 8:
-        raise ValueError(f"states0 has shape {tuple(states0.shape)}; it must be (B, 8), rows "
-                         f"(x, y, theta, phi, x', y', theta', phi')")
+        raise ValueError(
+            f"states0 has shape {tuple(states0.shape)}; it must be (B, 8), rows "
+            f"(x, y, theta, phi, x', y', theta', phi')"
+        )
     billiard.penny.check_rolling(states0, "states0")
     return _simulate_batch(billiard, states0, n_impacts)
 
@@ -237,8 +251,14 @@ class Chaos(NamedTuple):
     cases: dict
 
 
-def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
-          n_impacts: int = 100, n_ftle: int = 100, progress: bool = False) -> Chaos:
+def chaos(
+    n_samples: int = 100,
+    seed: int = 0,
+    glancing_tol: float = 1e-6,
+    n_impacts: int = 100,
+    n_ftle: int = 100,
+    progress: bool = False,
+) -> Chaos:
     """Fig. 5 and FTLEs for elastic/plastic impacts on the circle and the ellipse (Sect. VI).
 
     The ensemble: the initial state of Sect. VI-A with theta_dot and phi_dot perturbed uniformly
@@ -257,38 +277,56 @@ def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
     n_ftle = check_integer("n_ftle", n_ftle, 1)
     rng = np.random.default_rng(seed)
     pert = rng.uniform(-0.005, 0.005, size=(n_samples, 2))
-    result = {"n_samples": n_samples, "seed": seed,
-              "perturbation": "uniform in (-0.005, 0.005) on theta_dot and phi_dot",
-              "n_impacts_ftle": n_ftle, "cases": {}}
+    result = {
+        "n_samples": n_samples,
+        "seed": seed,
+        "perturbation": "uniform in (-0.005, 0.005) on theta_dot and phi_dot",
+        "n_impacts_ftle": n_ftle,
+        "cases": {},
+    }
     cases = {}
-    bar = tqdm(total=4 * len(TABLES), desc="penny chaos", unit="batch", disable=not progress,
-               bar_format="{desc}: {n}/{total} batches [{elapsed}<{remaining}] {postfix}")
+    bar = tqdm(
+        total=4 * len(TABLES),
+        desc="penny chaos",
+        unit="batch",
+        disable=not progress,
+        bar_format="{desc}: {n}/{total} batches [{elapsed}<{remaining}] {postfix}",
+    )
     for law in ("elastic", "plastic"):
         times = CHAOS_TIMES[law]
         for table in TABLES:
             first = law == "elastic" and table == TABLES[0]
-            bar.set_postfix_str(f"{law} {table}: {n_samples} impact sequences"
-                                + (" (compiling first)" if first else ""))
+            bar.set_postfix_str(
+                f"{law} {table}: {n_samples} impact sequences"
+                + (" (compiling first)" if first else "")
+            )
             b = paper_billiard(table, law, 1.0, glancing_tol)
             p = b.penny
             s_nom = p.state()
             states = jnp.stack([p.state(theta_dot=10.0 + d1, phi_dot=0.2 + d2) for d1, d2 in pert])
             seq = simulate_batch(b, states, n_impacts)
-            at = jax.vmap(lambda s, q: jax.vmap(lambda t: b.state_at(s, q, t))(jnp.asarray(times)))(states, seq)
+            at = jax.vmap(lambda s, q: jax.vmap(lambda t: b.state_at(s, q, t))(jnp.asarray(times)))(
+                states, seq
+            )
             pos = np.asarray(at)[:, :, :2]  # (samples, times, 2)
             spread = []
             for j in range(len(times)):
                 pj = pos[:, j][np.isfinite(pos[:, j, 0])]
-                spread.append(float(np.sqrt(np.mean(np.sum((pj - pj.mean(0)) ** 2, -1)))) if len(pj) else None)
+                spread.append(
+                    float(np.sqrt(np.mean(np.sum((pj - pj.mean(0)) ** 2, -1)))) if len(pj) else None
+                )
             bar.update(1)
-            bar.set_postfix_str(f"{law} {table}: {n_samples + 1} FTLEs"
-                                + (" (compiling first)" if first else ""))
+            bar.set_postfix_str(
+                f"{law} {table}: {n_samples + 1} FTLEs" + (" (compiling first)" if first else "")
+            )
             res = ftle_batch(b, jnp.concatenate([s_nom[None], states]), n_ftle)
             bar.update(1)
             lam_k, lam_t, used = (np.asarray(v) for v in res[:3])
             logs = np.asarray(res.log_stretch[0])
             n_nom = int(used[0])
-            history = {str(n): float(np.sum(logs[:n]) / n) for n in (10, 25, 50, 100, 200) if n <= n_nom}
+            history = {
+                str(n): float(np.sum(logs[:n]) / n) for n in (10, 25, 50, 100, 200) if n <= n_nom
+            }
             status = np.asarray(seq.status)
             name = f"{law}_{table}"
             result["cases"][name] = {
@@ -303,7 +341,9 @@ def chaos(n_samples: int = 100, seed: int = 0, glancing_tol: float = 1e-6,
                 "impacts_used_ensemble_max": int(np.max(used[1:])),
                 "times": list(times),
                 "position_spread_rms_m": spread,
-                "valid_positions_per_time": [int(np.sum(np.isfinite(pos[:, j, 0]))) for j in range(len(times))],
+                "valid_positions_per_time": [
+                    int(np.sum(np.isfinite(pos[:, j, 0]))) for j in range(len(times))
+                ],
                 "members_stopped_glancing": int(np.sum(np.any(status == 2, axis=1))),
                 "members_stopped_no_impact": int(np.sum(np.any(status == 1, axis=1))),
             }

@@ -261,20 +261,18 @@ def _best_W(rim: Rim, mu, beta0: Float[Array, " n"]):
     t = -0.5 * (qb + jnp.where(qb >= 0, sq, -sq))
     q1 = t / qa
     q2 = qc / t
-    cand = jnp.stack(
-        [jnp.sqrt(fc / fa), q1, q2, -l01 / lp1, -l02 / lp2], axis=-1
-    )  # (n, 5)
-    real = jnp.stack(
-        [jnp.ones_like(disc, bool), disc >= 0, disc >= 0, lp1 != 0, lp2 != 0], axis=-1
-    )
+    cand = jnp.stack([jnp.sqrt(fc / fa), q1, q2, -l01 / lp1, -l02 / lp2], axis=-1)  # (n, 5)
+    real = jnp.stack([jnp.ones_like(disc, bool), disc >= 0, disc >= 0, lp1 != 0, lp2 != 0], axis=-1)
     W = jnp.where(real & jnp.isfinite(cand) & (cand > 0), cand, 1.0)
     ok = real & jnp.isfinite(cand) & (cand > 0)
 
     def rel(val, scale):
         return val / jnp.maximum(scale, 1e-300)
 
-    qv = rel(qa[:, None] * W**2 + qb[:, None] * W + qc[:, None],
-             jnp.abs(qa[:, None]) * W**2 + jnp.abs(qb[:, None]) * W + jnp.abs(qc[:, None]))
+    qv = rel(
+        qa[:, None] * W**2 + qb[:, None] * W + qc[:, None],
+        jnp.abs(qa[:, None]) * W**2 + jnp.abs(qb[:, None]) * W + jnp.abs(qc[:, None]),
+    )
     m1 = rel(lp1[:, None] * W + l01[:, None], jnp.abs(lp1[:, None]) * W + jnp.abs(l01[:, None]))
     m2 = rel(lp2[:, None] * W + l02[:, None], jnp.abs(lp2[:, None]) * W + jnp.abs(l02[:, None]))
     tol = 1e-11
@@ -496,7 +494,14 @@ def write_figure(n: int, rim: Rim, out, v_throw: float = 10.0, w3_max: float = 6
 
     d = figure_data(n, rim, v_throw, w3_max)
     png = os.path.join(out, f"fig{n}.png")
-    plot_steady_figure(n, d, png, rim_mu=float(rim.mu), v_throw=v_throw, regions=REGIONS,
-                       omega30_h_min=h_min_omega3(rim, d["beta_hat"]) if n == 5 else None)
+    plot_steady_figure(
+        n,
+        d,
+        png,
+        rim_mu=float(rim.mu),
+        v_throw=v_throw,
+        regions=REGIONS,
+        omega30_h_min=h_min_omega3(rim, d["beta_hat"]) if n == 5 else None,
+    )
     np.savez_compressed(os.path.join(out, f"fig{n}.npz"), **compact_figure_data(d))
     return png

@@ -26,9 +26,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="rollax",
         description="Simulate rigid bodies rolling, slipping and colliding under nonholonomic contact.",
     )
-    parser.add_argument("--version", action=_Version, nargs=0,
-                        help="rollax's version, with those of jax, jaxlib, diffrax and equinox "
-                             "and the device JAX computes on, then exit")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="rollax's version, with those of jax, jaxlib, diffrax and equinox "
+        "and the device JAX computes on, then exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMANDS if only is None else (only,):
         try:
@@ -51,8 +55,7 @@ _PAPERS = {
     "floquet": "the rim paper (Basketball rolling on the rim)",
     "identify": "the rim paper (Basketball rolling on the rim)",
     "friction": "the friction paper (Finite contact friction models)",
-    "robot": "Putkaradze & Rogers on the rolling ball robot (normal force and friction; "
-             "dynamics)",
+    "robot": "Putkaradze & Rogers on the rolling ball robot (normal force and friction; dynamics)",
     "penny": "Clark & Bloch on the bouncing penny (nonholonomic impacts)",
 }
 
@@ -70,8 +73,9 @@ def _plain_help(parser, paper) -> None:
 
     parser.description = plain(parser.description)
     if paper and not parser.epilog:
-        parser.epilog = (f"Equation, section and figure numbers refer to {paper}; "
-                         f"docs/references.md.")
+        parser.epilog = (
+            f"Equation, section and figure numbers refer to {paper}; docs/references.md."
+        )
     for a in parser._actions:
         a.help = plain(a.help)
         if isinstance(a, argparse._SubParsersAction):
@@ -93,9 +97,11 @@ def version_line() -> str:
 
     devs = jax.devices()
     kind = devs[0].device_kind if devs else "none"
-    return (f"rollax {__version__} (jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
-            f"diffrax {diffrax.__version__}, equinox {equinox.__version__}; "
-            f"{jax.default_backend()}: {len(devs)} x {kind})")
+    return (
+        f"rollax {__version__} (jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
+        f"diffrax {diffrax.__version__}, equinox {equinox.__version__}; "
+        f"{jax.default_backend()}: {len(devs)} x {kind})"
+    )
 
 
 class _Version(argparse.Action):
@@ -165,7 +171,8 @@ def _main(argv: list[str]) -> int:
             old_format = warnings.formatwarning
             # a warning is one line on the command line (Python's default adds the source line)
             warnings.formatwarning = lambda msg, cat, *_a, **_k: (  # noqa: E731
-                f"{prog}: warning: {cat.__name__}: {' '.join(str(msg).split())}\n")
+                f"{prog}: warning: {cat.__name__}: {' '.join(str(msg).split())}\n"
+            )
             try:
                 return int(args.func(args) or 0)
             finally:
@@ -188,8 +195,10 @@ def _main(argv: list[str]) -> int:
         return 141
     except OSError as err:  # an output that cannot be written (a path that cannot be made)
         where = f": {err.filename}" if getattr(err, "filename", None) else ""
-        print(f"{prog}: error: cannot write the output{where} ({err.strerror or err})",
-              file=sys.stderr)
+        print(
+            f"{prog}: error: cannot write the output{where} ({err.strerror or err})",
+            file=sys.stderr,
+        )
         return 2
 
 

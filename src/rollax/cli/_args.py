@@ -195,5 +195,7 @@ def check_out(out) -> None:
     if not out:
         raise ValueError("--out = '' is not allowed: give a directory")
     if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"--out = {out!r} is not allowed: it is a file; give a directory (or a "
-                         f"path that does not exist yet)")
+        raise ValueError(
+            f"--out = {out!r} is not allowed: it is a file; give a directory (or a "
+            f"path that does not exist yet)"
+        )

@@ -9,8 +9,17 @@ import time
 
 import numpy as np
 
-from rollax.cli._args import (ATOL, FINITE, NONNEGATIVE, POSITIVE, TOLERANCE, DefaultsHelpFormatter,
-                              dumps, integer, real)
+from rollax.cli._args import (
+    ATOL,
+    FINITE,
+    NONNEGATIVE,
+    POSITIVE,
+    TOLERANCE,
+    DefaultsHelpFormatter,
+    dumps,
+    integer,
+    real,
+)
 
 
 def register(subparsers) -> None:
@@ -26,48 +35,128 @@ def register(subparsers) -> None:
         ),
         formatter_class=DefaultsHelpFormatter,
     )
-    p.add_argument("--preset", choices=["fig11", "fig12", "fig13"], default=None,
-                   help="a section of Figs. 11-13 (omega2 = 35, 65, 105; omega3 = 10)")
-    p.add_argument("--dissipation", choices=["none", "drilling", "rolling"], default="none",
-                   help="with --preset: none, drilling (k_d = 0.02 1/s) or rolling (k_r = 0.02 1/s)")
+    p.add_argument(
+        "--preset",
+        choices=["fig11", "fig12", "fig13"],
+        default=None,
+        help="a section of Figs. 11-13 (omega2 = 35, 65, 105; omega3 = 10)",
+    )
+    p.add_argument(
+        "--dissipation",
+        choices=["none", "drilling", "rolling"],
+        default="none",
+        help="with --preset: none, drilling (k_d = 0.02 1/s) or rolling (k_r = 0.02 1/s)",
+    )
     p.add_argument("--omega2", type=FINITE, default=None, help="fixed omega2 [1/s] (default 35)")
     p.add_argument("--omega3", type=FINITE, default=None, help="fixed omega3 [1/s] (default 10)")
-    p.add_argument("--beta", type=FINITE, nargs=2, metavar=("LO", "HI"), default=None,
-                   help="beta range [rad] (default 0.8 1.8)")
-    p.add_argument("--omega1", type=FINITE, nargs=2, metavar=("LO", "HI"), default=None,
-                   help="omega1 range [1/s] (default -20 20)")
-    p.add_argument("--grid", type=integer(2), nargs=2, metavar=("NB", "NW"), default=None,
-                   help="grid points in beta and omega1 (default 360 240)")
-    p.add_argument("--k-d", type=NONNEGATIVE, default=None, help="drilling resistance rate [1/s], eq. (83)")
-    p.add_argument("--k-r", type=NONNEGATIVE, default=None, help="rolling resistance rate [1/s], eq. (83)")
-    p.add_argument("--friction", type=real(0.0, lo_open=True, inf=True), default=None, metavar="MU",
-                   help="let the ball slip with friction coefficient MU (Sect. 5.2; default: "
-                        "no slipping, mu = infinity)")
-    p.add_argument("--slip-delta", type=POSITIVE, default=1e-6,
-                   help="with --friction: slip speed [m/s] given at the onset of slipping")
+    p.add_argument(
+        "--beta",
+        type=FINITE,
+        nargs=2,
+        metavar=("LO", "HI"),
+        default=None,
+        help="beta range [rad] (default 0.8 1.8)",
+    )
+    p.add_argument(
+        "--omega1",
+        type=FINITE,
+        nargs=2,
+        metavar=("LO", "HI"),
+        default=None,
+        help="omega1 range [1/s] (default -20 20)",
+    )
+    p.add_argument(
+        "--grid",
+        type=integer(2),
+        nargs=2,
+        metavar=("NB", "NW"),
+        default=None,
+        help="grid points in beta and omega1 (default 360 240)",
+    )
+    p.add_argument(
+        "--k-d", type=NONNEGATIVE, default=None, help="drilling resistance rate [1/s], eq. (83)"
+    )
+    p.add_argument(
+        "--k-r", type=NONNEGATIVE, default=None, help="rolling resistance rate [1/s], eq. (83)"
+    )
+    p.add_argument(
+        "--friction",
+        type=real(0.0, lo_open=True, inf=True),
+        default=None,
+        metavar="MU",
+        help="let the ball slip with friction coefficient MU (Sect. 5.2; default: "
+        "no slipping, mu = infinity)",
+    )
+    p.add_argument(
+        "--slip-delta",
+        type=POSITIVE,
+        default=1e-6,
+        help="with --friction: slip speed [m/s] given at the onset of slipping",
+    )
     p.add_argument("--t-max", type=POSITIVE, default=60.0, help="time cap [s] (then 'undecided')")
-    p.add_argument("--rtol", type=TOLERANCE, default=1e-9,
-                   help="relative tolerance of the integration (default 1e-9)")
-    p.add_argument("--atol", type=ATOL, default=1e-9,
-                   help="absolute tolerance of the integration, in the state's units (rad, 1/s; "
-                        "default 1e-9)")
-    p.add_argument("--max-steps", type=integer(1, 2**31 - 1), default=200_000, help="step limit per start ('failed')")
-    p.add_argument("--samples", type=integer(1, 256), default=None, metavar="K",
-                   help="event samples per step (default 4; 8 misses no F2 dip on the Figs. 11-13 "
-                        "panels, at about 1.5x the time)")
-    for name, default, unit in (("r", 0.12, "m"), ("a", 0.01, "m"), ("R", 0.225, "m"),
-                                ("j", 2 / 3, "-"), ("g", 9.81, "m/s^2")):
-        p.add_argument(f"--{name}", dest=f"param_{name}", type=POSITIVE, default=default,
-                       metavar=name, help=f"ball/rim parameter {name} [{unit}]")
-    p.add_argument("--chunk-size", type=integer(1, 1 << 24), default=1 << 17, help="starts per resumable chunk")
-    p.add_argument("--lanes", type=integer(16, 1 << 22), default=512, help="lanes of each device's work queue")
-    p.add_argument("--devices", type=integer(1, 4096), default=None, help="JAX devices to use (default: all)")
-    p.add_argument("--backend", choices=("auto", "queue", "fused"), default="auto",
-                   help="ensemble path: the work queue (CPU), the fused per-start GPU kernel, "
-                        "or auto (fused on a GPU, else the queue)")
+    p.add_argument(
+        "--rtol",
+        type=TOLERANCE,
+        default=1e-9,
+        help="relative tolerance of the integration (default 1e-9)",
+    )
+    p.add_argument(
+        "--atol",
+        type=ATOL,
+        default=1e-9,
+        help="absolute tolerance of the integration, in the state's units (rad, 1/s; default 1e-9)",
+    )
+    p.add_argument(
+        "--max-steps",
+        type=integer(1, 2**31 - 1),
+        default=200_000,
+        help="step limit per start ('failed')",
+    )
+    p.add_argument(
+        "--samples",
+        type=integer(1, 256),
+        default=None,
+        metavar="K",
+        help="event samples per step (default 4; 8 misses no F2 dip on the Figs. 11-13 "
+        "panels, at about 1.5x the time)",
+    )
+    for name, default, unit in (
+        ("r", 0.12, "m"),
+        ("a", 0.01, "m"),
+        ("R", 0.225, "m"),
+        ("j", 2 / 3, "-"),
+        ("g", 9.81, "m/s^2"),
+    ):
+        p.add_argument(
+            f"--{name}",
+            dest=f"param_{name}",
+            type=POSITIVE,
+            default=default,
+            metavar=name,
+            help=f"ball/rim parameter {name} [{unit}]",
+        )
+    p.add_argument(
+        "--chunk-size", type=integer(1, 1 << 24), default=1 << 17, help="starts per resumable chunk"
+    )
+    p.add_argument(
+        "--lanes", type=integer(16, 1 << 22), default=512, help="lanes of each device's work queue"
+    )
+    p.add_argument(
+        "--devices", type=integer(1, 4096), default=None, help="JAX devices to use (default: all)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "queue", "fused"),
+        default="auto",
+        help="ensemble path: the work queue (CPU), the fused per-start GPU kernel, "
+        "or auto (fused on a GPU, else the queue)",
+    )
     p.add_argument("--no-resume", action="store_true", help="do not keep or reuse finished chunks")
-    p.add_argument("--keep-chunks", action="store_true",
-                   help="keep OUT/.chunks after a successful run (default: removed)")
+    p.add_argument(
+        "--keep-chunks",
+        action="store_true",
+        help="keep OUT/.chunks after a successful run (default: removed)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON summary to stdout")
     p.add_argument("--out", default="rollax-out", help="output directory")
@@ -81,8 +170,10 @@ def run(args) -> int:
     if not args.out:
         raise ValueError("--out = '' is not allowed: give a directory")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise ValueError(f"--out = {args.out!r} is not allowed: it is a file; give a directory "
-                         f"(or a path that does not exist yet)")
+        raise ValueError(
+            f"--out = {args.out!r} is not allowed: it is a file; give a directory "
+            f"(or a path that does not exist yet)"
+        )
     base = Rim(r=args.param_r, a=args.param_a, R=args.param_R, j=args.param_j, g=args.param_g)
     name = args.preset or "fig11"
     rim, kw = preset(name, args.dissipation, base)
@@ -112,11 +203,23 @@ def run(args) -> int:
     y = Axis("omega1", omega1[0], omega1[1], grid[1])
     t0 = time.perf_counter()
     bmap = basin_map(
-        rim, x=x, y=y, fixed=fixed, t_max=args.t_max, rtol=args.rtol, atol=args.atol,
-        max_steps=args.max_steps, chunk_size=args.chunk_size, lanes=args.lanes,
-        devices=args.devices, cache_dir=None if args.no_resume else f"{args.out}/.chunks",
-        keep_chunks=args.keep_chunks, progress=not args.no_progress, slip=slip,
-        n_samples=args.samples, backend=args.backend,
+        rim,
+        x=x,
+        y=y,
+        fixed=fixed,
+        t_max=args.t_max,
+        rtol=args.rtol,
+        atol=args.atol,
+        max_steps=args.max_steps,
+        chunk_size=args.chunk_size,
+        lanes=args.lanes,
+        devices=args.devices,
+        cache_dir=None if args.no_resume else f"{args.out}/.chunks",
+        keep_chunks=args.keep_chunks,
+        progress=not args.no_progress,
+        slip=slip,
+        n_samples=args.samples,
+        backend=args.backend,
     )
     elapsed = time.perf_counter() - t0
     if not args.no_resume and not args.keep_chunks:

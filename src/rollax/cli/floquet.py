@@ -1,6 +1,6 @@
 """``rollax floquet``: Floquet stability of the linear periodic system (62), Fig. 9.
 
-    rollax floquet [--out DIR] [--n-rho 120 --n-j 80] [--r R --a A --R R --j J]
+rollax floquet [--out DIR] [--n-rho 120 --n-j 80] [--r R --a A --R R --j J]
 """
 
 from __future__ import annotations

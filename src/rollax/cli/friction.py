@@ -36,45 +36,82 @@ def register(subparsers) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
     law = sub.add_parser("law", help="normalised force Q_eps and torque T_eps (53) of an exact law")
-    law.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform",
-                     help="contact pressure: uniform (57)-(60) or Hertz (61)-(63) of the friction paper (default uniform)")
-    law.add_argument("--eps", type=NONNEGATIVE, nargs="+", required=True, help="slip-spin ratios (35), >= 0")
+    law.add_argument(
+        "--pressure",
+        choices=("uniform", "hertz"),
+        default="uniform",
+        help="contact pressure: uniform (57)-(60) or Hertz (61)-(63) of the friction paper (default uniform)",
+    )
+    law.add_argument(
+        "--eps", type=NONNEGATIVE, nargs="+", required=True, help="slip-spin ratios (35), >= 0"
+    )
     _common(law)
     law.set_defaults(func=_out_first(run_law))
 
-    fit = sub.add_parser("fit", help="fit a harmonic or Pade model to an exact law by gradient (optax)")
-    fit.add_argument("--pressure", choices=("uniform", "hertz"), default="uniform",
-                     help="contact pressure: uniform (57)-(60) or Hertz (61)-(63) of the friction paper (default uniform)")
-    fit.add_argument("--model", choices=("harmonic", "pade"), default="harmonic",
-                     help="the model fitted: harmonic or Pade (of the friction paper; "
-                          "default harmonic)")
-    fit.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2,
-                     help=f"degree N of the model, 1 to {MAX_DEGREE} (default 2)")
-    fit.add_argument("--rho", choices=("kappa", "R"), default="kappa",
-                     help="the scaling length rho of the slip-spin ratio (5): kappa (39) or the "
-                          "contact radius R (Sect. 5.2; default kappa)")
+    fit = sub.add_parser(
+        "fit", help="fit a harmonic or Pade model to an exact law by gradient (optax)"
+    )
+    fit.add_argument(
+        "--pressure",
+        choices=("uniform", "hertz"),
+        default="uniform",
+        help="contact pressure: uniform (57)-(60) or Hertz (61)-(63) of the friction paper (default uniform)",
+    )
+    fit.add_argument(
+        "--model",
+        choices=("harmonic", "pade"),
+        default="harmonic",
+        help="the model fitted: harmonic or Pade (of the friction paper; default harmonic)",
+    )
+    fit.add_argument(
+        "--degree",
+        type=integer(1, MAX_DEGREE),
+        default=2,
+        help=f"degree N of the model, 1 to {MAX_DEGREE} (default 2)",
+    )
+    fit.add_argument(
+        "--rho",
+        choices=("kappa", "R"),
+        default="kappa",
+        help="the scaling length rho of the slip-spin ratio (5): kappa (39) or the "
+        "contact radius R (Sect. 5.2; default kappa)",
+    )
     _common(fit)
     fit.set_defaults(func=_out_first(run_fit))
 
-    ld = sub.add_parser("limit-directions", help="limit directions of the disc / ball at stick (Sect. 7.2)")
-    ld.add_argument("--body", choices=("disc", "ball"), default="disc",
-                    help="the body: a disc or a ball (default disc)")
+    ld = sub.add_parser(
+        "limit-directions", help="limit directions of the disc / ball at stick (Sect. 7.2)"
+    )
+    ld.add_argument(
+        "--body",
+        choices=("disc", "ball"),
+        default="disc",
+        help="the body: a disc or a ball (default disc)",
+    )
     ld.add_argument("--force", type=NONNEGATIVE, default=0.0, help="F/(mu m g), >= 0")
-    ld.add_argument("--degree", type=integer(1, MAX_DEGREE), default=2, help="degree N of the harmonic model")
+    ld.add_argument(
+        "--degree", type=integer(1, MAX_DEGREE), default=2, help="degree N of the harmonic model"
+    )
     ld.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
     _common(ld)
     ld.set_defaults(func=_out_first(run_limit_directions))
 
     stop = sub.add_parser("stop", help="simulate a disc/ball sliding and spinning to a stop")
-    stop.add_argument("--body", choices=("disc", "ball"), default="disc",
-                      help="the body: a disc or a ball (default disc)")
+    stop.add_argument(
+        "--body",
+        choices=("disc", "ball"),
+        default="disc",
+        help="the body: a disc or a ball (default disc)",
+    )
     stop.add_argument(
         "--law",
         default="exact-uniform",
         help="exact-uniform, exact-hertz, linear, harmonic-N (e.g. harmonic-2), pade",
     )
     stop.add_argument("--force", type=NONNEGATIVE, default=0.0, help="F/(mu m g)")
-    stop.add_argument("--u0", type=FINITE, nargs=3, default=(1.0, 0.0, 1.0), help="initial (u_x, u_y, rho w_z)")
+    stop.add_argument(
+        "--u0", type=FINITE, nargs=3, default=(1.0, 0.0, 1.0), help="initial (u_x, u_y, rho w_z)"
+    )
     stop.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
     _common(stop)
     stop.set_defaults(func=_out_first(run_stop))
@@ -126,8 +163,11 @@ def run_fit(args) -> int:
     if args.out:
         from rollax.plot import plot_friction_fit
 
-        plot_friction_fit(fit_curves(law, model), f"{args.model} N={args.degree}",
-                          os.path.join(args.out, "fit.png"))
+        plot_friction_fit(
+            fit_curves(law, model),
+            f"{args.model} N={args.degree}",
+            os.path.join(args.out, "fit.png"),
+        )
     return 0
 
 
@@ -140,7 +180,10 @@ def run_limit_directions(args) -> int:
     if not args.force >= 0:
         raise ValueError(f"--force {args.force} must be >= 0")
     body, data = limit_direction_report(args.body, args.force, args.degree, args.lam)
-    lines = [f"{args.body}, F/(mu m g) = {args.force}, harmonic degree N = {args.degree}", f"bifurcations: {data['bifurcations']}"]
+    lines = [
+        f"{args.body}, F/(mu m g) = {args.force}, harmonic degree N = {args.degree}",
+        f"bifurcations: {data['bifurcations']}",
+    ]
     for d in data["limit_directions"]:
         lines.append(
             f"  w = ({d['w'][0]:+.6f}, {d['w'][1]:+.6f}, {d['w'][2]:+.6f})  eps = {d['eps']:.6g}  "
@@ -150,8 +193,11 @@ def run_limit_directions(args) -> int:
     if args.out:
         from rollax.plot import plot_bifurcations
 
-        plot_bifurcations(bifurcation_diagram(body), f"{args.body}, harmonic N = {args.degree}",
-                          os.path.join(args.out, "limit_directions.png"))
+        plot_bifurcations(
+            bifurcation_diagram(body),
+            f"{args.body}, harmonic N = {args.degree}",
+            os.path.join(args.out, "limit_directions.png"),
+        )
     return 0
 
 

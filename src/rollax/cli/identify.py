@@ -22,22 +22,45 @@ RIM_FIELDS = ("r", "a", "R", "j", "g", "k_d", "k_r")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("identify", help="fit parameters to observed trajectories",
-                              description=__doc__)
+    p = subparsers.add_parser(
+        "identify", help="fit parameters to observed trajectories", description=__doc__
+    )
     p.add_argument("body", choices=("rim",), help="the observed system")
     p.add_argument("--data", required=True, help="CSV file with the header t,d,z,alpha")
-    p.add_argument("--fit", nargs="+", action="extend", choices=RIM_FIELDS, metavar="NAME",
-                   help=f"parameters to fit (repeatable; {', '.join(RIM_FIELDS)})")
+    p.add_argument(
+        "--fit",
+        nargs="+",
+        action="extend",
+        choices=RIM_FIELDS,
+        metavar="NAME",
+        help=f"parameters to fit (repeatable; {', '.join(RIM_FIELDS)})",
+    )
     for name, unit in (("d", "m"), ("z", "m"), ("alpha", "rad")):
-        p.add_argument(f"--sigma-{name}", type=real(0.0, lo_open=True), default=None,
-                       help=f"noise level of {name} [{unit}] (default: estimated)")
-    p.add_argument("--t-event", type=real(0.0), default=None,
-                   help="observed time the ball left the rim [s] (fitted too)")
-    p.add_argument("--sigma-event", type=real(0.0, lo_open=True), default=1e-3,
-                   help="noise level of --t-event [s] (default 1e-3)")
-    p.add_argument("--no-robust", dest="robust", action="store_false",
-                   help="fit the whole record at once from the best start (default: growing "
-                        "windows from several starts)")
+        p.add_argument(
+            f"--sigma-{name}",
+            type=real(0.0, lo_open=True),
+            default=None,
+            help=f"noise level of {name} [{unit}] (default: estimated)",
+        )
+    p.add_argument(
+        "--t-event",
+        type=real(0.0),
+        default=None,
+        help="observed time the ball left the rim [s] (fitted too)",
+    )
+    p.add_argument(
+        "--sigma-event",
+        type=real(0.0, lo_open=True),
+        default=1e-3,
+        help="noise level of --t-event [s] (default 1e-3)",
+    )
+    p.add_argument(
+        "--no-robust",
+        dest="robust",
+        action="store_false",
+        help="fit the whole record at once from the best start (default: growing "
+        "windows from several starts)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--out", default=None, help="write identify.json and PNGs here")
     p.set_defaults(func=run)
@@ -56,11 +79,14 @@ def run(args) -> int:
         try:
             os.makedirs(args.out, exist_ok=True)
         except OSError as err:
-            raise ValueError(f"--out = {args.out!r} cannot be created ({err.strerror}); it must "
-                             f"be a writable directory") from None
+            raise ValueError(
+                f"--out = {args.out!r} cannot be created ({err.strerror}); it must "
+                f"be a writable directory"
+            ) from None
         if not os.access(args.out, os.W_OK):
-            raise ValueError(f"--out = {args.out!r} is not writable; it must be a writable "
-                             f"directory")
+            raise ValueError(
+                f"--out = {args.out!r} is not writable; it must be a writable directory"
+            )
     t, d, z, alpha = read_rim_csv(args.data)
     sig = (args.sigma_d, args.sigma_z, args.sigma_alpha)
     given = [s is not None for s in sig]
@@ -68,9 +94,15 @@ def run(args) -> int:
         raise ValueError("--sigma-d, --sigma-z, --sigma-alpha: give all three or none")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        obs = rim_observations(t, d, z, alpha, sigma=sig if all(given) else None,
-                               t_event=args.t_event,
-                               sigma_event=args.sigma_event if args.t_event is not None else None)
+        obs = rim_observations(
+            t,
+            d,
+            z,
+            alpha,
+            sigma=sig if all(given) else None,
+            t_event=args.t_event,
+            sigma_event=args.sigma_event if args.t_event is not None else None,
+        )
         fit = fit_rim(obs, fit=args.fit, progress=not args.json, robust=args.robust)
     notes = [str(w.message) for w in caught]
     res = fit.to_dict()
@@ -81,21 +113,30 @@ def run(args) -> int:
 
         os.makedirs(args.out, exist_ok=True)
         fitted = fit.predict(obs)
-        caption = "; ".join(f"{n} = {v:.5g} ± {s:.2g}" for n, v, s in
-                            zip(fit.names[:len(args.fit)], fit.values, fit.std_errors))
-        caption += f"\n{len(obs.t)} samples, noise " + ", ".join(
-            f"{k} {v:.2g}" for k, v in fit.sigma.items()) + " (m, m, rad)"
+        caption = "; ".join(
+            f"{n} = {v:.5g} ± {s:.2g}"
+            for n, v, s in zip(fit.names[: len(args.fit)], fit.values, fit.std_errors)
+        )
+        caption += (
+            f"\n{len(obs.t)} samples, noise "
+            + ", ".join(f"{k} {v:.2g}" for k, v in fit.sigma.items())
+            + " (m, m, rad)"
+        )
         paths = [os.path.join(args.out, "fit.png"), os.path.join(args.out, "residuals.png")]
-        plot_identification(obs.t, obs.values, fitted, obs.names, ("m", "m", "rad"), caption,
-                            *paths)
+        plot_identification(
+            obs.t, obs.values, fitted, obs.names, ("m", "m", "rad"), caption, *paths
+        )
         if fit.profile:
             from rollax.plot import plot_profiles
 
             paths.append(os.path.join(args.out, "profile.png"))
-            plot_profiles(fit.profile, paths[-1], caption=caption.split("\n")[0] +
-                          f"\nstatus {fit.status}, chi^2/dof {fit.chi2_per_dof:.3g}",
-                          units={"k_d": "1/s", "k_r": "1/s", "r": "m", "a": "m", "R": "m",
-                                 "g": "m/s^2"})
+            plot_profiles(
+                fit.profile,
+                paths[-1],
+                caption=caption.split("\n")[0]
+                + f"\nstatus {fit.status}, chi^2/dof {fit.chi2_per_dof:.3g}",
+                units={"k_d": "1/s", "k_r": "1/s", "r": "m", "a": "m", "R": "m", "g": "m/s^2"},
+            )
         res["figures"] = paths
         with open(os.path.join(args.out, "identify.json"), "w") as fh:
             dump(res, fh, indent=2)

@@ -24,24 +24,61 @@ def register(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("mode", nargs="?", choices=("run", "chaos"), default="run",
-                   help="run: one impact sequence (default); chaos: Fig. 5 and FTLEs")
-    p.add_argument("--table", choices=("circle", "ellipse"), default="ellipse",
-                   help="table of Table I: ellipse a=0.15, b=0.20 or circle of radius 0.20 (m)")
-    p.add_argument("--impact", choices=("elastic", "plastic", "restitution"), default="elastic",
-                   help="impact law: elastic (15)-(17), plastic (18)-(21) or restitution (--e)")
-    p.add_argument("--e", type=real(0.0, 1.0), default=1.0, help="coefficient of restitution for --impact restitution")
-    p.add_argument("--impacts", type=integer(1, 10_000), default=20, help="number of impacts N (default 20)")
+    p.add_argument(
+        "mode",
+        nargs="?",
+        choices=("run", "chaos"),
+        default="run",
+        help="run: one impact sequence (default); chaos: Fig. 5 and FTLEs",
+    )
+    p.add_argument(
+        "--table",
+        choices=("circle", "ellipse"),
+        default="ellipse",
+        help="table of Table I: ellipse a=0.15, b=0.20 or circle of radius 0.20 (m)",
+    )
+    p.add_argument(
+        "--impact",
+        choices=("elastic", "plastic", "restitution"),
+        default="elastic",
+        help="impact law: elastic (15)-(17), plastic (18)-(21) or restitution (--e)",
+    )
+    p.add_argument(
+        "--e",
+        type=real(0.0, 1.0),
+        default=1.0,
+        help="coefficient of restitution for --impact restitution",
+    )
+    p.add_argument(
+        "--impacts", type=integer(1, 10_000), default=20, help="number of impacts N (default 20)"
+    )
     p.add_argument("--theta-dot", type=FINITE, default=10.0, help="initial theta_dot (rad/s)")
     p.add_argument("--phi-dot", type=FINITE, default=0.2, help="initial phi_dot (rad/s)")
     p.add_argument("--phi", type=FINITE, default=math.pi / 2, help="initial heading phi (rad)")
-    p.add_argument("--glancing-tol", type=POSITIVE, default=1e-6,
-                   help="normal approach (metric cosine) below which an impact counts as glancing")
-    p.add_argument("--samples", type=integer(1, 1_000_000), default=100, help="chaos: number of perturbed initial conditions")
-    p.add_argument("--seed", type=integer(0, 2**32 - 1), default=0, help="chaos: random seed of the perturbations")
-    p.add_argument("--no-progress", action="store_true",
-                   help="chaos: no progress bar (it goes to stderr: eight batches, the first "
-                        "of each kind compiling, minutes on a CPU)")
+    p.add_argument(
+        "--glancing-tol",
+        type=POSITIVE,
+        default=1e-6,
+        help="normal approach (metric cosine) below which an impact counts as glancing",
+    )
+    p.add_argument(
+        "--samples",
+        type=integer(1, 1_000_000),
+        default=100,
+        help="chaos: number of perturbed initial conditions",
+    )
+    p.add_argument(
+        "--seed",
+        type=integer(0, 2**32 - 1),
+        default=0,
+        help="chaos: random seed of the perturbations",
+    )
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="chaos: no progress bar (it goes to stderr: eight batches, the first "
+        "of each kind compiling, minutes on a CPU)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON to stdout")
     p.add_argument("--out", metavar="DIR", help="write figures (PNG) and data (json) to DIR")
     p.set_defaults(func=run)
@@ -52,8 +89,15 @@ _DEFAULTS: dict = {}
 
 
 # options each mode alone reads: dest -> option
-_RUN_ONLY = {"table": "--table", "impact": "--impact", "e": "--e", "impacts": "--impacts",
-             "theta_dot": "--theta-dot", "phi_dot": "--phi-dot", "phi": "--phi"}
+_RUN_ONLY = {
+    "table": "--table",
+    "impact": "--impact",
+    "e": "--e",
+    "impacts": "--impacts",
+    "theta_dot": "--theta-dot",
+    "phi_dot": "--phi-dot",
+    "phi": "--phi",
+}
 _CHAOS_ONLY = {"samples": "--samples", "seed": "--seed", "no_progress": "--no-progress"}
 
 
@@ -64,10 +108,15 @@ def _check(args) -> None:
     given = [opt for dest, opt in other.items() if getattr(args, dest) != _DEFAULTS[dest]]
     if given:
         which = "run" if args.mode == "chaos" else "chaos"
-        what = ("chaos runs the fixed cases of Fig. 5 (both tables, elastic and plastic)"
-                if args.mode == "chaos" else "run simulates one impact sequence")
-        raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
-                         f"`rollax penny {which}` only; {what}")
+        what = (
+            "chaos runs the fixed cases of Fig. 5 (both tables, elastic and plastic)"
+            if args.mode == "chaos"
+            else "run simulates one impact sequence"
+        )
+        raise ValueError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
+            f"`rollax penny {which}` only; {what}"
+        )
     if args.impacts < 1:
         raise ValueError(f"--impacts = {args.impacts} must be >= 1")
     if args.samples < 1:
@@ -84,8 +133,12 @@ def run(args) -> int:
             raise ValueError("chaos mode needs --out DIR and/or --json")
         from rollax.analysis.penny import chaos
 
-        res = chaos(n_samples=args.samples, seed=args.seed, glancing_tol=args.glancing_tol,
-                    progress=not args.no_progress)
+        res = chaos(
+            n_samples=args.samples,
+            seed=args.seed,
+            glancing_tol=args.glancing_tol,
+            progress=not args.no_progress,
+        )
         result = res.summary
         if args.out:
             from rollax.plot import plot_penny_chaos
@@ -112,28 +165,41 @@ def run(args) -> int:
             dump(out, fh, indent=1)
         from rollax.plot import plot_penny_sequence
 
-        plot_penny_sequence(b, s0, b.path(s0, seq, 60), seq.pre_states,
-                            os.path.join(args.out, name + ".png"),
-                            f"{args.impact} impacts, {args.table} table: first {args.impacts}")
+        plot_penny_sequence(
+            b,
+            s0,
+            b.path(s0, seq, 60),
+            seq.pre_states,
+            os.path.join(args.out, name + ".png"),
+            f"{args.impact} impacts, {args.table} table: first {args.impacts}",
+        )
     if args.json:
         print(dumps(out, indent=1))
     else:
-        print(f"{'k':>3} {'time':>12} {'end':>5} {'theta_dot':>11} {'phi_dot':>11} {'energy':>12}  status")
+        print(
+            f"{'k':>3} {'time':>12} {'end':>5} {'theta_dot':>11} {'phi_dot':>11} {'energy':>12}  status"
+        )
         for r in out["impacts"]:
             t = "nan" if r["time"] is None else f"{r['time']:.9f}"
             st = r["state"]
             f = lambda v: "nan" if v is None else f"{v:.6g}"  # noqa: E731
-            print(f"{r['index']:>3} {t:>12} {str(r['end']):>5} {f(st['theta_dot']):>11} "
-                  f"{f(st['phi_dot']):>11} {f(r['energy']):>12}  {r['status']}")
+            print(
+                f"{r['index']:>3} {t:>12} {str(r['end']):>5} {f(st['theta_dot']):>11} "
+                f"{f(st['phi_dot']):>11} {f(r['energy']):>12}  {r['status']}"
+            )
     return 0
 
 
 def _print_ftle(result: dict) -> None:
-    print(f"{'case':>16} {'FTLE/impact':>12} {'FTLE/s':>10} {'used':>5} {'ensemble mean':>14} {'std':>8}")
+    print(
+        f"{'case':>16} {'FTLE/impact':>12} {'FTLE/s':>10} {'used':>5} {'ensemble mean':>14} {'std':>8}"
+    )
     for name, c in result["cases"].items():
-        print(f"{name:>16} {c['ftle_per_impact_nominal']:>12.4f} {c['ftle_per_second_nominal']:>10.4f} "
-              f"{c['impacts_used_nominal']:>5d} {c['ftle_per_impact_ensemble_mean']:>14.4f} "
-              f"{c['ftle_per_impact_ensemble_std']:>8.4f}")
+        print(
+            f"{name:>16} {c['ftle_per_impact_nominal']:>12.4f} {c['ftle_per_second_nominal']:>10.4f} "
+            f"{c['impacts_used_nominal']:>5d} {c['ftle_per_impact_ensemble_mean']:>14.4f} "
+            f"{c['ftle_per_impact_ensemble_std']:>8.4f}"
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -35,33 +35,72 @@ def register(subparsers) -> None:
         help="rolling ball/disk robots actuated by internal masses (mu_hat, N, detachment)",
         description=__doc__,
     )
-    p.add_argument("example", choices=("disk", "ball", "ball-detach", "optimize"),
-                   help="disk: Sect. 5; ball: Sect. 6; ball-detach: Sect. 6 with m3 = 60; "
-                        "optimize: an optimal manoeuvre (--body, --T, --mu, --n-min, ...)")
+    p.add_argument(
+        "example",
+        choices=("disk", "ball", "ball-detach", "optimize"),
+        help="disk: Sect. 5; ball: Sect. 6; ball-detach: Sect. 6 with m3 = 60; "
+        "optimize: an optimal manoeuvre (--body, --T, --mu, --n-min, ...)",
+    )
     o = p.add_argument_group("optimize (refused with the other examples)")
     o.add_argument("--body", choices=("disk", "ball"), default="disk", help="the robot")
-    o.add_argument("--phi-T", type=real(), default=-math.pi,
-                   help="disk: final rotation angle phi(T) [rad] (default -pi)")
-    o.add_argument("--target", type=real(), nargs=2, metavar=("X", "Y"), default=(1.0, 0.5),
-                   help="ball: final contact point [r] (default 1 0.5)")
-    o.add_argument("--heading", type=real(), default=None,
-                   help="ball: final heading of the body axis E1 [rad] (default: free)")
+    o.add_argument(
+        "--phi-T",
+        type=real(),
+        default=-math.pi,
+        help="disk: final rotation angle phi(T) [rad] (default -pi)",
+    )
+    o.add_argument(
+        "--target",
+        type=real(),
+        nargs=2,
+        metavar=("X", "Y"),
+        default=(1.0, 0.5),
+        help="ball: final contact point [r] (default 1 0.5)",
+    )
+    o.add_argument(
+        "--heading",
+        type=real(),
+        default=None,
+        help="ball: final heading of the body axis E1 [rad] (default: free)",
+    )
     o.add_argument("--T", type=POSITIVE, default=8.0, help="duration [s] (default 8)")
-    o.add_argument("--mu", type=real(0.0, inf=True), default=0.3,
-                   help="friction coefficient, |f_s| <= mu N (default 0.3; inf: none)")
-    o.add_argument("--n-min", type=real(inf=True), default=0.5,
-                   help="least normal force [m g] (default 0.5; -inf: none)")
-    o.add_argument("--knots", type=integer(2, 512), default=16,
-                   help="spline intervals of each mass acceleration (default 16)")
-    o.add_argument("--starts", type=integer(1, 4096), default=1,
-                   help="initial guesses (default 1)")
-    o.add_argument("--cost", choices=("effort", "energy", "time"), default="effort",
-                   help="what to minimise: effort (int sum u^2 dt, default), energy (int sum "
-                        "m_i |v_i|^2 dt) or time (T; --T is the first guess)")
-    o.add_argument("--least-mu", action="store_true",
-                   help="find the least mu with which the manoeuvre is feasible")
-    o.add_argument("--samples", type=integer(1001, 10**6), default=1001,
-                   help="uniform samples of [0, T] in optimize.json (default 1001)")
+    o.add_argument(
+        "--mu",
+        type=real(0.0, inf=True),
+        default=0.3,
+        help="friction coefficient, |f_s| <= mu N (default 0.3; inf: none)",
+    )
+    o.add_argument(
+        "--n-min",
+        type=real(inf=True),
+        default=0.5,
+        help="least normal force [m g] (default 0.5; -inf: none)",
+    )
+    o.add_argument(
+        "--knots",
+        type=integer(2, 512),
+        default=16,
+        help="spline intervals of each mass acceleration (default 16)",
+    )
+    o.add_argument("--starts", type=integer(1, 4096), default=1, help="initial guesses (default 1)")
+    o.add_argument(
+        "--cost",
+        choices=("effort", "energy", "time"),
+        default="effort",
+        help="what to minimise: effort (int sum u^2 dt, default), energy (int sum "
+        "m_i |v_i|^2 dt) or time (T; --T is the first guess)",
+    )
+    o.add_argument(
+        "--least-mu",
+        action="store_true",
+        help="find the least mu with which the manoeuvre is feasible",
+    )
+    o.add_argument(
+        "--samples",
+        type=integer(1001, 10**6),
+        default=1001,
+        help="uniform samples of [0, T] in optimize.json (default 1001)",
+    )
     _OPTIMIZE_ONLY.update({a.dest: (a.option_strings[0], a.default) for a in o._group_actions})
     p.add_argument("--rtol", type=TOLERANCE, default=None, help="tolerance (default: the paper's)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -83,12 +122,15 @@ def optimize(args) -> int:
         man = ball_manoeuvre(target=target, T=args.T, mu=args.mu, n_min=args.n_min)
     if args.least_mu:
         if args.cost != "effort":
-            raise ValueError(f"--cost = {args.cost} is not allowed with --least-mu: the least mu "
-                             "is found with the effort regularisation (use --cost effort)")
+            raise ValueError(
+                f"--cost = {args.cost} is not allowed with --least-mu: the least mu "
+                "is found with the effort regularisation (use --cost effort)"
+            )
         opt = least_mu(man, knots=args.knots, starts=args.starts, progress=not args.json)
     else:
-        opt = optimize(man, cost=args.cost, knots=args.knots, starts=args.starts,
-                       progress=not args.json)
+        opt = optimize(
+            man, cost=args.cost, knots=args.knots, starts=args.starts, progress=not args.json
+        )
     res = opt.to_dict(args.samples)
     if args.out:
         from rollax.robot.figures import optimum_figures
@@ -97,10 +139,28 @@ def optimize(args) -> int:
         res["figures"] = optimum_figures(res, args.out)
         with open(os.path.join(args.out, "optimize.json"), "w") as fh:
             dump(res, fh, indent=1)
-    summary = {k: res[k] for k in ("body", "T", "target", "mu", "n_min", "knots", "status",
-                                   "cost_kind", "cost", "effort", "energy", "min_N",
-                                   "max_friction_ratio", "violation", "kkt", "iterations",
-                                   "wall_time")}
+    summary = {
+        k: res[k]
+        for k in (
+            "body",
+            "T",
+            "target",
+            "mu",
+            "n_min",
+            "knots",
+            "status",
+            "cost_kind",
+            "cost",
+            "effort",
+            "energy",
+            "min_N",
+            "max_friction_ratio",
+            "violation",
+            "kkt",
+            "iterations",
+            "wall_time",
+        )
+    }
     summary["final_state"] = res["final_state"]
     if args.json:
         print(dumps(summary))
@@ -116,12 +176,15 @@ def run(args) -> int:
     check_out(args.out)
     if args.example == "optimize":
         return optimize(args)
-    given = [opt for dest, (opt, default) in _OPTIMIZE_ONLY.items()
-             if getattr(args, dest) != default]
+    given = [
+        opt for dest, (opt, default) in _OPTIMIZE_ONLY.items() if getattr(args, dest) != default
+    ]
     if given:
-        raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
-                         f"`rollax robot optimize` only; `rollax robot {args.example}` runs the "
-                         f"paper's example as published")
+        raise ValueError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
+            f"`rollax robot optimize` only; `rollax robot {args.example}` runs the "
+            f"paper's example as published"
+        )
     report = example_report(args.example, args.rtol)
     res = report.results
     if args.out:

@@ -1,7 +1,7 @@
 """``rollax steady``: steady motions of the ball on the rim (Sect. 3), Figs. 3, 5, 6, 7, 8.
 
-    rollax steady --summary [--r R --a A --R R --j J --mu MU --g G]
-    rollax steady --figure 3|5|6|7|8 --out DIR [--v-throw 10]
+rollax steady --summary [--r R --a A --R R --j J --mu MU --g G]
+rollax steady --figure 3|5|6|7|8 --out DIR [--v-throw 10]
 """
 
 from __future__ import annotations
@@ -21,21 +21,32 @@ def register(subparsers) -> None:
         "stability (54), slip/fall (56)-(57) and energy (59) limits, and the smallest throw "
         "speed of the realisable regions A, B, C (Sect. 3).",
     )
-    p.add_argument("--summary", action="store_true",
-                   help="print beta_star, beta_hat, beta_tilde, v_min_A/B/C as JSON")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="print beta_star, beta_hat, beta_tilde, v_min_A/B/C as JSON",
+    )
     p.add_argument("--json", action="store_true", help="same as --summary")
-    p.add_argument("--figure", type=int, action="append", choices=FIGURES,
-                   help="figure of the paper to regenerate (repeatable)")
+    p.add_argument(
+        "--figure",
+        type=int,
+        action="append",
+        choices=FIGURES,
+        help="figure of the paper to regenerate (repeatable)",
+    )
     p.add_argument("--out", help="output directory for figures (PNG) and data (npz/json)")
     p.add_argument("--r", type=POSITIVE, default=0.12, help="ball radius [m]")
     p.add_argument("--a", type=POSITIVE, default=0.01, help="rim tube radius [m]")
     p.add_argument("--R", type=POSITIVE, default=0.225, help="rim major radius [m]")
     p.add_argument("--j", type=POSITIVE, default=2.0 / 3.0, help="J / (m r^2)")
     p.add_argument("--g", type=POSITIVE, default=9.81, help="gravity [m/s^2]")
-    p.add_argument("--mu", type=real(0.0, lo_open=True, inf=True), default=1.0, help="friction coefficient")
-    p.add_argument("--v-throw", type=POSITIVE, default=10.0,
-                   help="throw speed of Figs. 7-8 [m/s]")
-    p.add_argument("--w3-max", type=POSITIVE, default=60.0, help="|omega30| range of the plots [1/s]")
+    p.add_argument(
+        "--mu", type=real(0.0, lo_open=True, inf=True), default=1.0, help="friction coefficient"
+    )
+    p.add_argument("--v-throw", type=POSITIVE, default=10.0, help="throw speed of Figs. 7-8 [m/s]")
+    p.add_argument(
+        "--w3-max", type=POSITIVE, default=60.0, help="|omega30| range of the plots [1/s]"
+    )
     p.set_defaults(func=run)
 
 

@@ -32,8 +32,10 @@ from rollax._core._validate import check_positive, check_where_concrete
 
 def _check_eps(eps) -> None:
     # the slip-spin ratio (35) is a magnitude: eps in [0, inf] (inf: pure slip)
-    check_where_concrete("eps", eps, lambda e: e >= 0,
-                         "the slip-spin ratio eps of (35) is a magnitude in [0, inf]")
+    check_where_concrete(
+        "eps", eps, lambda e: e >= 0, "the slip-spin ratio eps of (35) is a magnitude in [0, inf]"
+    )
+
 
 #: kappa/R of the two pressure distributions, (76) and (77).
 KAPPA_OVER_R = {"uniform": 2.0 / 3.0, "hertz": 3.0 * math.pi / 16.0}

@@ -24,7 +24,9 @@ from jaxtyping import Array, ArrayLike, Float
 _AGM_STEPS = 10
 
 
-def _agm(m: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
+def _agm(
+    m: Float[Array, "..."],
+) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
     """Return (a_inf, sum_{n>=1} 2^(n-1) c_n^2 / m, sum_{n>=1} 2^(n-1) c_n^2 / m^2) of the AGM
     started at (1, sqrt(1 - m))."""
     b0 = jnp.sqrt(1.0 - m)
@@ -89,7 +91,9 @@ def ellipkde(m: ArrayLike) -> tuple[Float[Array, "..."], Float[Array, "..."], Fl
     return k, e, k * (0.5 + acc)
 
 
-def ellipkdeg(m: ArrayLike) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
+def ellipkdeg(
+    m: ArrayLike,
+) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
     """(K(m), E(m), D(m), G(m)) from one AGM run, G = (2D - K)/(2m) = K sum 2^(n-1) c_n^2 / m^2.
 
     G enters the derivatives of the uniform-pressure law (59)-(60), e.g. d/dm (E + K - D) = G - D/2.

@@ -67,7 +67,10 @@ def _hertz_coeffs():
     a = [Fraction(comb(2 * n, n), 4**n * (2 * n + 1)) for n in range(n_max)]  # arcsin x
     b = [Fraction(-1) ** n * _binom_half(n) for n in range(n_max)]  # sqrt(1 - x^2)
     q = [4 * a[k] - a[k + 1] + b[k + 1] + 2 * b[k] for k in range(_NSERIES)]
-    t = [3 * a[k + 2] - 8 * a[k + 1] + 8 * a[k] + 6 * b[k + 1] - 3 * b[k + 2] for k in range(_NSERIES)]
+    t = [
+        3 * a[k + 2] - 8 * a[k + 1] + 8 * a[k] + 6 * b[k + 1] - 3 * b[k + 2]
+        for k in range(_NSERIES)
+    ]
     # Q = 3/16 sum q_k y^(2k);  T*eps = 1/(4 pi) sum t_k y^(2k)
     return tuple(float(3 * c / 16) for c in q), tuple(float(c) / (4 * jnp.pi) for c in t)
 
@@ -112,7 +115,9 @@ def _uniform_closed_jvp(primals, tangents):
     dtl = (_C2 * (1.5 * K - 0.5 * D - 2.0 * G) - tl) / mt
     # eps = 1 (m = 1): K - D -> E = 1, G - D/2 -> (D - K)/2 = -1/2
     q, t, tl = (jnp.where(one, v, x) for v, x in ((2.0 * _C1, q), (2.0 * _C2, t), (2.0 * _C2, tl)))
-    dq, dt, dtl = (jnp.where(one, v, x) for v, x in ((-0.5 * _C1, dq), (-1.5 * _C2, dt), (0.5 * _C2, dtl)))
+    dq, dt, dtl = (
+        jnp.where(one, v, x) for v, x in ((-0.5 * _C1, dq), (-1.5 * _C2, dt), (0.5 * _C2, dtl))
+    )
     return (q, t, tl), (dq * dm, dt * dm, dtl * dm)
 
 
@@ -149,14 +154,15 @@ def _hertz_closed_jvp(primals, tangents):
     root = jnp.sqrt(jnp.clip(1.0 - x2, 0.0))
     asn = jnp.arcsin(x)
     ql = 3.0 / 16.0 * ((4.0 * x2 - 1.0) / (x2 * x) * asn + (1.0 + 2.0 * x2) / x2 * root)
-    tl = ((3.0 - 8.0 * x2 + 8.0 * x2 * x2) / (x2 * x2 * x) * asn + (6.0 * x2 - 3.0) / (x2 * x2) * root) / (
-        4.0 * jnp.pi
-    )
+    tl = (
+        (3.0 - 8.0 * x2 + 8.0 * x2 * x2) / (x2 * x2 * x) * asn + (6.0 * x2 - 3.0) / (x2 * x2) * root
+    ) / (4.0 * jnp.pi)
     # d/dx with the 1/sqrt(1 - x^2) terms of arcsin' and sqrt' cancelled analytically
     dql = 3.0 / 16.0 * ((3.0 - 4.0 * x2) / (x2 * x2) * asn + (2.0 * x2 - 3.0) / (x2 * x) * root)
-    dtl = ((-15.0 + 24.0 * x2 - 8.0 * x2 * x2) / (x2 * x2 * x2) * asn + (15.0 - 14.0 * x2) / (x2 * x2 * x) * root) / (
-        4.0 * jnp.pi
-    )
+    dtl = (
+        (-15.0 + 24.0 * x2 - 8.0 * x2 * x2) / (x2 * x2 * x2) * asn
+        + (15.0 - 14.0 * x2) / (x2 * x2 * x) * root
+    ) / (4.0 * jnp.pi)
     # x = 1 (eps = 1): values of the eps <= 1 branch, Q = 9 pi/32, T = 3/8
     one = x >= 1.0
     ql = jnp.where(one, 9.0 * jnp.pi / 32.0, ql)

@@ -59,7 +59,9 @@ def _minimise(loss, params, iters: int):
     return run(params)
 
 
-def fit_harmonic_samples(theta, Q, T, weights, N: int, iters: int = 60, **model_kw) -> tuple[HarmonicModel, float]:
+def fit_harmonic_samples(
+    theta, Q, T, weights, N: int, iters: int = 60, **model_kw
+) -> tuple[HarmonicModel, float]:
     """Fit the degree-N harmonic model (82) to samples (theta_k, Q_k, T_k) with weights w_k.
 
     Minimises sum_k w_k [(Q(theta_k) - Q_k)^2 + (T(theta_k) - T_k)^2] by L-BFGS (optax).
@@ -141,7 +143,7 @@ def _grow(free, degree, which):
         out[:] = [0.5, old[0], 0.1]
         return jnp.asarray(out)
     n_old = degree - 1
-    out[: n_old] = old[:n_old]  # q_1..q_{n-1}
+    out[:n_old] = old[:n_old]  # q_1..q_{n-1}
     out[degree - 1] = 0.1  # q_n
     out[degree:] = np.concatenate([old[n_old:], [0.1]])[: k - degree]
     return jnp.asarray(out)

@@ -41,7 +41,7 @@ def _cheb(n_max: int):
         for n in range(1, n_max):
             nxt = np.zeros(n + 2)
             nxt[1:] += 2.0 * P[n]
-            nxt[: n] -= P[n - 1]
+            nxt[:n] -= P[n - 1]
             P.append(nxt)
     return T, U
 
@@ -110,7 +110,9 @@ class HarmonicModel(DirectionLaw):
         self.c = jnp.asarray(c, dtype=jnp.float64)
         self.s = jnp.asarray(s, dtype=jnp.float64)
         if self.c.ndim != 1 or self.c.shape != self.s.shape or self.c.shape[0] < 1:
-            raise ValueError(f"c and s must be 1-d of equal length >= 1, got {self.c.shape}, {self.s.shape}")
+            raise ValueError(
+                f"c and s must be 1-d of equal length >= 1, got {self.c.shape}, {self.s.shape}"
+            )
         self.mu, self.P, self.R = mu, P, R
         self.kappa = check_positive("kappa", kappa if kappa is not None else 2.0 * R / 3.0)
         self.rho = self.kappa if rho is None else rho

@@ -110,7 +110,9 @@ def _fibonacci(n: int) -> np.ndarray:
     return np.stack([rr * np.cos(phi), rr * np.sin(phi), z], axis=1)
 
 
-def find_limit_directions(F, n_starts: int = 400, tol: float = 1e-10, n_iter: int = 60) -> np.ndarray:
+def find_limit_directions(
+    F, n_starts: int = 400, tol: float = 1e-10, n_iter: int = 60
+) -> np.ndarray:
     """All isolated limit directions of x_o' = F(w) by Newton's method on (125).
 
     Unknowns (w, r'), equations r' w - F(w) = 0 and |w|^2 = 1, from ``n_starts`` Fibonacci
@@ -259,7 +261,11 @@ class PlanarBody(eqx.Module):
         F = self.F
         res = []
         if float(self.f) == 0.0:
-            cands = [(np.array([1.0, 0.0, 0.0]), True), (np.array([0.0, 0.0, 1.0]), False), (np.array([0.0, 0.0, -1.0]), False)]
+            cands = [
+                (np.array([1.0, 0.0, 0.0]), True),
+                (np.array([0.0, 0.0, 1.0]), False),
+                (np.array([0.0, 0.0, -1.0]), False),
+            ]
             cands += [(w, True) for w in self.nontrivial()]
         else:
             cands = [(np.array([1.0, 0.0, 0.0]), False), (np.array([-1.0, 0.0, 0.0]), False)]

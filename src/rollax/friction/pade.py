@@ -78,13 +78,19 @@ class PadeModel(EpsLaw):
     gamma: float
     delta: float
 
-    def __init__(self, free_q, free_t, alpha, beta, gamma, delta, mu=1.0, P=1.0, R=1.0, rho=None, kappa=None):
+    def __init__(
+        self, free_q, free_t, alpha, beta, gamma, delta, mu=1.0, P=1.0, R=1.0, rho=None, kappa=None
+    ):
         self.free_q = jnp.atleast_1d(jnp.asarray(free_q, dtype=jnp.float64))
         self.free_t = jnp.atleast_1d(jnp.asarray(free_t, dtype=jnp.float64))
         if self.free_q.shape != self.free_t.shape or self.free_q.ndim != 1:
-            raise ValueError(f"free_q and free_t must be 1-d of equal length, got {self.free_q.shape}, {self.free_t.shape}")
+            raise ValueError(
+                f"free_q and free_t must be 1-d of equal length, got {self.free_q.shape}, {self.free_t.shape}"
+            )
         if self.free_q.shape[0] not in (0, 1) and (self.free_q.shape[0] + 3) % 2:
-            raise ValueError(f"{self.free_q.shape[0]} free parameters match no degree (0, 1 or 2n-3)")
+            raise ValueError(
+                f"{self.free_q.shape[0]} free parameters match no degree (0, 1 or 2n-3)"
+            )
         self.alpha, self.beta, self.gamma, self.delta = alpha, beta, gamma, delta
         self.mu, self.P, self.R = mu, P, R
         self.kappa = kappa if kappa is not None else 2.0 * R / 3.0
@@ -110,7 +116,9 @@ class PadeModel(EpsLaw):
         """Degree 1 or 2 Pade model of an eps-law: end conditions exact, free parameter by
         collocation at eps = 1 (n = 2). Higher degrees: :func:`rollax.friction.fit.fit_pade`."""
         if degree not in (1, 2):
-            raise ValueError(f"degree = {degree!r}: from_law builds degree 1 or 2; use fit_pade for more")
+            raise ValueError(
+                f"degree = {degree!r}: from_law builds degree 1 or 2; use fit_pade for more"
+            )
         alpha, beta, gamma, delta = PadeModel.end_conditions(law)
         kw = dict(mu=law.mu, P=law.P, R=law.R, rho=law.rho, kappa=law.kappa)
         if degree == 1:

@@ -132,7 +132,9 @@ class QuadratureLaw(eqx.Module):
 
     def kappa(self) -> Float[Array, ""]:
         """kappa = (1/P) int p |x| dA, (39) (the first moment of the pressure)."""
-        val = self._disc_integrals(lambda x, y: jnp.stack([self.p(x, y), self.p(x, y) * jnp.hypot(x, y)], -1))
+        val = self._disc_integrals(
+            lambda x, y: jnp.stack([self.p(x, y), self.p(x, y) * jnp.hypot(x, y)], -1)
+        )
         return val[1] / val[0]
 
     def force(self, x_o: Float[Array, "3"]) -> Float[Array, "3"]:
@@ -256,7 +258,9 @@ class QuadratureLaw(eqx.Module):
         vX = x_o[0] - omo * Y
         vY = x_o[1] + omo * X
         pw = self.p(X, Y) * jr[:, None] / jnp.hypot(vX, vY)
-        return jnp.stack([jnp.sum(pw * vX), jnp.sum(pw * vY), jnp.sum(pw * (X * vY - Y * vX))]) * dphi
+        return (
+            jnp.stack([jnp.sum(pw * vX), jnp.sum(pw * vY), jnp.sum(pw * (X * vY - Y * vX))]) * dphi
+        )
 
     def __call__(self, x_o):
         return self.force(x_o)

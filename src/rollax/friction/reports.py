@@ -51,11 +51,18 @@ def law_values(pressure: str, eps) -> tuple[object, dict]:
     e = jnp.asarray(eps, dtype=jnp.float64)
     Q = np.asarray(law.Q_eps(e)).tolist()
     T = np.asarray(law.T_eps(e)).tolist()
-    return law, {"pressure": pressure, "kappa_over_R": float(law.kappa / law.R), "eps": eps,
-                 "Q": Q, "T": T}
+    return law, {
+        "pressure": pressure,
+        "kappa_over_R": float(law.kappa / law.R),
+        "eps": eps,
+        "Q": Q,
+        "T": T,
+    }
 
 
-def fit_report(pressure: str, model: str, degree: int, rho: str = "kappa") -> tuple[object, object, dict]:
+def fit_report(
+    pressure: str, model: str, degree: int, rho: str = "kappa"
+) -> tuple[object, object, dict]:
     """Fit a ``harmonic`` (degree >= 1) or ``pade`` (degree >= 2) model to the exact law by
     gradient: ``(law, fitted model, data)`` with the coefficients, the loss and the error."""
     if model not in ("harmonic", "pade"):
@@ -85,8 +92,15 @@ def fit_report(pressure: str, model: str, degree: int, rho: str = "kappa") -> tu
             "poles_free": fitted.poles_free(),
         }
     err = fit_error(fitted, law)
-    data = {"pressure": pressure, "model": model, "degree": degree, "rho": rho, "loss": loss,
-            **params, "error": err}
+    data = {
+        "pressure": pressure,
+        "model": model,
+        "degree": degree,
+        "rho": rho,
+        "loss": loss,
+        **params,
+        "error": err,
+    }
     return law, fitted, data
 
 
@@ -100,7 +114,11 @@ def limit_direction_report(body: str, force: float, degree: int, lam: float = 5.
         raise ValueError(f"force = {force} must be >= 0")
     exact = ExactUniform() if body == "disc" else ExactHertz()
     model = HarmonicModel.from_law(exact, degree)
-    pb = PlanarBody.disc(model, f=force) if body == "disc" else PlanarBody.ball(model, f=force, lam=lam)
+    pb = (
+        PlanarBody.disc(model, f=force)
+        if body == "disc"
+        else PlanarBody.ball(model, f=force, lam=lam)
+    )
     data = {
         "body": body,
         "force": force,
@@ -122,12 +140,16 @@ def bifurcation_diagram(body: PlanarBody, n_forces: int = 60, n_grid: int = 801)
         for w in b.nontrivial(n_grid=n_grid):
             fs.append(f)
             w3s.append(w[2])
-    return {"force": fs, "w3": w3s, "F_T": body.F_T(), "F_P": body.F_P(),
-            "folds": [fo["F"] for fo in body.folds()]}
+    return {
+        "force": fs,
+        "w3": w3s,
+        "F_T": body.F_T(),
+        "F_P": body.F_P(),
+        "folds": [fo["F"] for fo in body.folds()],
+    }
 
 
-def stop_report(body: str, law_name: str, force: float = 0.0, u0=(1.0, 0.0, 1.0),
-                lam: float = 5.0):
+def stop_report(body: str, law_name: str, force: float = 0.0, u0=(1.0, 0.0, 1.0), lam: float = 5.0):
     """A disc or ball sliding and spinning to a stop under the law ``law_name``
     (:func:`law_from_name`): ``(SlidingBody, x0, data)`` with the stop time, the slip-spin ratio
     at the stop and the direction there (and the force-free limit direction's eps for a disc)."""
@@ -176,5 +198,10 @@ def fit_curves(law, model, n: int = 300) -> dict:
     """Q and T of the exact ``law`` and a fitted ``model`` over theta in [0, pi/2]."""
     th = np.linspace(0, np.pi / 2, n)
     t = jnp.asarray(th)
-    return {"theta": th, "Q_law": np.asarray(law.Q_theta(t)), "Q_model": np.asarray(model.Q_theta(t)),
-            "T_law": np.asarray(law.T_theta(t)), "T_model": np.asarray(model.T_theta(t))}
+    return {
+        "theta": th,
+        "Q_law": np.asarray(law.Q_theta(t)),
+        "Q_model": np.asarray(model.Q_theta(t)),
+        "T_law": np.asarray(law.T_theta(t)),
+        "T_model": np.asarray(model.T_theta(t)),
+    }

@@ -93,6 +93,8 @@ def simulate_stop(
     r0 = jnp.sqrt(jnp.sum(x0 * x0))
     ev = Event(lambda tau, y, args: jnp.sqrt(jnp.sum(y[:3] ** 2)) / r0 - r_stop)
     y0 = jnp.concatenate([x0, jnp.zeros(1)])
-    sol = solve(_rescaled, y0, 0.0, tau_max, args=body, events=(ev,), rtol=rtol, atol=atol, max_steps=8192)
+    sol = solve(
+        _rescaled, y0, 0.0, tau_max, args=body, events=(ev,), rtol=rtol, atol=atol, max_steps=8192
+    )
     x = sol.y[:3]
     return Stop(sol.y[3], x, body.eps(x), (sol.event == 0) & ~sol.failed)

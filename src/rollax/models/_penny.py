@@ -55,6 +55,7 @@ __all__ = [
     "sequence_records",
 ]
 
+
 class FlightStatus(enum.IntEnum):
     """How one flight of an impact sequence ended (the ``status`` of an impact record); a
     run's outcome is :class:`rollax.systems.PennyOutcome`, a separate enumeration."""
@@ -105,7 +106,9 @@ class Penny(eqx.Module):
 
     def mass_matrix(self) -> Float[Array, "4 4"]:
         """Kinetic-energy metric of the Lagrangian (22): diag(m, m, I, J)."""
-        return jnp.diag(jnp.stack([jnp.asarray(v, float) for v in (self.m, self.m, self.I, self.J)]))
+        return jnp.diag(
+            jnp.stack([jnp.asarray(v, float) for v in (self.m, self.m, self.I, self.J)])
+        )
 
     def lagrangian(self, q: Float[ArrayLike, "4"], qdot: Float[ArrayLike, "4"]) -> Float[Array, ""]:
         """L = 1/2 m (x_dot^2 + y_dot^2) + 1/2 I theta_dot^2 + 1/2 J phi_dot^2, eq. (22)."""
@@ -151,8 +154,12 @@ class Penny(eqx.Module):
         try:
             rows = np.asarray(states, float).reshape(-1, 8)
             res = np.asarray(jax.vmap(self.constraint_residual)(jnp.asarray(rows)))
-        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
-                TypeError, ValueError):
+        except (
+            jax.errors.TracerArrayConversionError,
+            jax.errors.ConcretizationTypeError,
+            TypeError,
+            ValueError,
+        ):
             return
         speed = 1.0 + np.abs(rows[:, 4]) + np.abs(rows[:, 5]) + float(self.R) * np.abs(rows[:, 6])
         bad = np.max(np.abs(res), axis=1) > 1e-8 * speed
@@ -161,9 +168,11 @@ class Penny(eqx.Module):
         if bad.any():
             i = int(np.argmax(bad))
             row = f" (row {i})" if np.ndim(states) == 2 else ""
-            raise ValueError(f"{name}{row} violates the rolling constraints (23): their residual "
-                             f"is {res[i].tolist()} (allowed: at most 1e-8 of the speed); build "
-                             f"states with Penny.state(x, y, theta, phi, theta_dot, phi_dot)")
+            raise ValueError(
+                f"{name}{row} violates the rolling constraints (23): their residual "
+                f"is {res[i].tolist()} (allowed: at most 1e-8 of the speed); build "
+                f"states with Penny.state(x, y, theta, phi, theta_dot, phi_dot)"
+            )
 
     def state(
         self,
@@ -270,7 +279,9 @@ def lagrange_dalembert_vector_field(
         A = coefficients(q)
         qdot = jnp.zeros(n, z.dtype).at[r_idx].set(rdot).at[s_idx].set(-A @ rdot)  # (13)
         H = jax.jacfwd(dL_dqdot, argnums=1)(q, qdot)
-        b = jax.jacfwd(dL_dqdot, argnums=0)(q, qdot) @ qdot - jax.grad(lagrangian, argnums=0)(q, qdot)
+        b = jax.jacfwd(dL_dqdot, argnums=0)(q, qdot) @ qdot - jax.grad(lagrangian, argnums=0)(
+            q, qdot
+        )
         A_dot = jax.jvp(coefficients, (q,), (qdot,))[1]
         T = jnp.zeros((n, k), z.dtype).at[r_idx].set(jnp.eye(k)).at[s_idx].set(-A)
         c = jnp.zeros(n, z.dtype).at[s_idx].set(-A_dot @ rdot)
@@ -353,8 +364,9 @@ class ImpactSequence(NamedTuple):
     status: Int[Array, " N"]
 
 
-def impact_sequence(step: Callable, energy: Callable, s0: Float[Array, "8"],
-                    n_impacts: int) -> ImpactSequence:
+def impact_sequence(
+    step: Callable, energy: Callable, s0: Float[Array, "8"], n_impacts: int
+) -> ImpactSequence:
     """The :class:`ImpactSequence` of ``n_impacts`` flights from ``s0`` (``lax.scan``), where
     ``step(s) -> (post, pre, tau, end, status)`` is one flight and impact
     (:meth:`PennyBilliard.step`, or :func:`rollax.analysis.penny.flight`) and ``energy`` the kinetic
@@ -397,9 +409,11 @@ def _rtsafe(fdf: Callable, lo, hi, iters: int = 100):
 
     def body(_, c):
         lo, hi, t, f, df, dx, dxold = c
-        bad = (((t - hi) * df - f) * ((t - lo) * df - f) > 0) | (
-            jnp.abs(2.0 * f) > jnp.abs(dxold * df)
-        ) | (df == 0)
+        bad = (
+            (((t - hi) * df - f) * ((t - lo) * df - f) > 0)
+            | (jnp.abs(2.0 * f) > jnp.abs(dxold * df))
+            | (df == 0)
+        )
         step = jnp.where(bad, 0.5 * (hi - lo), f / jnp.where(df == 0, 1.0, df))
         t_new = jnp.where(bad, lo + 0.5 * (hi - lo), t - step)
         t_new = jnp.clip(t_new, lo, hi)
@@ -454,7 +468,9 @@ class PennyBilliard(eqx.Module):
         """h at the front and at the back of the penny (both < 0 on the table)."""
         return jax.vmap(self.table.h)(self.ends(state))
 
-    def surface_differential(self, q: Float[ArrayLike, "4"], end: Int[ArrayLike, ""]) -> Float[Array, "4"]:
+    def surface_differential(
+        self, q: Float[ArrayLike, "4"], end: Int[ArrayLike, ""]
+    ) -> Float[Array, "4"]:
         """dh of the impact surface in Q for the front (end 0, (27)) or back (end 1, (34)).
 
         The surface is h(x + sigma R cos phi, y + sigma R sin phi) = 0 with sigma = +-1, so
@@ -488,7 +504,11 @@ class PennyBilliard(eqx.Module):
         speed = jnp.abs(s0[6]) * R
         w = jnp.abs(s0[7])
         x = L * w / (2.0 * jnp.where(speed > 0, speed, 1.0))  # L/(2 rho)
-        ratio = jnp.where(x > 1e-6, jnp.arcsin(jnp.minimum(x, 1.0)) / jnp.where(x > 1e-6, x, 1.0), 1.0 + x * x / 6.0)
+        ratio = jnp.where(
+            x > 1e-6,
+            jnp.arcsin(jnp.minimum(x, 1.0)) / jnp.where(x > 1e-6, x, 1.0),
+            1.0 + x * x / 6.0,
+        )
         t_arc = L / jnp.where(speed > 0, speed, 1.0) * ratio
         t_per = 2.0 * jnp.pi / jnp.where(w > 0, w, 1.0)
         T = jnp.where((speed > 0) & (x < 1.0), t_arc, t_per)
@@ -507,7 +527,11 @@ class PennyBilliard(eqx.Module):
         # Upper bound of a hump between samples: the two tangent lines meet above it (+ margin).
         tau = jnp.clip((Gb - Db * dt - Ga) / jnp.where(is_max, Da - Db, 1.0), 0.0, dt)
         bound = Ga + Da * tau + 0.25 * jnp.abs(Da - Db) * dt
-        flags = (mono & (Ga < 0) & (Gb >= 0)) | (is_min & (Gb >= 0)) | (is_max & (Ga < 0) & (bound >= 0))
+        flags = (
+            (mono & (Ga < 0) & (Gb >= 0))
+            | (is_min & (Gb >= 0))
+            | (is_max & (Ga < 0) & (bound >= 0))
+        )
         idx = jnp.arange(K)
 
         def g_dg(t):
@@ -525,7 +549,9 @@ class PennyBilliard(eqx.Module):
             sgn = jnp.where(mx, -1.0, 1.0)
             tc = _rtsafe(lambda t: tuple(sgn * v for v in dg_ddg(t)), a, b)
             gc = self._g(s0, tc, sigma)[0]
-            grad_c = jax.grad(self.table.h)(self.ends(self.penny.flow(s0, tc))[jnp.where(sigma > 0, 0, 1)])
+            grad_c = jax.grad(self.table.h)(
+                self.ends(self.penny.flow(s0, tc))[jnp.where(sigma > 0, 0, 1)]
+            )
             graze_tol = 1e-12 * jnp.linalg.norm(grad_c) * jnp.asarray(self.table.diameter, float)
             lo = jnp.where(mn, tc, a)
             hi = jnp.where(mx, tc, b)
@@ -565,7 +591,9 @@ class PennyBilliard(eqx.Module):
         s0 = jax.lax.stop_gradient(s_in)
         # The search runs without derivatives (its loops are not reverse-differentiable);
         # derivatives enter through the implicit-function step below.
-        nd = jax.tree_util.tree_map(lambda x: jax.lax.stop_gradient(x) if eqx.is_array(x) else x, self)
+        nd = jax.tree_util.tree_map(
+            lambda x: jax.lax.stop_gradient(x) if eqx.is_array(x) else x, self
+        )
         T, moving = nd._horizon(s0)
         sig = jnp.asarray(_FRONT_BACK)
         t_e, kind_e, g0, d0 = jax.vmap(lambda sg: nd._search_end(s0, sg, T))(sig)
@@ -593,12 +621,18 @@ class PennyBilliard(eqx.Module):
         root = nd._impact_root(pre, end)
         g_s, dg_s = self._g(s_in, tau_star, sigma)
         ok_dg = jnp.abs(jax.lax.stop_gradient(dg_s)) > 0
-        tau = tau_star - jnp.where(ok_dg, g_s / jnp.where(ok_dg, jax.lax.stop_gradient(dg_s), 1.0), 0.0)
+        tau = tau_star - jnp.where(
+            ok_dg, g_s / jnp.where(ok_dg, jax.lax.stop_gradient(dg_s), 1.0), 0.0
+        )
         glancing = (kind == _GRAZE) | (jnp.abs(root.s) <= nd.glancing_tol) | tangent_start
         status = jnp.where(
             outside,
             OUTSIDE,
-            jnp.where(tangent_start, GLANCING, jnp.where(~any_found, NO_IMPACT, jnp.where(glancing, GLANCING, IMPACT))),
+            jnp.where(
+                tangent_start,
+                GLANCING,
+                jnp.where(~any_found, NO_IMPACT, jnp.where(glancing, GLANCING, IMPACT)),
+            ),
         )
         tau = jnp.where(status == IMPACT, tau, jax.lax.stop_gradient(tau_star))
         return tau, end, status, root.s
@@ -654,7 +688,9 @@ class PennyBilliard(eqx.Module):
         return impact_sequence(self.step, self.penny.energy, s0, n_impacts)
 
     # ------------------------------------------------------------------------ evaluation
-    def state_at(self, state0: Float[ArrayLike, "8"], seq: ImpactSequence, t: Float[ArrayLike, ""]) -> Float[Array, "8"]:
+    def state_at(
+        self, state0: Float[ArrayLike, "8"], seq: ImpactSequence, t: Float[ArrayLike, ""]
+    ) -> Float[Array, "8"]:
         """State at absolute time t of the trajectory ``seq`` from ``state0``.
 
         NaN beyond the last recorded impact unless the sequence ended with NO_IMPACT (then the
@@ -664,17 +700,26 @@ class PennyBilliard(eqx.Module):
         t = jnp.asarray(t, float)
         n = seq.times.shape[0]
         hit = seq.status == IMPACT
-        k = jnp.searchsorted(jnp.where(hit, seq.times, jnp.inf), t, side="right")  # impacts before t
+        k = jnp.searchsorted(
+            jnp.where(hit, seq.times, jnp.inf), t, side="right"
+        )  # impacts before t
         starts = jnp.concatenate([s0[None], seq.states])
         t_start = jnp.concatenate([jnp.zeros(1), jnp.where(hit, seq.times, 0.0)])
         out = self.penny.flow(starts[k], t - t_start[k])
         kk = jnp.minimum(k, n - 1)
         nxt = seq.status[kk]
-        valid = (k < n) & (t >= 0) & (nxt != OUTSIDE) & (nxt != FAILED) & (
-            (nxt != GLANCING) | (t <= seq.times[kk]))
+        valid = (
+            (k < n)
+            & (t >= 0)
+            & (nxt != OUTSIDE)
+            & (nxt != FAILED)
+            & ((nxt != GLANCING) | (t <= seq.times[kk]))
+        )
         return jnp.where(valid, out, jnp.nan)
 
-    def path(self, state0: Float[ArrayLike, "8"], seq: ImpactSequence, points_per_flight: int = 40) -> Float[Array, "N1 P 8"]:
+    def path(
+        self, state0: Float[ArrayLike, "8"], seq: ImpactSequence, points_per_flight: int = 40
+    ) -> Float[Array, "N1 P 8"]:
         """Dense states along each flight (flight k from the k-th start to the (k+1)-th impact),
         for plotting; flights that did not happen are NaN."""
         s0 = _s8("PennyBilliard.path", state0, "state0")
@@ -692,7 +737,9 @@ def dynamic(billiard: PennyBilliard) -> PennyBilliard:
     :func:`rollax.analysis.penny.simulate` / :func:`rollax.analysis.penny.simulate_batch` serves all parameter values (only ``law``,
     ``n_samples`` and a custom table's function are static)."""
     return jax.tree_util.tree_map(
-        lambda x: jnp.asarray(x, float) if isinstance(x, (float, int)) and not isinstance(x, bool) else x,
+        lambda x: (
+            jnp.asarray(x, float) if isinstance(x, (float, int)) and not isinstance(x, bool) else x
+        ),
         billiard,
     )
 
@@ -703,8 +750,9 @@ TABLES = ("circle", "ellipse")
 CHAOS_TIMES = {"elastic": (0.0, 10.0, 30.0, 60.0), "plastic": (0.0, 2.0, 4.0, 6.0)}
 
 
-def paper_billiard(table: str = "ellipse", law: str = "elastic", e: float = 1.0,
-                   glancing_tol: float = 1e-6) -> PennyBilliard:
+def paper_billiard(
+    table: str = "ellipse", law: str = "elastic", e: float = 1.0, glancing_tol: float = 1e-6
+) -> PennyBilliard:
     """The billiard of Table I (:func:`dynamic`): ``table`` is ``"ellipse"`` (a = 0.15,
     b = 0.20 m) or ``"circle"`` (radius 0.20 m)."""
     if table not in TABLES:
@@ -728,15 +776,17 @@ def sequence_records(billiard: PennyBilliard, state0, seq: ImpactSequence) -> di
     times, taus, states, _, energies, ends, status = seq
     recs = []
     for k in range(times.shape[0]):
-        recs.append({
-            "index": k + 1,
-            "time": _num(times[k]),
-            "flight_time": _num(taus[k]),
-            "end": {0: "front", 1: "back"}.get(int(ends[k])),
-            "status": STATUS_NAMES[int(status[k])],
-            "state": {f: _num(v) for f, v in zip(STATE_FIELDS, states[k])},
-            "energy": _num(energies[k]),
-        })
+        recs.append(
+            {
+                "index": k + 1,
+                "time": _num(times[k]),
+                "flight_time": _num(taus[k]),
+                "end": {0: "front", 1: "back"}.get(int(ends[k])),
+                "status": STATUS_NAMES[int(status[k])],
+                "state": {f: _num(v) for f, v in zip(STATE_FIELDS, states[k])},
+                "energy": _num(energies[k]),
+            }
+        )
     bad = status[status != 0]
     b = billiard
     return {
@@ -745,8 +795,14 @@ def sequence_records(billiard: PennyBilliard, state0, seq: ImpactSequence) -> di
         "initial_state": {f: float(v) for f, v in zip(STATE_FIELDS, np.asarray(state0))},
         "initial_energy": float(b.penny.energy(state0)),
         "parameters": {
-            "R": float(b.penny.R), "m": float(b.penny.m), "I": float(b.penny.I), "J": float(b.penny.J),
-            "a": float(b.table.a), "b": float(b.table.b), "law": b.law, "e": float(b.e),
+            "R": float(b.penny.R),
+            "m": float(b.penny.m),
+            "I": float(b.penny.I),
+            "J": float(b.penny.J),
+            "a": float(b.table.a),
+            "b": float(b.table.b),
+            "law": b.law,
+            "e": float(b.e),
             "glancing_tol": float(b.glancing_tol),
         },
         "impacts": recs,

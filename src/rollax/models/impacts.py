@@ -80,7 +80,9 @@ def sharp(M: Float[ArrayLike, "n n"], covector: Float[ArrayLike, "... n"]) -> Fl
     return jnp.linalg.solve(M, p.T).T
 
 
-def constraint_projection(M: Float[ArrayLike, "n n"], A: Float[ArrayLike, "m n"]) -> Float[Array, "n n"]:
+def constraint_projection(
+    M: Float[ArrayLike, "n n"], A: Float[ArrayLike, "m n"]
+) -> Float[Array, "n n"]:
     """The g-orthogonal projection pi_Delta onto Delta = ker A, eqs. (19) and (21).
 
     pi_Delta(v) = v - a_ij omega^i(v) W^j with W^j = (omega^j)^sharp, a^ij = omega^i(W^j) and
@@ -211,7 +213,11 @@ def nonholonomic_elastic_root(
     independent = c2 > tol * dh_dh
     c2_safe = jnp.where(independent, c2, 1.0)
     # c1 = 2 g(u, qdot) with u = pi_Delta(grad h) and c2 = g(u, u): s is a cosine in the metric.
-    s = jnp.where(independent & (two_T > 0), c1 / (2.0 * jnp.sqrt(c2_safe * jnp.where(two_T > 0, two_T, 1.0))), 0.0)
+    s = jnp.where(
+        independent & (two_T > 0),
+        c1 / (2.0 * jnp.sqrt(c2_safe * jnp.where(two_T > 0, two_T, 1.0))),
+        0.0,
+    )
     exists = independent & (jnp.abs(s) > tol)
     alpha = jnp.where(exists, -0.5 * (1.0 + e) * c1 / c2_safe, 0.0)
     lam = alpha * lam1
@@ -321,7 +327,9 @@ class ImpactMap(eqx.Module):
         q = jnp.asarray(q, dtype=jnp.float64)
         return self.mass_matrix(q), self.constraints(q), jax.grad(self.surface)(q)
 
-    def __call__(self, q: Float[ArrayLike, " n"], qdot: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
+    def __call__(
+        self, q: Float[ArrayLike, " n"], qdot: Float[ArrayLike, " n"]
+    ) -> Float[Array, " n"]:
         """Post-impact velocity qdot+ at q (q itself is unchanged by the impact)."""
         M, A, dh = self.parts(q)
         if self.law == "elastic":

@@ -25,5 +25,4 @@ class RimOutcome(enum.IntEnum):
 PERIODIC, IN, OUT, UNDECIDED, FAILED, CHATTERING = (int(m) for m in RimOutcome)
 OUTCOMES = tuple(m.name.lower() for m in RimOutcome)
 
-__all__ = ["CHATTERING", "FAILED", "IN", "OUT", "OUTCOMES", "PERIODIC", "RimOutcome",
-           "UNDECIDED"]
+__all__ = ["CHATTERING", "FAILED", "IN", "OUT", "OUTCOMES", "PERIODIC", "RimOutcome", "UNDECIDED"]

@@ -18,8 +18,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from rollax._core._validate import (check_less, check_nonnegative, check_positive, check_range,
-                              check_shape, check_where_concrete)
+from rollax._core._validate import (
+    check_less,
+    check_nonnegative,
+    check_positive,
+    check_range,
+    check_shape,
+    check_where_concrete,
+)
 from rollax._core.fastmath import sincos
 
 State = Float[Array, "4"]
@@ -42,13 +48,20 @@ _OMEGA3_MIN = 0.0
 def check_steady_args(beta0, omega30) -> None:
     """A ``ValueError`` naming the entry, for concrete ``beta0`` or ``omega30`` on the singular
     lines cos(beta0) = 0 or omega30 = 0 of eq. (48), or not finite (traced values pass)."""
-    check_where_concrete("beta0", beta0, lambda b: np.abs(np.cos(b)) > _COS_MIN,
-                         f"cos(beta0) = 0 is a singular line of eq. (48) (the steady motions there "
-                         f"are the trivial ones of eq. (46)); allowed: finite beta0 with "
-                         f"|cos(beta0)| > {_COS_MIN:g}")
-    check_where_concrete("omega30", omega30, lambda w: np.isfinite(w) & (np.abs(w) > _OMEGA3_MIN),
-                         "omega30 = 0 is a singular line of eq. (48); allowed: finite "
-                         "omega30 != 0")
+    check_where_concrete(
+        "beta0",
+        beta0,
+        lambda b: np.abs(np.cos(b)) > _COS_MIN,
+        f"cos(beta0) = 0 is a singular line of eq. (48) (the steady motions there "
+        f"are the trivial ones of eq. (46)); allowed: finite beta0 with "
+        f"|cos(beta0)| > {_COS_MIN:g}",
+    )
+    check_where_concrete(
+        "omega30",
+        omega30,
+        lambda w: np.isfinite(w) & (np.abs(w) > _OMEGA3_MIN),
+        "omega30 = 0 is a singular line of eq. (48); allowed: finite omega30 != 0",
+    )
 
 
 def _plus(a, b):
@@ -79,10 +92,19 @@ class Rim(eqx.Module):
     k_r: float = 0.0
 
     #: physical bounds of the parameters (used by rollax.identify)
-    bounds = types.MappingProxyType({
-        "r": (0.0, math.inf), "a": (0.0, math.inf), "R": (0.0, math.inf), "j": (1e-12, 1.0),
-        "g": (0.0, math.inf), "mu": (0.0, math.inf), "m": (1e-300, math.inf),
-        "k_d": (0.0, math.inf), "k_r": (0.0, math.inf)})
+    bounds = types.MappingProxyType(
+        {
+            "r": (0.0, math.inf),
+            "a": (0.0, math.inf),
+            "R": (0.0, math.inf),
+            "j": (1e-12, 1.0),
+            "g": (0.0, math.inf),
+            "mu": (0.0, math.inf),
+            "m": (1e-300, math.inf),
+            "k_d": (0.0, math.inf),
+            "k_r": (0.0, math.inf),
+        }
+    )
 
     def __check_init__(self):
         check_positive("r", self.r)
@@ -108,8 +130,11 @@ class Rim(eqx.Module):
         ``k_d`` or ``k_r`` > 0, per-start values included; traced values count as dissipative."""
         try:
             return bool(np.any(np.asarray(self.k_d) > 0) or np.any(np.asarray(self.k_r) > 0))
-        except (TypeError, jax.errors.TracerArrayConversionError,
-                jax.errors.ConcretizationTypeError):
+        except (
+            TypeError,
+            jax.errors.TracerArrayConversionError,
+            jax.errors.ConcretizationTypeError,
+        ):
             return True
 
     # ------------------------------------------------------------------ rolling dynamics
@@ -129,9 +154,7 @@ class Rim(eqx.Module):
         dw2 = r * R * w1 * w3 / (rho * D)
         dw3 = -r * w1 * w3 * s / D - j * r * w1 * w2 / (rho * (1 + j))
         dbeta = r / rho * w1
-        return jnp.stack(
-            [dbeta, dw1 - self.k_r * w1, dw2 - self.k_d * w2, dw3 - self.k_r * w3]
-        )
+        return jnp.stack([dbeta, dw1 - self.k_r * w1, dw2 - self.k_d * w2, dw3 - self.k_r * w3])
 
     def contact_forces(self, x: State) -> Float[Array, "3"]:
         """Contact force components (F1, F2, F3) in the contact frame while rolling, eqs. (30)-(32).
@@ -155,7 +178,9 @@ class Rim(eqx.Module):
         beta, w1, w3 = x[0], x[1], x[3]
         s, c = sincos(beta)
         r2 = self.r**2
-        return self.m * (r2 * w3**2 * c / (self.R - self.rho * c) - r2 * w1**2 / self.rho + self.g * s)
+        return self.m * (
+            r2 * w3**2 * c / (self.R - self.rho * c) - r2 * w1**2 / self.rho + self.g * s
+        )
 
     def no_slip_margin(self, x: State) -> Float[Array, ""]:
         """mu F2 - sqrt(F1^2 + F3^2): rolling is realisable while this is >= 0, eq. (39)."""
@@ -191,9 +216,7 @@ class Rim(eqx.Module):
         n2, n3 = _n2(alpha, beta), _n3(alpha, beta)
         return (self.rho - self.R * c) * n2 + self.R * s * n3
 
-    def centre_velocity(
-        self, x: State, alpha: Float[Array, ""] | float = 0.0
-    ) -> Float[Array, "3"]:
+    def centre_velocity(self, x: State, alpha: Float[Array, ""] | float = 0.0) -> Float[Array, "3"]:
         """Velocity of the ball centre in the rim frame while rolling, eq. (13) with (19)-(20)."""
         _state("centre_velocity", x)
         beta = x[0]
@@ -233,9 +256,9 @@ class Rim(eqx.Module):
         )
 
     # ------------------------------------------------------------------ falling
-    def flight(self, x: State, n_samples: int = 128) -> tuple[
-        Bool[Array, ""], Bool[Array, ""], Float[Array, ""]
-    ]:
+    def flight(
+        self, x: State, n_samples: int = 128
+    ) -> tuple[Bool[Array, ""], Bool[Array, ""], Float[Array, ""]]:
         """Free flight of the ball centre after separation (F2 = 0) at state ``x``.
 
         The centre flies as a projectile until it reaches the rim plane (height 0). Returns

@@ -78,8 +78,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from rollax._core._validate import (check_integer, check_less, check_positive, check_range,
-                              check_shape, check_where_concrete)
+from rollax._core._validate import (
+    check_integer,
+    check_less,
+    check_positive,
+    check_range,
+    check_shape,
+    check_where_concrete,
+)
 from rollax.models.outcomes import CHATTERING, FAILED, IN, OUT, PERIODIC, UNDECIDED
 from rollax._core.fastmath import sincos
 from rollax._core.events import BOUNDARY, CROSSING, EventSet
@@ -407,12 +413,12 @@ def _limit_geometry(w1, w2, w3, s, c, rim: Rim):
     dw2 = -da0 * w1 * c + db0 * w3
     dw3 = da0 * w1 * s - db0 * w2 - K0 * e1
     dB1 = -(r**2) * (dw1 * w2 + w1 * dw2) / rho
-    dB3 = (r**2 * (dw2 * w3 + w2 * dw3) * c / D - r**2 * w2 * w3 * s * R * db0 / D**2
-           + g * s * db0)
+    dB3 = r**2 * (dw2 * w3 + w2 * dw3) * c / D - r**2 * w2 * w3 * s * R * db0 / D**2 + g * s * db0
     eM = -r * w3 * s / D + r * w2 * (e3**2 / rho - e1**2 * c / D)
     den = jnp.maximum(2.0 * Bn - Cc, 0.5 * Bn)
-    theta1 = jnp.where(Bn > 0, (eM - (B1 * dB3 - B3 * dB1) / Bs**2) / jnp.where(den > 0, den, 1.0),
-                       0.0)
+    theta1 = jnp.where(
+        Bn > 0, (eM - (B1 * dB3 - B3 * dB1) / Bs**2) / jnp.where(den > 0, den, 1.0), 0.0
+    )
     return B1, B3, Bn, e1, e3, F2_0, theta1
 
 
@@ -442,8 +448,9 @@ def _hybrid_rhs(y: SlipState, mode, rim: Rim) -> SlipState:
     a1, a3 = u1 - r * w3, u3 + r * w1
     F2 = a1**2 * c / D - a3**2 / rho + g * s  # (41) / m
     F1 = jnp.where(roll, j * r**2 * w1 * w2 / (rho * (1 + j)), -mu * F2 * ce)
-    F3 = jnp.where(roll, j * g * c / (1 + j) - j * r**2 * w2 * w3 * c / ((1 + j) * D),
-                   -mu * F2 * se)
+    F3 = jnp.where(
+        roll, j * g * c / (1 + j) - j * r**2 * w2 * w3 * c / ((1 + j) * D), -mu * F2 * se
+    )
     da, db = a1 / D, a3 / rho
     F1, F3, da, db = _shared(one, F1, F3, da, db)
     fw1 = da * (-w3 * s + w2 * c) - F3 / (r * j)
@@ -529,16 +536,19 @@ def _hybrid_event_values(y: SlipState, mode, rim: Rim, tau_stick, dir_tol, u_lay
     # direction, |B| << C, then changes the state by at most C tau / r)
     converged = jnp.minimum(turn - dir_tol * jnp.abs(rate), u / _TAU_DIR + rate)
     extrapolate = jnp.maximum(converged, u / tau_stick + rate)
-    arrive = _arrival_function(y4, y5, u, us, B1, B3, Bn, e1, e3, theta1, rate,
-                               mu * (1 + j) / j * F2_0, u_layer)
+    arrive = _arrival_function(
+        y4, y5, u, us, B1, B3, Bn, e1, e3, theta1, rate, mu * (1 + j) / j * F2_0, u_layer
+    )
     stick_fn = jnp.minimum(extrapolate, arrive)
-    return jnp.stack((
-        F2,  # separation
-        jnp.where(roll, margin, one),  # (39): start slipping
-        jnp.where(slip, stick_fn, jnp.where(leave, y4, one)),  # back to rolling
-        jnp.where(roll, w1, one),  # w1 zeros while rolling (Proposition 4)
-        jnp.where(leave, u_layer - y4, one),  # the leaving slip joins (42)
-    ))
+    return jnp.stack(
+        (
+            F2,  # separation
+            jnp.where(roll, margin, one),  # (39): start slipping
+            jnp.where(slip, stick_fn, jnp.where(leave, y4, one)),  # back to rolling
+            jnp.where(roll, w1, one),  # w1 zeros while rolling (Proposition 4)
+            jnp.where(leave, u_layer - y4, one),  # the leaving slip joins (42)
+        )
+    )
 
 
 def _hybrid_events(t, y, args: HybridArgs):
@@ -601,15 +611,21 @@ def check_hybrid_rim(rim: Rim) -> None:
     """Raise ``ValueError`` for rims the hybrid does not model: infinite mu (use the rolling
     path of :mod:`rollax.analysis.basin`) or dissipation (82)-(83), which the paper defines for rolling
     only. Per-start (batched) values are checked row by row; traced ones where concrete."""
-    check_where_concrete("mu", rim.mu, lambda m: np.isfinite(m) & (m > 0),
-                         "mu must be finite and > 0 for slipping (allowed range: (0, inf))")
+    check_where_concrete(
+        "mu",
+        rim.mu,
+        lambda m: np.isfinite(m) & (m > 0),
+        "mu must be finite and > 0 for slipping (allowed range: (0, inf))",
+    )
     try:
         float(rim.k_d), float(rim.k_r)
     except TypeError:  # traced or per-start dissipation: refused only where concrete and > 0
         k = [np.asarray(v) for v in (rim.k_d, rim.k_r) if not isinstance(v, jax.core.Tracer)]
         if any(np.any(v > 0) for v in k):
-            raise ValueError("k_d, k_r > 0: slipping with the dissipative moment (82) is not "
-                             "modelled (allowed: k_d = k_r = 0)") from None
+            raise ValueError(
+                "k_d, k_r > 0: slipping with the dissipative moment (82) is not "
+                "modelled (allowed: k_d = k_r = 0)"
+            ) from None
         return
     if rim.dissipative:
         raise ValueError(
@@ -645,12 +661,18 @@ def transition(rim: Rim, mode, event, y: SlipState, delta, u_layer):
     u = jnp.hypot(y[4], y[5])
     y_new = jnp.select(
         [onset, exit_, back, sticks, arrives],
-        [jnp.concatenate([x, jnp.stack([delta, 0.0 * delta])]), layer_slip(rim, y),
-         jnp.concatenate([x, zero2]), y_stick, jnp.concatenate([x, jnp.stack([u, 0.0 * u])])],
+        [
+            jnp.concatenate([x, jnp.stack([delta, 0.0 * delta])]),
+            layer_slip(rim, y),
+            jnp.concatenate([x, zero2]),
+            y_stick,
+            jnp.concatenate([x, jnp.stack([u, 0.0 * u])]),
+        ],
         y,
     )
-    mode_new = jnp.select([onset | arrives, exit_, back | sticks], [LEAVING, SLIPPING, ROLLING],
-                          mode)
+    mode_new = jnp.select(
+        [onset | arrives, exit_, back | sticks], [LEAVING, SLIPPING, ROLLING], mode
+    )
     dt = jnp.where(sticks, tau, 0.0)
     switched = onset | back | sticks
     terminal = ~(switched | exit_ | arrives)
@@ -669,6 +691,7 @@ def classify_end(rim: Rim, mode, event, y: SlipState, failed):
     fell = ~failed & (event == FALL)
     outcome = jnp.select(
         [failed & (mode != ROLLING), failed, fell & inside, fell, event == W1_ZERO, event == -1],
-        [CHATTERING, FAILED, IN, OUT, PERIODIC, UNDECIDED], FAILED,
+        [CHATTERING, FAILED, IN, OUT, PERIODIC, UNDECIDED],
+        FAILED,
     )
     return outcome.astype(jnp.int32), fell & recontact

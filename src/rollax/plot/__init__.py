@@ -26,13 +26,26 @@ from rollax.models.outcomes import OUTCOMES  # noqa: E402
 #: vermillion, grey, black, orange), told apart by readers with any common colour-vision
 #: deficiency (the previous green and red were not, for deuteranopes)
 OUTCOME_COLOURS = ("#009E73", "#0072B2", "#D55E00", "#BBBBBB", "#000000", "#E69F00")
-LABELS = {"beta": r"$\beta$ [rad]", "omega1": r"$\omega_1$ [1/s]", "omega2": r"$\omega_2$ [1/s]",
-          "omega3": r"$\omega_3$ [1/s]"}
+LABELS = {
+    "beta": r"$\beta$ [rad]",
+    "omega1": r"$\omega_1$ [1/s]",
+    "omega2": r"$\omega_2$ [1/s]",
+    "omega3": r"$\omega_3$ [1/s]",
+}
 
 
 #: the units of the rim's parameters, for titles
-_RIM_UNITS = {"r": "m", "a": "m", "R": "m", "j": "", "g": "m/s$^2$", "mu": "", "m": "kg",
-              "k_d": "1/s", "k_r": "1/s"}
+_RIM_UNITS = {
+    "r": "m",
+    "a": "m",
+    "R": "m",
+    "j": "",
+    "g": "m/s$^2$",
+    "mu": "",
+    "m": "kg",
+    "k_d": "1/s",
+    "k_r": "1/s",
+}
 
 
 def basin_title(bmap) -> str:
@@ -57,8 +70,9 @@ def basin_title(bmap) -> str:
     return "Ball on the rim: " + ", ".join(parts)
 
 
-def plot_basin(bmap, path: str | os.PathLike, title: str | None = None,
-               steady: Sequence[float] | None = None) -> None:
+def plot_basin(
+    bmap, path: str | os.PathLike, title: str | None = None, steady: Sequence[float] | None = None
+) -> None:
     """Draw the outcome map of a :class:`rollax.analysis.basin.BasinMap` with a legend and the steady
     motions of the section marked (when the section is a (beta, omega1) plane).
 
@@ -66,17 +80,38 @@ def plot_basin(bmap, path: str | os.PathLike, title: str | None = None,
     """
     xs, ys = bmap.x.values, bmap.y.values
     fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=100)
-    ax.pcolormesh(xs, ys, bmap.outcome.T, cmap=ListedColormap(OUTCOME_COLOURS), vmin=-0.5,
-                  vmax=len(OUTCOMES) - 0.5, shading="nearest", rasterized=True)
+    ax.pcolormesh(
+        xs,
+        ys,
+        bmap.outcome.T,
+        cmap=ListedColormap(OUTCOME_COLOURS),
+        vmin=-0.5,
+        vmax=len(OUTCOMES) - 0.5,
+        shading="nearest",
+        rasterized=True,
+    )
     counts = bmap.counts()
-    handles = [Patch(color=c, label=f"{n} ({counts[n]})") for c, n in zip(OUTCOME_COLOURS, OUTCOMES)
-               if counts[n] > 0]
+    handles = [
+        Patch(color=c, label=f"{n} ({counts[n]})")
+        for c, n in zip(OUTCOME_COLOURS, OUTCOMES)
+        if counts[n] > 0
+    ]
     if {bmap.x.name, bmap.y.name} == {"beta", "omega1"}:
         for b0 in bmap.steady_betas() if steady is None else steady:
             pt = (b0, 0.0) if bmap.x.name == "beta" else (0.0, b0)
             ax.plot(*pt, marker="*", color="yellow", markeredgecolor="k", markersize=14)
-        handles.append(plt.Line2D([], [], marker="*", color="yellow", markeredgecolor="k",
-                                  linestyle="", markersize=12, label="steady motion, eq. (47)"))
+        handles.append(
+            plt.Line2D(
+                [],
+                [],
+                marker="*",
+                color="yellow",
+                markeredgecolor="k",
+                linestyle="",
+                markersize=12,
+                label="steady motion, eq. (47)",
+            )
+        )
     ax.set_xlabel(LABELS[bmap.x.name])
     ax.set_ylabel(LABELS[bmap.y.name])
     ax.set_title(title or basin_title(bmap), fontsize=10)
@@ -95,8 +130,9 @@ def _table_outline(ax, billiard) -> None:
     ax.set_ylabel("y (m)")
 
 
-def plot_penny_sequence(billiard, state0, dense, pre_states, path: str | os.PathLike,
-                        title: str) -> None:
+def plot_penny_sequence(
+    billiard, state0, dense, pre_states, path: str | os.PathLike, title: str
+) -> None:
     """Figs. 1-4 of the penny paper: the contact point's path between impacts ``dense``
     (``(n_flights, n_points, >= 2)``, e.g. ``billiard.path(state0, seq, 60)``), the penny at
     each impact (``pre_states``, NaN rows skipped) and the table edge."""
@@ -129,7 +165,9 @@ def plot_penny_ensemble(billiard, positions, times, path: str | os.PathLike, tit
         _table_outline(ax, billiard)
         ax.plot(pos[:, j, 0], pos[:, j, 1], ".", ms=3, color="C3")
         n_ok = int(np.sum(np.isfinite(pos[:, j, 0])))
-        ax.set_title(f"t = {times[j]:g} s" + ("" if n_ok == pos.shape[0] else f" ({n_ok} valid)"), fontsize=9)
+        ax.set_title(
+            f"t = {times[j]:g} s" + ("" if n_ok == pos.shape[0] else f" ({n_ok} valid)"), fontsize=9
+        )
         ax.tick_params(labelsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -146,9 +184,14 @@ def plot_penny_chaos(chaos, out: str | os.PathLike) -> list[str]:
     for name, case in chaos.cases.items():
         law, table = name.split("_")
         path = os.path.join(out, f"fig5_{name}.png")
-        plot_penny_ensemble(case.billiard, case.positions, case.times, path,
-                            f"{law} impacts, {table} table: {n} initial conditions "
-                            f"(theta_dot, phi_dot perturbed < 0.005)")
+        plot_penny_ensemble(
+            case.billiard,
+            case.positions,
+            case.times,
+            path,
+            f"{law} impacts, {table} table: {n} initial conditions "
+            f"(theta_dot, phi_dot perturbed < 0.005)",
+        )
         paths.append(path)
     return paths
 
@@ -164,9 +207,16 @@ def _steady_axes(ax, title):
     ax.set_xlim(-np.pi, np.pi)
 
 
-def plot_steady_figure(n: int, d: dict, path: str | os.PathLike, *, rim_mu: float,
-                       v_throw: float = 10.0, regions: dict | None = None,
-                       omega30_h_min: float | None = None) -> None:
+def plot_steady_figure(
+    n: int,
+    d: dict,
+    path: str | os.PathLike,
+    *,
+    rim_mu: float,
+    v_throw: float = 10.0,
+    regions: dict | None = None,
+    omega30_h_min: float | None = None,
+) -> None:
     """Figs. 3, 5, 6, 7, 8 of the rim paper from :func:`rollax.analysis.steady.figure_data` ``d``.
 
     ``rim_mu``: the rim's friction coefficient (Fig. 6, 8 titles); ``regions``: the beta0 ranges of
@@ -178,16 +228,23 @@ def plot_steady_figure(n: int, d: dict, path: str | os.PathLike, *, rim_mu: floa
     if n == 3:
         z = d["omega20"]
         lev = np.sign(z) * np.log10(1 + np.abs(z))
-        im = ax.pcolormesh(B, W, lev, cmap="RdBu_r", vmin=-3, vmax=3, shading="auto",
-                           rasterized=True)
+        im = ax.pcolormesh(
+            B, W, lev, cmap="RdBu_r", vmin=-3, vmax=3, shading="auto", rasterized=True
+        )
         cb = fig.colorbar(im, ax=ax)
         cb.set_label(r"sign$(\omega_{20})\log_{10}(1+|\omega_{20}|)$")
         ax.contour(B, W, z, levels=[0.0], colors="k", linestyles=":")
-        for x, txt in ((-3 * np.pi / 4, "outside\nbelow"), (-np.pi / 4, "inside\nbelow"),
-                       (np.pi / 4, "inside\nabove"), (3 * np.pi / 4, "outside\nabove")):
+        for x, txt in (
+            (-3 * np.pi / 4, "outside\nbelow"),
+            (-np.pi / 4, "inside\nbelow"),
+            (np.pi / 4, "inside\nabove"),
+            (3 * np.pi / 4, "outside\nabove"),
+        ):
             ax.text(x, 0.8 * W.max(), txt, ha="center", va="top", fontsize=8)
         ax.plot([-np.pi / 2, np.pi / 2], [0, 0], "o", mfc="w", mec="k", ms=7)
-        _steady_axes(ax, r"Fig. 3: steady motions (47)-(48), colour = $\omega_{20}$; dotted: $\omega_{20}=0$")
+        _steady_axes(
+            ax, r"Fig. 3: steady motions (47)-(48), colour = $\omega_{20}$; dotted: $\omega_{20}=0$"
+        )
     elif n == 5:
         ax.contourf(B, W, (d["h"] < 0).astype(float), levels=[0.5, 1.5], colors=["0.75"])
         ax.contour(B, W, d["h"], levels=[0.0], colors="k", linewidths=0.8)
@@ -201,30 +258,39 @@ def plot_steady_figure(n: int, d: dict, path: str | os.PathLike, *, rim_mu: floa
         ax.text(0.02, 0.03, "grey: S (h<0), white: U", transform=ax.transAxes, fontsize=8)
         _steady_axes(ax, "Fig. 5: stability of the steady motions, h of (54)")
     elif n == 6:
-        ax.contourf(B, W, (d["margin_rim_mu"] >= 0).astype(float), levels=[0.5, 1.5],
-                    colors=["0.8"])
+        ax.contourf(
+            B, W, (d["margin_rim_mu"] >= 0).astype(float), levels=[0.5, 1.5], colors=["0.8"]
+        )
         handles = []
         for i, mu in enumerate(d["mu"]):
             ax.contour(B, W, d["margin"][i], levels=[0.0], colors=[f"C{i}"], linewidths=0.8)
             handles.append(Line2D([], [], color=f"C{i}", lw=0.8, label=rf"$\mu$={mu:g}"))
-        ax.contour(B, W, d["fall_margin"], levels=[0.0], colors="k", linewidths=1.5,
-                   linestyles="--")
-        handles.append(Line2D([], [], color="k", lw=1.5, ls="--",
-                              label=r"$\mu\to\infty$ (falling, (57))"))
+        ax.contour(
+            B, W, d["fall_margin"], levels=[0.0], colors="k", linewidths=1.5, linestyles="--"
+        )
+        handles.append(
+            Line2D([], [], color="k", lw=1.5, ls="--", label=r"$\mu\to\infty$ (falling, (57))")
+        )
         ax.legend(handles=handles, loc="lower left", fontsize=7, ncol=2)
-        _steady_axes(ax, rf"Fig. 6: no-slip (56), shaded $\mu$={rim_mu:g}, "
-                  rf"$\tilde\beta$={d['beta_tilde']:.3f}")
+        _steady_axes(
+            ax,
+            rf"Fig. 6: no-slip (56), shaded $\mu$={rim_mu:g}, "
+            rf"$\tilde\beta$={d['beta_tilde']:.3f}",
+        )
     elif n == 7:
         v = d["v_required"]
         ax.contourf(B, W, (v <= v_throw).astype(float), levels=[0.5, 1.5], colors=["0.8"])
         cs = ax.contour(B, W, v, levels=d["v_levels"], cmap="viridis", linewidths=0.9)
         ax.clabel(cs, fmt="%g m/s", fontsize=7)
-        _steady_axes(ax, rf"Fig. 7: kinetic-energy bound (59), shaded $v_{{throw}}$={v_throw:g} m/s")
+        _steady_axes(
+            ax, rf"Fig. 7: kinetic-energy bound (59), shaded $v_{{throw}}$={v_throw:g} m/s"
+        )
     elif n == 8:
         ok = d["realisable"]
         ax.contourf(B, W, ok.astype(float), levels=[0.5, 1.5], colors=["0.7"])
-        ax.contour(B, W, np.where(ok, d["omega20"], np.nan), levels=[0.0], colors="k",
-                   linestyles=":")
+        ax.contour(
+            B, W, np.where(ok, d["omega20"], np.nan), levels=[0.0], colors="k", linestyles=":"
+        )
         for name, (lo, hi) in (regions or {}).items():
             sel = ok & (B > lo) & (B < hi) & (W > 0)
             if not sel.any():
@@ -235,15 +301,25 @@ def plot_steady_figure(n: int, d: dict, path: str | os.PathLike, *, rim_mu: floa
             for sgn, mk in ((1, "+"), (-1, "−")):
                 s2 = sel & (np.sign(d["omega20"]) == sgn)
                 if s2.sum() > 20:
-                    ax.text(B[s2].mean(), W[s2].mean() + 6, mk, color="C3", fontsize=11,
-                            ha="center")
+                    ax.text(
+                        B[s2].mean(), W[s2].mean() + 6, mk, color="C3", fontsize=11, ha="center"
+                    )
             if f"argmin_{name}" in d:
                 bm, wm = d[f"argmin_{name}"]
                 ax.plot([bm, bm], [wm, -wm], "x", color="C0", ms=6)
-                ax.text(bm, -wm - 6, f"{d[f'v_min_{name}']:.3f} m/s", fontsize=7,
-                        ha="center", color="C0")
-        _steady_axes(ax, rf"Fig. 8: realisable steady motions ($\mu$={rim_mu:g}, "
-                  rf"$v_{{throw}}$={v_throw:g} m/s); x: minimum throw speed")
+                ax.text(
+                    bm,
+                    -wm - 6,
+                    f"{d[f'v_min_{name}']:.3f} m/s",
+                    fontsize=7,
+                    ha="center",
+                    color="C0",
+                )
+        _steady_axes(
+            ax,
+            rf"Fig. 8: realisable steady motions ($\mu$={rim_mu:g}, "
+            rf"$v_{{throw}}$={v_throw:g} m/s); x: minimum throw speed",
+        )
     ax.title.set_fontsize(9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -260,16 +336,22 @@ def plot_floquet_map(data: dict, summ: dict, a_over_R: float, path: str | os.Pat
     ax.contourf(x, y, data["stable"].astype(float), levels=[0.5, 1.5], colors=["0.75"])
     ax.contour(x, y, np.abs(data["trace"]) - 2.0, levels=[0.0], colors="k", linewidths=0.8)
     # physically excluded: rho/R > 1 - a/R (ball centre inside the tube circle) and j > 2/3
-    ax.fill_betweenx([0, y.max()], 1 - a_over_R, 1.0, hatch="///", facecolor="none",
-                     edgecolor="0.4", lw=0)
-    ax.fill_between([0, 1], 2 / 3, y.max(), hatch="\\\\\\", facecolor="none",
-                    edgecolor="0.4", lw=0)
+    ax.fill_betweenx(
+        [0, y.max()], 1 - a_over_R, 1.0, hatch="///", facecolor="none", edgecolor="0.4", lw=0
+    )
+    ax.fill_between([0, 1], 2 / 3, y.max(), hatch="\\\\\\", facecolor="none", edgecolor="0.4", lw=0)
     ax.plot(summ["rho_over_R"], summ["j"], "o", mfc="w", mec="C3", ms=8, mew=2)
-    ax.text(summ["rho_over_R"] + 0.02, summ["j"] + 0.02, "standard ball", color="C3",
-            fontsize=8)
-    ax.text(0.99, 0.99, "hatched: outside the physical range\n(j > 2/3 or rho/R > 1 - a/R)",
-            transform=ax.transAxes, ha="right", va="top", fontsize=7,
-            bbox=dict(facecolor="w", edgecolor="none", alpha=0.8))
+    ax.text(summ["rho_over_R"] + 0.02, summ["j"] + 0.02, "standard ball", color="C3", fontsize=8)
+    ax.text(
+        0.99,
+        0.99,
+        "hatched: outside the physical range\n(j > 2/3 or rho/R > 1 - a/R)",
+        transform=ax.transAxes,
+        ha="right",
+        va="top",
+        fontsize=7,
+        bbox=dict(facecolor="w", edgecolor="none", alpha=0.8),
+    )
     ax.text(0.05, 0.1, "S", fontsize=14, weight="bold")
     ax.text(0.6, 0.4, "U", fontsize=14, weight="bold")
     ax.set_xlim(0, 1)
@@ -345,9 +427,16 @@ def plot_stop(t, u, rho_omega, path: str | os.PathLike) -> None:
     plt.close(fig)
 
 
-def plot_identification(t, data, fitted, names: Sequence[str], units: Sequence[str],
-                        caption: str, fit_path: str | os.PathLike,
-                        residual_path: str | os.PathLike) -> None:
+def plot_identification(
+    t,
+    data,
+    fitted,
+    names: Sequence[str],
+    units: Sequence[str],
+    caption: str,
+    fit_path: str | os.PathLike,
+    residual_path: str | os.PathLike,
+) -> None:
     """Observed data against the fitted model, one panel per observable, and the residuals.
 
     ``data``, ``fitted``: ``(samples, observables)``; ``caption``: the fitted values and the
@@ -375,8 +464,9 @@ def plot_identification(t, data, fitted, names: Sequence[str], units: Sequence[s
         plt.close(fig)
 
 
-def plot_profiles(profile: dict, path: str | os.PathLike, caption: str = "",
-                  units: dict | None = None) -> None:
+def plot_profiles(
+    profile: dict, path: str | os.PathLike, caption: str = "", units: dict | None = None
+) -> None:
     """Profile likelihoods of :attr:`rollax.Fit.profile`: delta chi^2 against each parameter,
     the 95 % level (3.84) and the interval it gives; the Gauss-Newton parabola for comparison
     is left out on purpose: the profile is what the interval is read from."""

@@ -86,7 +86,9 @@ def _check_inside(r, rails, zeta0) -> None:
                 f"> radius r = {float(r):.6g}"
             )
     if float(jnp.linalg.norm(zeta0)) > float(r):
-        raise ValueError(f"centre of mass offset zeta0 = {np.asarray(zeta0).tolist()} lies outside the ball")
+        raise ValueError(
+            f"centre of mass offset zeta0 = {np.asarray(zeta0).tolist()} lies outside the ball"
+        )
 
 
 class Ball(eqx.Module):
@@ -121,8 +123,10 @@ class Ball(eqx.Module):
         check_finite("zeta0", self.zeta0)
         _check_masses(self.masses, len(self.rails))
         if np.ndim(self.quat_gain) != 0:
-            raise ValueError(f"quat_gain = {self.quat_gain!r} is not allowed: it must be one "
-                             "real number >= 0 (a static field)")
+            raise ValueError(
+                f"quat_gain = {self.quat_gain!r} is not allowed: it must be one "
+                "real number >= 0 (a static field)"
+            )
         check_nonnegative("quat_gain", self.quat_gain)
         _check_inside(self.radius, self.rails, self.zeta0)
 
@@ -157,8 +161,9 @@ class Ball(eqx.Module):
         n = self.n
         return y[:n], y[n : 2 * n], y[2 * n : 2 * n + 4], y[2 * n + 4 : 2 * n + 7], y[2 * n + 7 :]
 
-    def initial_state(self, theta, theta_dot=None, q=(1.0, 0.0, 0.0, 0.0), Omega=(0.0, 0.0, 0.0),
-                      z=(0.0, 0.0)) -> Float[Array, " d"]:
+    def initial_state(
+        self, theta, theta_dot=None, q=(1.0, 0.0, 0.0, 0.0), Omega=(0.0, 0.0, 0.0), z=(0.0, 0.0)
+    ) -> Float[Array, " d"]:
         """Assemble the state (6.7); the versor ``q`` must have unit norm."""
         theta = _arr(theta)
         theta_dot = jnp.zeros(self.n) if theta_dot is None else _arr(theta_dot)
@@ -215,9 +220,7 @@ class Ball(eqx.Module):
         Omd, _, Lam, _, _ = self.accelerations(t, y, control)
         omega = Lam @ Om
         zdot = self.radius * jnp.array([omega[1], -omega[0]])  # (omega x r e3)_12
-        return jnp.concatenate(
-            [thd, control(t), versor_rate(q, Om, self.quat_gain), Omd, zdot]
-        )
+        return jnp.concatenate([thd, control(t), versor_rate(q, Om, self.quat_gain), Omd, zdot])
 
     def contact_forces(self, t, y, control: Control):
         """``(N, F_h)``: normal force N (3.3) and the horizontal contact force

@@ -76,7 +76,9 @@ class RampControl(Control):
 
     def __check_init__(self):
         if jnp.ndim(self.amplitude) != 1:
-            raise ValueError(f"amplitude must be a 1-d array, got shape {jnp.shape(self.amplitude)}")
+            raise ValueError(
+                f"amplitude must be a 1-d array, got shape {jnp.shape(self.amplitude)}"
+            )
         check_range("t_flat", self.t_flat, self.start, float("inf"), lo_open=True)
         check_range("t_end", self.t_end, self.t_flat, float("inf"), lo_open=True)
 
@@ -104,7 +106,9 @@ class PiecewisePolynomialControl(Control):
     outside ``[breaks[0], breaks[-1]]``. ``coeffs`` has shape ``(K, P, n)``."""
 
     coeffs: Float[Array, "K P n"] = eqx.field(converter=_as_array)
-    breaks: tuple[float, ...] = eqx.field(static=True, converter=lambda b: tuple(float(x) for x in b))
+    breaks: tuple[float, ...] = eqx.field(
+        static=True, converter=lambda b: tuple(float(x) for x in b)
+    )
 
     def __check_init__(self):
         _check_increasing("breaks", self.breaks)
@@ -140,7 +144,9 @@ class SplineControl(Control):
     zero outside ``[knots[0], knots[-1]]``. Differentiable with respect to ``values``."""
 
     values: Float[Array, "K1 n"] = eqx.field(converter=_as_array)
-    knots: tuple[float, ...] = eqx.field(static=True, converter=lambda b: tuple(float(x) for x in b))
+    knots: tuple[float, ...] = eqx.field(
+        static=True, converter=lambda b: tuple(float(x) for x in b)
+    )
 
     def __check_init__(self):
         _check_increasing("knots", self.knots)
@@ -160,11 +166,7 @@ class SplineControl(Control):
         h = jnp.diff(x)
         slope = jnp.diff(y, axis=0) / h[:, None]
         rhs = 6.0 * (slope[1:] - slope[:-1])  # (K-1, n)
-        A = (
-            jnp.diag(2.0 * (h[:-1] + h[1:]))
-            + jnp.diag(h[1:-1], 1)
-            + jnp.diag(h[1:-1], -1)
-        )
+        A = jnp.diag(2.0 * (h[:-1] + h[1:])) + jnp.diag(h[1:-1], 1) + jnp.diag(h[1:-1], -1)
         M = jnp.linalg.solve(A, rhs)
         z = jnp.zeros((1, y.shape[1]))
         return jnp.concatenate([z, M, z], axis=0)
@@ -177,7 +179,11 @@ class SplineControl(Control):
         h = x[k + 1] - x[k]
         a, b = x[k + 1] - t, t - x[k]
         y0, y1, M0, M1 = self.values[k], self.values[k + 1], M[k], M[k + 1]
-        s = (M0 * a**3 + M1 * b**3) / (6 * h) + (y0 / h - M0 * h / 6) * a + (y1 / h - M1 * h / 6) * b
+        s = (
+            (M0 * a**3 + M1 * b**3) / (6 * h)
+            + (y0 / h - M0 * h / 6) * a
+            + (y1 / h - M1 * h / 6) * b
+        )
         inside = (t >= x[0]) & (t <= x[-1])
         return jnp.where(inside, s, 0.0)
 
@@ -198,11 +204,14 @@ def _second_derivatives(K: int):
     h = 1.0 / K
     S = np.zeros((K + 1, K + 1))
     if K >= 2:
-        A = np.diag(np.full(K - 1, 4.0 * h)) + np.diag(np.full(K - 2, h), 1) \
+        A = (
+            np.diag(np.full(K - 1, 4.0 * h))
+            + np.diag(np.full(K - 2, h), 1)
             + np.diag(np.full(K - 2, h), -1)
+        )
         D = np.zeros((K - 1, K + 1))  # 6 (slope_{k+1} - slope_k)
         for k in range(K - 1):
-            D[k, k:k + 3] = 6.0 / h * np.array([1.0, -2.0, 1.0])
+            D[k, k : k + 3] = 6.0 / h * np.array([1.0, -2.0, 1.0])
         S[1:-1] = np.linalg.solve(A, D)
     return S
 
@@ -253,8 +262,7 @@ def _integrals(K: int, s):
     E = _cardinal(K, q.ravel()).reshape(K, 4, K + 1)
     w = gw / (2 * K)
     P0 = np.concatenate([np.zeros((1, K + 1)), np.cumsum(np.einsum("j,kjn->kn", w, E), 0)])
-    P1 = np.concatenate([np.zeros((1, K + 1)),
-                         np.cumsum(np.einsum("j,kj,kjn->kn", w, q, E), 0)])
+    P1 = np.concatenate([np.zeros((1, K + 1)), np.cumsum(np.einsum("j,kj,kjn->kn", w, q, E), 0)])
     # the part of the interval that holds s
     k = np.clip(np.floor(s * K).astype(int), 0, K - 1)
     lo = k / K
@@ -290,8 +298,9 @@ class RestToRestControl(Control):
 
     def __check_init__(self):
         if jnp.ndim(self.z) != 2 or self.z.shape[0] < 2:
-            raise ValueError(f"z must have shape (K, n) with K >= 2 knot intervals, got "
-                             f"{jnp.shape(self.z)}")
+            raise ValueError(
+                f"z must have shape (K, n) with K >= 2 knot intervals, got {jnp.shape(self.z)}"
+            )
         if jnp.ndim(self.T) != 0:
             raise ValueError(f"T must be one number, got shape {jnp.shape(self.T)}")
         check_range("T", self.T, 0.0, float("inf"), lo_open=True, hi_open=True)

@@ -65,7 +65,9 @@ class Disk(eqx.Module):
         check_positive("inertia d2", self.d2)
         check_nonnegative("g", self.g)
         if jnp.shape(self.zeta0) != (3,):
-            raise ValueError(f"zeta0 must be a 3-vector (x, 0, z), got shape {jnp.shape(self.zeta0)}")
+            raise ValueError(
+                f"zeta0 must be a 3-vector (x, 0, z), got shape {jnp.shape(self.zeta0)}"
+            )
         check_finite("zeta0", self.zeta0)
         _check_masses(self.masses, len(self.rails))
         _check_inside(self.radius, self.rails, self.zeta0)
@@ -163,10 +165,18 @@ class Disk(eqx.Module):
         (default ``d2``) do not affect the planar motion."""
         from rollax.robot.ball import Ball
 
-        return Ball(radius=self.radius, m0=self.m0,
-                    inertia=jnp.stack([self.d2 if d1 is None else _arr(d1), self.d2,
-                                       self.d2 if d3 is None else _arr(d3)]),
-                    zeta0=self.zeta0, masses=self.masses, rails=self.rails, g=self.g, F_e=self.F_e)
+        return Ball(
+            radius=self.radius,
+            m0=self.m0,
+            inertia=jnp.stack(
+                [self.d2 if d1 is None else _arr(d1), self.d2, self.d2 if d3 is None else _arr(d3)]
+            ),
+            zeta0=self.zeta0,
+            masses=self.masses,
+            rails=self.rails,
+            g=self.g,
+            F_e=self.F_e,
+        )
 
     def ball_state(self, y, z_a=0.0, phi_a=0.0):
         """The ball state (6.1) of a disk state (5.1): Lambda of (A.1) is the rotation by

@@ -33,8 +33,15 @@ def paper_disk() -> Example:
     radii 0.9, 0.6333.., 0.3666.., 0.1 (5.4), accelerations (5.5), state (5.6), g = 1, [0, 20],
     tolerances 1e-12. The paper reports mu_hat = 0.2951."""
     radii = (0.9, 0.6 + 1 / 30, 0.3 + 2 / 30, 0.1)
-    disk = Disk(radius=1.0, m0=1.0, d2=1.0, zeta0=(0.0, 0.0, 0.0), masses=(1.0,) * 4,
-                rails=tuple(CircleRail(r) for r in radii), g=1.0)
+    disk = Disk(
+        radius=1.0,
+        m0=1.0,
+        d2=1.0,
+        zeta0=(0.0, 0.0, 0.0),
+        masses=(1.0,) * 4,
+        rails=tuple(CircleRail(r) for r in radii),
+        g=1.0,
+    )
     control = RampControl(jnp.array([(-1.0) ** i for i in range(1, 5)]))
     return Example(disk, control, disk.initial_state([-np.pi / 2] * 4), 20.0, 1e-12)
 
@@ -47,7 +54,14 @@ def paper_ball(heavy: bool = False) -> Example:
     ``heavy=True``: the detaching variant with m0 = m1 = m2 = 0.1 and m3 = 60."""
     rails = tuple(circle_from_spherical(r, v) for r, v in zip((0.95, 0.9, 0.85), BALL_RAIL_V))
     m0, masses = (0.1, (0.1, 0.1, 60.0)) if heavy else (1.0, (1.0, 1.0, 1.0))
-    ball = Ball(radius=1.0, m0=m0, inertia=(0.9, 1.0, 1.1), zeta0=(0.0, 0.0, -0.05),
-                masses=masses, rails=rails, g=1.0)
+    ball = Ball(
+        radius=1.0,
+        m0=m0,
+        inertia=(0.9, 1.0, 1.1),
+        zeta0=(0.0, 0.0, -0.05),
+        masses=masses,
+        rails=rails,
+        g=1.0,
+    )
     control = RampControl(jnp.ones(3))
     return Example(ball, control, ball.initial_state(BALL_THETA0), 20.0, 1e-10)

@@ -41,16 +41,29 @@ def trajectory_data(traj, t_end=None) -> dict:
         phi = ys[:, 2 * n]
         c, s = jnp.cos(phi), jnp.sin(phi)
         z0 = jnp.zeros_like(phi)
-        Lam = jnp.stack([jnp.stack([c, z0, -s], -1), jnp.stack([z0, z0 + 1, z0], -1),
-                         jnp.stack([s, z0, c], -1)], 1)
+        Lam = jnp.stack(
+            [
+                jnp.stack([c, z0, -s], -1),
+                jnp.stack([z0, z0 + 1, z0], -1),
+                jnp.stack([s, z0, c], -1),
+            ],
+            1,
+        )
         omega = ys[:, 2 * n + 1 : 2 * n + 2]  # phi'
         path = jax.vmap(model.gc_position)(ys)[:, None]
     spatial = jnp.einsum("kab,kjb->kja", Lam, body)
     N, F_h = traj.forces()
     N, F_h = N[keep], F_h[keep]
-    return dict(t=ts, body=np.asarray(body), spatial=np.asarray(spatial), omega=np.asarray(omega),
-                path=np.asarray(path), N=np.asarray(N), F_h=np.asarray(F_h),
-                ratio=np.asarray(jnp.linalg.norm(F_h, axis=1) / N))
+    return dict(
+        t=ts,
+        body=np.asarray(body),
+        spatial=np.asarray(spatial),
+        omega=np.asarray(omega),
+        path=np.asarray(path),
+        N=np.asarray(N),
+        F_h=np.asarray(F_h),
+        ratio=np.asarray(jnp.linalg.norm(F_h, axis=1) / N),
+    )
 
 
 def _motion_figure(d, title, disk: bool, path_out: str) -> None:
@@ -58,7 +71,9 @@ def _motion_figure(d, title, disk: bool, path_out: str) -> None:
     fig = plt.figure(figsize=(10, 8))
     n = d["body"].shape[1] - 1
     labels = [f"m{i + 1}" for i in range(n)] + ["total CM"]
-    for k, (key, name) in enumerate((("body", "body frame (GC)"), ("spatial", "spatial frame at GC"))):
+    for k, (key, name) in enumerate(
+        (("body", "body frame (GC)"), ("spatial", "spatial frame at GC"))
+    ):
         if disk:
             ax = fig.add_subplot(2, 2, k + 1)
             for j in range(n + 1):
@@ -120,8 +135,15 @@ def _force_figure(d, title, disk: bool, path_out: str, extra_omega: bool = False
         p, F = d["path"], d["F_h"]
         ax.plot(p[:, 0], p[:, 1], "k", lw=1)
         stride = max(1, len(p) // 40)
-        ax.quiver(p[::stride, 0], p[::stride, 1], F[::stride, 0], F[::stride, 1], color="r",
-                  angles="xy", width=0.004)
+        ax.quiver(
+            p[::stride, 0],
+            p[::stride, 1],
+            F[::stride, 0],
+            F[::stride, 1],
+            color="r",
+            angles="xy",
+            width=0.004,
+        )
         ax.set_aspect("equal", adjustable="datalim")
         ax.set_title("(d) static friction along the GC/CP path", fontsize=9)
     for a in axs.flat[:3]:
@@ -152,8 +174,9 @@ def write_figures(traj, out_dir: str, kind: str, t_end=None) -> list[str]:
         _force_figure(d, "Fig. 6.3: contact forces on the ball", False, paths[-1])
     elif kind == "ball-detach":
         paths.append(os.path.join(out_dir, "fig6_4_ball_detach.png"))
-        _force_figure(d, "Fig. 6.4: ball up to detachment (N = 0)", False, paths[-1],
-                      extra_omega=True)
+        _force_figure(
+            d, "Fig. 6.4: ball up to detachment (N = 0)", False, paths[-1], extra_omega=True
+        )
     else:
         raise ValueError(f"kind = {kind!r} must be 'disk', 'ball' or 'ball-detach'")
     return paths
@@ -168,9 +191,11 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     os.makedirs(out, exist_ok=True)
     r = result
     t = np.asarray(r["t"])
-    label = (f"{r['body']}, T = {r['T']:g}, target = {r['target']}, mu = {r['mu']:.4g}, "
-             f"N_min = {r['n_min']:g}, K = {r['knots']}, {r['cost_kind']} "
-             f"{r['cost']:.5g} ({r['status']})")
+    label = (
+        f"{r['body']}, T = {r['T']:g}, target = {r['target']}, mu = {r['mu']:.4g}, "
+        f"N_min = {r['n_min']:g}, K = {r['knots']}, {r['cost_kind']} "
+        f"{r['cost']:.5g} ({r['status']})"
+    )
     files = []
 
     def save(fig, name):
@@ -198,7 +223,9 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     save(fig, "path.png")
 
     fig, axs = plt.subplots(3, 1, figsize=(6, 7), sharex=True)
-    for ax, key, unit in zip(axs, ("theta", "theta_dot", "theta_ddot"), ("rad", "rad/s", "rad/s^2")):
+    for ax, key, unit in zip(
+        axs, ("theta", "theta_dot", "theta_ddot"), ("rad", "rad/s", "rad/s^2")
+    ):
         a = np.asarray(r[key])
         for i in range(a.shape[1]):
             ax.plot(t, a[:, i], label=f"mass {i + 1}")
@@ -209,8 +236,9 @@ def optimum_figures(result: dict, out: str) -> list[str]:
 
     ratio = np.asarray(r["f_s"]) / np.asarray(r["N"])
     for y, curve, bound, bound_label, ylabel, name in (
-            (r["N"], "N(t)", r["n_min"], "N_min", "N [m g units]", "normal_force.png"),
-            (ratio, "|f_s| / N", r["mu"], "mu", "|f_s| / N", "friction.png")):
+        (r["N"], "N(t)", r["n_min"], "N_min", "N [m g units]", "normal_force.png"),
+        (ratio, "|f_s| / N", r["mu"], "mu", "|f_s| / N", "friction.png"),
+    ):
         fig, ax = plt.subplots(figsize=(6, 3.5))
         ax.plot(t, y, label=curve)
         if np.isfinite(bound):
@@ -230,7 +258,10 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     ax2.plot(k, h["cost"], "C1", label="objective")
     ax2.set_ylabel("objective")
     ax.legend(loc="upper right", fontsize=7)
-    ax.set_title(f"final: violation {r['violation']:.2e}, KKT residual {r['kkt']:.2e}, "
-                 f"{r['iterations']} iterations; {r['message']}", fontsize=7)
+    ax.set_title(
+        f"final: violation {r['violation']:.2e}, KKT residual {r['kkt']:.2e}, "
+        f"{r['iterations']} iterations; {r['message']}",
+        fontsize=7,
+    )
     save(fig, "convergence.png")
     return files

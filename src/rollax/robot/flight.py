@@ -49,8 +49,14 @@ class BallFlight(eqx.Module):
     def split(self, y):
         """``(theta, theta', q, Omega, z_GC, z_GC')``."""
         n = self.ball.n
-        return (y[:n], y[n : 2 * n], y[2 * n : 2 * n + 4], y[2 * n + 4 : 2 * n + 7],
-                y[2 * n + 7 : 2 * n + 10], y[2 * n + 10 :])
+        return (
+            y[:n],
+            y[n : 2 * n],
+            y[2 * n : 2 * n + 4],
+            y[2 * n + 4 : 2 * n + 7],
+            y[2 * n + 7 : 2 * n + 10],
+            y[2 * n + 10 :],
+        )
 
     def from_rolling(self, y_roll):
         """Flight state continuing a rolling state (6.1) at the detachment instant."""
@@ -66,8 +72,11 @@ class BallFlight(eqx.Module):
         zeta, zp, zpp = b.rail_geometry(theta)
         thd1 = jnp.concatenate([jnp.zeros(1), thd])
         u1 = jnp.concatenate([jnp.zeros(1), control(t)])
-        c = (jnp.cross(Om, jnp.cross(Om, zeta) + 2 * thd1[:, None] * zp)
-             + (thd1**2)[:, None] * zpp + u1[:, None] * zp)
+        c = (
+            jnp.cross(Om, jnp.cross(Om, zeta) + 2 * thd1[:, None] * zp)
+            + (thd1**2)[:, None] * zpp
+            + u1[:, None] * zp
+        )
         return zeta, zp, c
 
     def accelerations(self, t, y, control):
@@ -97,7 +106,9 @@ class BallFlight(eqx.Module):
         """Right-hand side of the flight ODE."""
         _, thd, q, Om, _, v = self.split(y)
         Omd, acc = self.accelerations(t, y, control)
-        return jnp.concatenate([thd, control(t), versor_rate(q, Om, self.ball.quat_gain), Omd, v, acc])
+        return jnp.concatenate(
+            [thd, control(t), versor_rate(q, Om, self.ball.quat_gain), Omd, v, acc]
+        )
 
     def height(self, y):
         """``z_GC,3``: the GC's height above its rolling height (touchdown at 0)."""
@@ -143,7 +154,9 @@ class BallFlight(eqx.Module):
         b = self.ball
         theta, _, q, _, x, _ = self.split(y)
         zeta, _, _ = b.rail_geometry(theta)
-        return self.kinetic_energy(y) + b.g * b.all_masses() @ (x[2] + zeta @ (rotation_matrix(q).T @ E3))
+        return self.kinetic_energy(y) + b.g * b.all_masses() @ (
+            x[2] + zeta @ (rotation_matrix(q).T @ E3)
+        )
 
     def land(self, y) -> "Landing":
         """Plastic no-slip touchdown at the flight state ``y`` (``z_GC,3 = 0``): see
@@ -151,10 +164,15 @@ class BallFlight(eqx.Module):
         contact point under the GC."""
         theta, thd, q, _, x, _ = self.split(y)
         u_plus, impulse = plastic_landing(
-            lambda u: self.kinetic_energy(y, u), lambda u: self.contact_velocity(y, u),
-            self.velocities(y))
-        return Landing(jnp.concatenate([theta, thd, q, u_plus[3:], x[:2]]), impulse,
-                       self.kinetic_energy(y, u_plus) - self.kinetic_energy(y))
+            lambda u: self.kinetic_energy(y, u),
+            lambda u: self.contact_velocity(y, u),
+            self.velocities(y),
+        )
+        return Landing(
+            jnp.concatenate([theta, thd, q, u_plus[3:], x[:2]]),
+            impulse,
+            self.kinetic_energy(y, u_plus) - self.kinetic_energy(y),
+        )
 
 
 class DiskFlight(eqx.Module):
@@ -173,7 +191,9 @@ class DiskFlight(eqx.Module):
         d = self.disk
         theta, thd, phi, phid = d.split(y_roll)
         x = -d.radius * phi if x is None else x
-        return jnp.concatenate([theta, thd, jnp.stack([phi, phid, x, 0.0 * x, -d.radius * phid, 0.0 * x])])
+        return jnp.concatenate(
+            [theta, thd, jnp.stack([phi, phid, x, 0.0 * x, -d.radius * phid, 0.0 * x])]
+        )
 
     def _terms(self, t, y, control):
         d = self.disk
@@ -250,7 +270,9 @@ class DiskFlight(eqx.Module):
         theta, _, phi, _, x, _ = self.split(y)
         zeta, _, _ = d.rail_geometry(theta)
         s, c = jnp.sin(phi), jnp.cos(phi)
-        return self.kinetic_energy(y) + d.g * d.all_masses() @ (x[1] + s * zeta[:, 0] + c * zeta[:, 2])
+        return self.kinetic_energy(y) + d.g * d.all_masses() @ (
+            x[1] + s * zeta[:, 0] + c * zeta[:, 2]
+        )
 
     def land(self, y) -> "Landing":
         """Plastic no-slip touchdown at the flight state ``y`` (see :func:`plastic_landing`).
@@ -258,10 +280,15 @@ class DiskFlight(eqx.Module):
         moves it off ``-r phi``, which the rolling state does not track)."""
         theta, thd, phi, _, _, _ = self.split(y)
         u_plus, impulse = plastic_landing(
-            lambda u: self.kinetic_energy(y, u), lambda u: self.contact_velocity(y, u),
-            self.velocities(y))
-        return Landing(jnp.concatenate([theta, thd, jnp.stack([phi, u_plus[2]])]), impulse,
-                       self.kinetic_energy(y, u_plus) - self.kinetic_energy(y))
+            lambda u: self.kinetic_energy(y, u),
+            lambda u: self.contact_velocity(y, u),
+            self.velocities(y),
+        )
+        return Landing(
+            jnp.concatenate([theta, thd, jnp.stack([phi, u_plus[2]])]),
+            impulse,
+            self.kinetic_energy(y, u_plus) - self.kinetic_energy(y),
+        )
 
 
 class Landing(NamedTuple):
@@ -314,14 +341,26 @@ class PhaseEnd(eqx.Module):
     failed: Bool[Array, ""]
 
 
-def _phase_solve(vector_field, y0, t0, t1, args, g, kinks, *, rtol, atol, max_steps,
-                 solver) -> PhaseEnd:
+def _phase_solve(
+    vector_field, y0, t0, t1, args, g, kinks, *, rtol, atol, max_steps, solver
+) -> PhaseEnd:
     """Integrate from ``t0`` until the scalar ``g(t, y, args)`` first reaches ``<= 0`` (or
     ``t1``), with the control's kinks declared to the solver (no step straddles one): one
     boundary event of :func:`rollax._integrate.legacy.solve`, whose root is located on the dense output
     and differentiable through the implicit function theorem, ``dt* = -dg/(dg/dt)``."""
-    sol = solve(vector_field, y0, t0, t1, args, (Event(g),), rtol=rtol, atol=atol,
-                max_steps=max_steps, solver=solver, jump_ts=kinks or None)
+    sol = solve(
+        vector_field,
+        y0,
+        t0,
+        t1,
+        args,
+        (Event(g),),
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        solver=solver,
+        jump_ts=kinks or None,
+    )
     hit = (sol.event == 0) & ~sol.failed
     return PhaseEnd(sol.t, sol.y, hit, sol.failed)
 
@@ -331,8 +370,18 @@ def _solver(solver):
 
 
 @eqx.filter_jit
-def detach(model, control, y0, t1, *, t0: float = 0.0, rtol: float = 1e-10, atol: float = 1e-10,
-           max_steps: int = 16384, solver=None) -> PhaseEnd:
+def detach(
+    model,
+    control,
+    y0,
+    t1,
+    *,
+    t0: float = 0.0,
+    rtol: float = 1e-10,
+    atol: float = 1e-10,
+    max_steps: int = 16384,
+    solver=None,
+) -> PhaseEnd:
     """Roll from ``(t0, y0)`` until the normal force vanishes (``N <= 0``, detachment) or ``t1``.
 
     Returns a :class:`PhaseEnd` with ``hit = True`` and ``t = t_detach`` if the ball (or disk)
@@ -340,11 +389,26 @@ def detach(model, control, y0, t1, *, t0: float = 0.0, rtol: float = 1e-10, atol
     with ``N <= 0`` is reported as detachment at ``t0``."""
     N = lambda t, y, c: model.contact_forces(t, y, c)[0]  # noqa: E731
     kinks = tuple(k for k in control.kinks if t0 < k < t1)
-    end = _phase_solve(model.vector_field, y0, t0, t1, control, N, kinks, rtol=rtol, atol=atol,
-                       max_steps=max_steps, solver=_solver(solver))
+    end = _phase_solve(
+        model.vector_field,
+        y0,
+        t0,
+        t1,
+        control,
+        N,
+        kinks,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        solver=_solver(solver),
+    )
     at_start = N(jnp.asarray(t0, dtype=float), y0, control) <= 0
-    return PhaseEnd(jnp.where(at_start, t0, end.t), jnp.where(at_start, y0, end.y),
-                    end.hit | at_start, end.failed & ~at_start)
+    return PhaseEnd(
+        jnp.where(at_start, t0, end.t),
+        jnp.where(at_start, y0, end.y),
+        end.hit | at_start,
+        end.failed & ~at_start,
+    )
 
 
 def _fly(model, control, yf0, t_start, t1, rtol, atol, max_steps, solver):
@@ -352,13 +416,34 @@ def _fly(model, control, yf0, t_start, t1, rtol, atol, max_steps, solver):
     start = jnp.asarray(t_start, dtype=float)
     # the GC may start at height 0 (detachment): watch the height only after the start
     height = lambda t, y, c: jnp.where(t > start, fm.height(y), 1.0)  # noqa: E731
-    return _phase_solve(fm.vector_field, yf0, start, t1, control, height, control.kinks,
-                        rtol=rtol, atol=atol, max_steps=max_steps, solver=_solver(solver))
+    return _phase_solve(
+        fm.vector_field,
+        yf0,
+        start,
+        t1,
+        control,
+        height,
+        control.kinks,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        solver=_solver(solver),
+    )
 
 
 @eqx.filter_jit
-def fly(model, control, y_roll, t_detach, t1, *, rtol: float = 1e-10, atol: float = 1e-10,
-        max_steps: int = 16384, solver=None):
+def fly(
+    model,
+    control,
+    y_roll,
+    t_detach,
+    t1,
+    *,
+    rtol: float = 1e-10,
+    atol: float = 1e-10,
+    max_steps: int = 16384,
+    solver=None,
+):
     """Free flight from the rolling state ``y_roll`` at ``t_detach`` until touchdown (the GC
     back at rolling height, ``z_GC,3 = 0``, reached from above) or ``t1``.
 
@@ -369,6 +454,15 @@ def fly(model, control, y_roll, t_detach, t1, *, rtol: float = 1e-10, atol: floa
     fm = flight_model(model)
     yf0 = fm.from_rolling(y_roll)
     lifts_off = fm.vector_field(t_detach, yf0, control)[-1] > 0
-    end = _fly(model, control, yf0, t_detach, jnp.where(lifts_off, t1, t_detach), rtol, atol,
-               max_steps, solver)
+    end = _fly(
+        model,
+        control,
+        yf0,
+        t_detach,
+        jnp.where(lifts_off, t1, t_detach),
+        rtol,
+        atol,
+        max_steps,
+        solver,
+    )
     return end, lifts_off, yf0

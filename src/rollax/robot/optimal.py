@@ -77,8 +77,7 @@ from rollax._integrate._solve import solve
 from rollax._core._system import AbstractSystem
 from rollax._core._validate import check_integer, check_range, real_array
 from rollax.robot.ball import Ball
-from rollax.robot.controls import (RestToRestControl, _integrals, _rest_basis,
-                                   _spline_operators)
+from rollax.robot.controls import RestToRestControl, _integrals, _rest_basis, _spline_operators
 from rollax.robot.disk import Disk
 from rollax.robot.quaternion import rotation_matrix
 from rollax.robot.rails import CurveRail, SegmentRail
@@ -116,12 +115,16 @@ class Manoeuvre(eqx.Module):
 
     def __check_init__(self):
         if not isinstance(self.model, (Ball, Disk)):
-            raise ValueError(f"model = {type(self.model).__name__} is not allowed: it must be a "
-                             "rollax.robot.Ball or Disk")
+            raise ValueError(
+                f"model = {type(self.model).__name__} is not allowed: it must be a "
+                "rollax.robot.Ball or Disk"
+            )
         n = self.model.n
         if jnp.shape(self.theta0) != (n,):
-            raise ValueError(f"theta0 has shape {jnp.shape(self.theta0)}; the model has {n} "
-                             f"masses (allowed: shape ({n},))")
+            raise ValueError(
+                f"theta0 has shape {jnp.shape(self.theta0)}; the model has {n} "
+                f"masses (allowed: shape ({n},))"
+            )
         check_range("theta0", self.theta0, -math.inf, math.inf, lo_open=True, hi_open=True)
         check_range("T", self.T, 0.0, math.inf, lo_open=True, hi_open=True)
         shapes = ((1,),) if isinstance(self.model, Disk) else ((2,), (3,))
@@ -134,12 +137,16 @@ class Manoeuvre(eqx.Module):
             W = float(self.model.total_mass * self.model.g)
             v = check_range("n_min", self.n_min, -math.inf, math.inf)
             if not v < W:
-                raise ValueError(f"n_min = {v!r} is not allowed: it must be below the static "
-                                 f"weight M g = {W:g} (N averages M g over any rest-to-rest "
-                                 "manoeuvre)")
+                raise ValueError(
+                    f"n_min = {v!r} is not allowed: it must be below the static "
+                    f"weight M g = {W:g} (N averages M g over any rest-to-rest "
+                    "manoeuvre)"
+                )
             if float(self.model.g) == 0.0 and math.isfinite(float(self.n_min)):
-                raise ValueError(f"n_min = {float(self.n_min)!r} is not allowed with g = 0 (no "
-                                 "weight): use n_min = -inf")
+                raise ValueError(
+                    f"n_min = {float(self.n_min)!r} is not allowed with g = 0 (no "
+                    "weight): use n_min = -inf"
+                )
 
     @property
     def weight(self):
@@ -151,8 +158,9 @@ class Manoeuvre(eqx.Module):
         return self.model.initial_state(self.theta0)
 
 
-def disk_manoeuvre(phi_T: float = -math.pi, T: float = 5.0, mu: float = 0.3,
-                   n_min: float = 0.5) -> Manoeuvre:
+def disk_manoeuvre(
+    phi_T: float = -math.pi, T: float = 5.0, mu: float = 0.3, n_min: float = 0.5
+) -> Manoeuvre:
     """The disk of Sect. 5 (r = m0 = d2 = g = 1, four unit masses on circles of radii 0.9,
     0.6333, 0.3667, 0.1) at rest with ``theta_i = -pi/2`` (5.6), turned to ``phi_T`` in ``T``."""
     from rollax.robot.examples import paper_disk
@@ -161,8 +169,9 @@ def disk_manoeuvre(phi_T: float = -math.pi, T: float = 5.0, mu: float = 0.3,
     return Manoeuvre(ex.model, ex.y0[: ex.model.n], T, (phi_T,), mu, n_min)
 
 
-def ball_manoeuvre(target=(1.0, 0.5), T: float = 5.0, mu: float = 0.3,
-                   n_min: float = 0.5) -> Manoeuvre:
+def ball_manoeuvre(
+    target=(1.0, 0.5), T: float = 5.0, mu: float = 0.3, n_min: float = 0.5
+) -> Manoeuvre:
     """The ball of Sect. 6 (r = m0 = g = 1, d = (0.9, 1, 1.1), zeta0 = (0, 0, -0.05), three unit
     masses on the rails (6.8)-(6.10)) at rest at the angles of Table 6.2, moved to ``target``."""
     from rollax.robot.examples import paper_ball
@@ -240,21 +249,35 @@ class _Problem(eqx.Module):
         if self.free_mu:
             return jnp.concatenate([x[-1:], math.sqrt(LEAST_MU_EFFORT) * effort])
         if self.cost == "energy":
-            return jnp.concatenate([_drag_residuals(self.man, self.control(x)),
-                                    math.sqrt(ENERGY_EFFORT) * effort])
+            return jnp.concatenate(
+                [_drag_residuals(self.man, self.control(x)), math.sqrt(ENERGY_EFFORT) * effort]
+            )
         if self.cost == "time":  # over T_0: unit curvature in log(T / T_0) at the start
-            return jnp.concatenate([jnp.sqrt(T)[None], math.sqrt(TIME_EFFORT) * effort]) \
-                / jnp.sqrt(self.man.T)
+            return jnp.concatenate([jnp.sqrt(T)[None], math.sqrt(TIME_EFFORT) * effort]) / jnp.sqrt(
+                self.man.T
+            )
         return effort
 
     def run(self, control, s):
         """The rolling motion under ``control`` at the normalised times ``s`` of ``[0, 1]``."""
-        system = _Normalised(_rolling(self.man.model, control), control.T,
-                             tuple(k / control.K for k in range(control.K + 1)))
+        system = _Normalised(
+            _rolling(self.man.model, control),
+            control.T,
+            tuple(k / control.K for k in range(control.K + 1)),
+        )
         # forward mode: SQP needs the Jacobian of every constraint (one pass per variable)
         adjoint = diffrax.ForwardMode() if self.forward else diffrax.RecursiveCheckpointAdjoint()
-        return solve(system, self.man.y0, 0.0, 1.0, ts=s, rtol=self.rtol, atol=self.rtol,
-                     max_steps=self.max_steps, adjoint=adjoint)
+        return solve(
+            system,
+            self.man.y0,
+            0.0,
+            1.0,
+            ts=s,
+            rtol=self.rtol,
+            atol=self.rtol,
+            max_steps=self.max_steps,
+            adjoint=adjoint,
+        )
 
 
 @functools.lru_cache(maxsize=None)
@@ -278,8 +301,13 @@ def _drag_residuals(man: Manoeuvre, control: RestToRestControl):
     T = control.T
     rate = T * (A1 @ control.z)  # (points, n)
     theta = man.theta0 + T**2 * (A2 @ control.z)
-    tangent = jnp.stack([jax.vmap(lambda th, rail=rail: rail(th)[1])(theta[:, i])
-                         for i, rail in enumerate(man.model.rails)], axis=1)  # (points, n, 3)
+    tangent = jnp.stack(
+        [
+            jax.vmap(lambda th, rail=rail: rail(th)[1])(theta[:, i])
+            for i, rail in enumerate(man.model.rails)
+        ],
+        axis=1,
+    )  # (points, n, 3)
     scale = jnp.sqrt(T * w)[:, None] * jnp.sqrt(man.model.masses)[None, :]
     return ((scale * rate)[:, :, None] * tangent).ravel()
 
@@ -355,8 +383,15 @@ def _fun(x, prob: _Problem):
     return prob.objective(x), h, g
 
 
-def evaluate(manoeuvre: Manoeuvre, control: RestToRestControl, *, cost: str = "effort",
-             n_grid: int = 201, rtol: float = 1e-8, forward_mode: bool = True):
+def evaluate(
+    manoeuvre: Manoeuvre,
+    control: RestToRestControl,
+    *,
+    cost: str = "effort",
+    n_grid: int = 201,
+    rtol: float = 1e-8,
+    forward_mode: bool = True,
+):
     """``(C, h, g)`` of a control for ``manoeuvre`` (run for the control's ``T``): the cost
     ``C`` (``cost="effort"``: ``J = int sum u^2 dt``; ``"energy"``: ``E``; ``"time"``: ``T``;
     module docstring), the terminal conditions (disk: ``phi(T) - phi_T``, ``phi'(T)``; ball:
@@ -373,8 +408,9 @@ def evaluate(manoeuvre: Manoeuvre, control: RestToRestControl, *, cost: str = "e
 
 def _check_cost(cost) -> str:
     if not (isinstance(cost, str) and cost in COSTS):
-        raise ValueError(f"cost = {cost!r} is not allowed: it must be one of "
-                         f"{', '.join(map(repr, COSTS))}")
+        raise ValueError(
+            f"cost = {cost!r} is not allowed: it must be one of {', '.join(map(repr, COSTS))}"
+        )
     return cost
 
 
@@ -410,19 +446,32 @@ class Optimum(eqx.Module):
         n = check_integer("n", n, 2)
         man, c = self.manoeuvre, self.control
         ts = man.T * jnp.linspace(0.0, 1.0, n)
-        sol = solve(_rolling(man.model, c), man.y0, 0.0, man.T, ts=ts, rtol=rtol,
-                    atol=rtol, max_steps=65536)
+        sol = solve(
+            _rolling(man.model, c), man.y0, 0.0, man.T, ts=ts, rtol=rtol, atol=rtol, max_steps=65536
+        )
         ys = sol.ys
         N, F_h = jax.vmap(lambda t, y: man.model.contact_forces(t, y, c))(ts, ys)
         fs = jnp.sqrt(jnp.sum(F_h**2, axis=1))
         m = man.model.n
-        out = dict(t=ts, theta=ys[:, :m], theta_dot=ys[:, m:2 * m],
-                   theta_ddot=jax.vmap(c)(ts), N=N, f_s=fs, ratio=fs / N, y_T=sol.y)
+        out = dict(
+            t=ts,
+            theta=ys[:, :m],
+            theta_dot=ys[:, m : 2 * m],
+            theta_ddot=jax.vmap(c)(ts),
+            N=N,
+            f_s=fs,
+            ratio=fs / N,
+            y_T=sol.y,
+        )
         if isinstance(man.model, Disk):
-            out.update(phi=ys[:, 2 * m], phi_dot=ys[:, 2 * m + 1],
-                       x=-man.model.radius * ys[:, 2 * m], F_h=F_h[:, 0])
+            out.update(
+                phi=ys[:, 2 * m],
+                phi_dot=ys[:, 2 * m + 1],
+                x=-man.model.radius * ys[:, 2 * m],
+                F_h=F_h[:, 0],
+            )
         else:
-            out.update(x=ys[:, -2], y=ys[:, -1], Omega=ys[:, 2 * m + 4:2 * m + 7], F_h=F_h)
+            out.update(x=ys[:, -2], y=ys[:, -1], Omega=ys[:, 2 * m + 4 : 2 * m + 7], F_h=F_h)
         return {k: np.asarray(v) for k, v in out.items()}
 
     def to_dict(self, n: int = 1001) -> dict:
@@ -434,19 +483,40 @@ class Optimum(eqx.Module):
         body = "disk" if isinstance(man.model, Disk) else "ball"
         extra = {k: s[k] for k in ("phi", "phi_dot", "x", "y", "Omega") if k in s}
         return dict(
-            body=body, T=float(man.T), target=np.asarray(man.target).tolist(),
-            mu=float(self.mu), n_min=float(man.n_min), knots=self.control.K,
+            body=body,
+            T=float(man.T),
+            target=np.asarray(man.target).tolist(),
+            mu=float(self.mu),
+            n_min=float(man.n_min),
+            knots=self.control.K,
             theta0=np.asarray(man.theta0).tolist(),
-            t=s["t"], theta=s["theta"], theta_dot=s["theta_dot"], theta_ddot=s["theta_ddot"],
+            t=s["t"],
+            theta=s["theta"],
+            theta_dot=s["theta_dot"],
+            theta_ddot=s["theta_ddot"],
             u_knots=np.asarray(self.control.values()),
-            N=s["N"], f_s=s["f_s"], cost_kind=self.cost_kind, cost=self.cost,
-            effort=self.effort, energy=self.energy, final_state=s["y_T"],
-            min_N=float(np.min(s["N"])), max_friction_ratio=float(np.max(s["ratio"])),
-            converged=self.converged, feasible=self.feasible, status=self.status,
-            violation=self.violation, kkt=self.kkt, iterations=self.iterations,
-            evaluations=self.evaluations, wall_time=self.wall_time, message=self.message,
-            history=dict(cost=self.history.f, violation=self.history.violation), **extra,
-            start_costs=self.start_costs, start_converged=self.start_converged,
+            N=s["N"],
+            f_s=s["f_s"],
+            cost_kind=self.cost_kind,
+            cost=self.cost,
+            effort=self.effort,
+            energy=self.energy,
+            final_state=s["y_T"],
+            min_N=float(np.min(s["N"])),
+            max_friction_ratio=float(np.max(s["ratio"])),
+            converged=self.converged,
+            feasible=self.feasible,
+            status=self.status,
+            violation=self.violation,
+            kkt=self.kkt,
+            iterations=self.iterations,
+            evaluations=self.evaluations,
+            wall_time=self.wall_time,
+            message=self.message,
+            history=dict(cost=self.history.f, violation=self.history.violation),
+            **extra,
+            start_costs=self.start_costs,
+            start_converged=self.start_converged,
         )
 
 
@@ -472,17 +542,28 @@ def _progress_printer(enabled, starts, n, max_iter: int | None = None):
 
         t0 = time.perf_counter()
         if max_iter is not None:
-            print(f"  {len(starts)} start(s) of at most {max_iter} iterations each; the first "
-                  f"iteration includes compiling the problem", file=sys.stderr, flush=True)
+            print(
+                f"  {len(starts)} start(s) of at most {max_iter} iterations each; the first "
+                f"iteration includes compiling the problem",
+                file=sys.stderr,
+                flush=True,
+            )
 
         def show(k, info):
             if k % 10 == 0:
                 el = time.perf_counter() - t0
-                left = "" if max_iter is None else \
-                    f"; at most {_duration(el / (k + 1) * (max_iter - k - 1))} left"
-                print(f"  start {info['start'] + 1}/{n}, iteration {k + 1}: "
-                      f"objective {info['f']:.6g}, violation = {info['violation']:.2e} "
-                      f"({_duration(el)} so far{left})", file=sys.stderr, flush=True)
+                left = (
+                    ""
+                    if max_iter is None
+                    else f"; at most {_duration(el / (k + 1) * (max_iter - k - 1))} left"
+                )
+                print(
+                    f"  start {info['start'] + 1}/{n}, iteration {k + 1}: "
+                    f"objective {info['f']:.6g}, violation = {info['violation']:.2e} "
+                    f"({_duration(el)} so far{left})",
+                    file=sys.stderr,
+                    flush=True,
+                )
     else:
         show = enabled
     return lambda k, info: show(k, {**info, "start": starts[info["start"]]})
@@ -499,12 +580,26 @@ def _batch_values(X, prob):
     return jax.vmap(lambda x: _fun(x, prob))(jnp.asarray(X))
 
 
-def _run(man: Manoeuvre, *, free_mu: bool, cost: str, knots: int, starts: int, seed: int,
-         n_grid: int, rtol: float, tol: float, kkt_tol: float, max_iter: int, progress,
-         x0=None) -> Optimum:
+def _run(
+    man: Manoeuvre,
+    *,
+    free_mu: bool,
+    cost: str,
+    knots: int,
+    starts: int,
+    seed: int,
+    n_grid: int,
+    rtol: float,
+    tol: float,
+    kkt_tol: float,
+    max_iter: int,
+    progress,
+    x0=None,
+) -> Optimum:
     if not isinstance(man, Manoeuvre):
-        raise ValueError(f"manoeuvre = {type(man).__name__} is not allowed: it must be a "
-                         "rollax.robot.Manoeuvre")
+        raise ValueError(
+            f"manoeuvre = {type(man).__name__} is not allowed: it must be a rollax.robot.Manoeuvre"
+        )
     K = check_integer("knots", knots, 2, 512)
     starts = check_integer("starts", starts, 1, 4096)
     n_grid = check_integer("n_grid", n_grid, 2)
@@ -518,14 +613,16 @@ def _run(man: Manoeuvre, *, free_mu: bool, cost: str, knots: int, starts: int, s
     x0 = _starts(first, starts, seed) if x0 is None else np.atleast_2d(x0)
     t_start = time.perf_counter()
     show = _progress_printer(progress, range(len(x0)), len(x0), max_iter)
-    results = _nlp.minimize(_fun, x0, first, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
-                            progress=show)
+    results = _nlp.minimize(
+        _fun, x0, first, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=show
+    )
     if prob.cost != first.cost:
         X = np.stack([r.x for r in results])
         if prob.cost == "time":
             X = np.concatenate([X, np.zeros((len(X), 1))], axis=1)  # T = T_0
-        results = _nlp.minimize(_fun, X, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
-                                progress=show)
+        results = _nlp.minimize(
+            _fun, X, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=show
+        )
     # between the grid's times a constraint can dip below its bound: check on an 8x finer
     # grid and, if it does by more than tol, solve again from there on a 4x finer grid (once)
     X = np.stack([r.x for r in results])
@@ -534,36 +631,67 @@ def _run(man: Manoeuvre, *, free_mu: bool, cost: str, knots: int, starts: int, s
     redo = [i for i, r in enumerate(results) if r.feasible and dips[i] > tol]
     if redo:
         finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
-        again = _nlp.minimize(_fun, X[redo], finer, tol=tol, kkt_tol=kkt_tol,
-                              max_iter=max_iter,
-                              progress=_progress_printer(progress, redo, len(x0), max_iter))
+        again = _nlp.minimize(
+            _fun,
+            X[redo],
+            finer,
+            tol=tol,
+            kkt_tol=kkt_tol,
+            max_iter=max_iter,
+            progress=_progress_printer(progress, redo, len(x0), max_iter),
+        )
         for i, r in zip(redo, again):
             results[i] = r
     wall = time.perf_counter() - t_start
     feasible = np.array([r.feasible for r in results])
-    costs = np.array([float(_cost(cost, man, prob.control(jnp.asarray(r.x))))
-                      for r in results])
+    costs = np.array([float(_cost(cost, man, prob.control(jnp.asarray(r.x)))) for r in results])
     score = np.where(feasible, [r.f for r in results], np.inf)
-    best = int(np.argmin(score)) if feasible.any() else \
-        int(np.argmin([r.violation for r in results]))
+    best = (
+        int(np.argmin(score)) if feasible.any() else int(np.argmin([r.violation for r in results]))
+    )
     res = results[best]
     x = jnp.asarray(res.x)
     control = prob.control(x)
     man = eqx.tree_at(lambda m: m.T, man, control.T)
     status = "converged" if res.converged else ("not converged" if res.feasible else "infeasible")
     return Optimum(
-        manoeuvre=man, control=control, cost_kind=cost, cost=float(_cost(cost, man, control)),
-        effort=float(control.effort()), energy=float(_cost("energy", man, control)),
-        mu=float(prob.mu(x)), converged=res.converged, feasible=res.feasible, status=status,
-        violation=res.violation, kkt=res.kkt, iterations=res.iterations,
-        evaluations=res.evaluations, wall_time=wall, message=res.message,
+        manoeuvre=man,
+        control=control,
+        cost_kind=cost,
+        cost=float(_cost(cost, man, control)),
+        effort=float(control.effort()),
+        energy=float(_cost("energy", man, control)),
+        mu=float(prob.mu(x)),
+        converged=res.converged,
+        feasible=res.feasible,
+        status=status,
+        violation=res.violation,
+        kkt=res.kkt,
+        iterations=res.iterations,
+        evaluations=res.evaluations,
+        wall_time=wall,
+        message=res.message,
         start_costs=np.where(feasible, costs, np.nan),
-        start_converged=np.array([r.converged for r in results]), history=res.history)
+        start_converged=np.array([r.converged for r in results]),
+        history=res.history,
+    )
 
 
-def optimize(manoeuvre: Manoeuvre, *, cost: str = "effort", knots: int = 16, starts: int = 1,
-             seed: int = 0, n_grid: int = 201, rtol: float = 1e-8, tol: float = 1e-6,
-             kkt_tol: float = 1e-4, max_iter: int = 500, progress=False, x0=None) -> Optimum:
+def optimize(
+    manoeuvre: Manoeuvre,
+    *,
+    cost: str = "effort",
+    knots: int = 16,
+    starts: int = 1,
+    seed: int = 0,
+    n_grid: int = 201,
+    rtol: float = 1e-8,
+    tol: float = 1e-6,
+    kkt_tol: float = 1e-4,
+    max_iter: int = 500,
+    progress=False,
+    x0=None,
+) -> Optimum:
     """The optimal control of ``manoeuvre`` (module docstring) for ``cost``: ``"effort"``
     (``min int_0^T sum_i u_i^2 dt``), ``"energy"`` (``min E + ENERGY_EFFORT * J``) or
     ``"time"`` (``min T + TIME_EFFORT * J``, the manoeuvre's T the first guess and ``T`` in
@@ -581,14 +709,37 @@ def optimize(manoeuvre: Manoeuvre, *, cost: str = "effort", knots: int = 16, sta
     starts of its least-effort phase). A manoeuvre that cannot be done inside the envelope
     ends with ``status = "infeasible"`` and the least violation found.
     """
-    return _run(manoeuvre, free_mu=False, cost=cost, knots=knots, starts=starts, seed=seed,
-                n_grid=n_grid, rtol=rtol, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
-                progress=progress, x0=x0)
+    return _run(
+        manoeuvre,
+        free_mu=False,
+        cost=cost,
+        knots=knots,
+        starts=starts,
+        seed=seed,
+        n_grid=n_grid,
+        rtol=rtol,
+        tol=tol,
+        kkt_tol=kkt_tol,
+        max_iter=max_iter,
+        progress=progress,
+        x0=x0,
+    )
 
 
-def least_mu(manoeuvre: Manoeuvre, *, knots: int = 16, starts: int = 1, seed: int = 0,
-             n_grid: int = 201, rtol: float = 1e-8, tol: float = 1e-6, kkt_tol: float = 1e-4,
-             max_iter: int = 1500, progress=False, x0=None) -> Optimum:
+def least_mu(
+    manoeuvre: Manoeuvre,
+    *,
+    knots: int = 16,
+    starts: int = 1,
+    seed: int = 0,
+    n_grid: int = 201,
+    rtol: float = 1e-8,
+    tol: float = 1e-6,
+    kkt_tol: float = 1e-4,
+    max_iter: int = 1500,
+    progress=False,
+    x0=None,
+) -> Optimum:
     """The least friction coefficient with which ``manoeuvre`` can be done (its ``mu`` is
     ignored; ``N >= n_min`` and the terminal conditions still hold): ``mu`` becomes a variable
     and ``mu + LEAST_MU_EFFORT * J`` is minimised. ``Optimum.mu`` is the answer and
@@ -606,6 +757,18 @@ def least_mu(manoeuvre: Manoeuvre, *, knots: int = 16, starts: int = 1, seed: in
     along most of the run, the best point met just outside ``tol``). The KKT residual is
     measured with the best-fitting multipliers (:mod:`rollax._drivers._nlp`): SLSQP's own left it at
     ~1e-3 on such points."""
-    return _run(manoeuvre, free_mu=True, cost="effort", knots=knots, starts=starts,
-                seed=seed, n_grid=n_grid, rtol=rtol, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
-                progress=progress, x0=x0)
+    return _run(
+        manoeuvre,
+        free_mu=True,
+        cost="effort",
+        knots=knots,
+        starts=starts,
+        seed=seed,
+        n_grid=n_grid,
+        rtol=rtol,
+        tol=tol,
+        kkt_tol=kkt_tol,
+        max_iter=max_iter,
+        progress=progress,
+        x0=x0,
+    )

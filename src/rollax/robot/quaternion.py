@@ -15,9 +15,7 @@ def qmul(p: Float[Array, "4"], q: Float[Array, "4"]) -> Float[Array, "4"]:
     """Quaternion product ``p q`` (D.7)."""
     p0, pv = p[0], p[1:]
     q0, qv = q[0], q[1:]
-    return jnp.concatenate(
-        [jnp.array([p0 * q0 - pv @ qv]), p0 * qv + q0 * pv + jnp.cross(pv, qv)]
-    )
+    return jnp.concatenate([jnp.array([p0 * q0 - pv @ qv]), p0 * qv + q0 * pv + jnp.cross(pv, qv)])
 
 
 def qconj(p: Float[Array, "4"]) -> Float[Array, "4"]:

@@ -23,6 +23,7 @@ from jaxtyping import Array, Float
 
 from rollax._core._validate import check_positive
 
+
 def _arr(x):
     return jnp.asarray(x, dtype=float)
 

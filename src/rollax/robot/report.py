@@ -51,7 +51,9 @@ def example_report(example: str, rtol: float | None = None) -> ExampleReport:
         res["N_at_detach"] = _f(N_d)
         res["f_s_at_detach"] = _f(jnp.linalg.norm(F_d))
         if t_d is not None:
-            flight, lifts, _ = fly(ex.model, ex.control, end.y, end.t, end.t + 10.0, rtol=tol, atol=tol)
+            flight, lifts, _ = fly(
+                ex.model, ex.control, end.y, end.t, end.t + 10.0, rtol=tol, atol=tol
+            )
             res["lifts_off"] = bool(lifts)
             res["t_touchdown"] = float(flight.t) if bool(lifts) and bool(flight.hit) else None
     else:
@@ -63,8 +65,9 @@ def example_report(example: str, rtol: float | None = None) -> ExampleReport:
         # f_s/N diverges as N -> 0 at detachment: no finite mu_hat on [0, t_detach]
         res.update(mu_hat=None, t_mu_hat=None)
     else:
-        res.update(mu_hat=_f(mu), t_mu_hat=_f(t_mu),
-                   mu_hat_paper=0.2951 if example == "disk" else 0.19)
+        res.update(
+            mu_hat=_f(mu), t_mu_hat=_f(t_mu), mu_hat_paper=0.2951 if example == "disk" else 0.19
+        )
     res.update(min_N=_f(min_n), t_min_N=_f(t_n), t_end=float(t_stop))
     if example != "disk":
         res["quaternion_drift"] = _f(quaternion_drift(traj))  # over [0, t1]

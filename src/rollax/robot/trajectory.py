@@ -18,8 +18,15 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from rollax._core._validate import (ATOL_MIN, RTOL_MIN, check_finite, check_integer, check_positive,
-                              check_range)
+from rollax._core._validate import (
+    ATOL_MIN,
+    RTOL_MIN,
+    check_finite,
+    check_integer,
+    check_positive,
+    check_range,
+)
+
 
 class Trajectory(eqx.Module):
     """A dense solution of a rolling model with its control.
@@ -40,7 +47,9 @@ class Trajectory(eqx.Module):
 
     def forces(self):
         """``(N, F_h)`` on the saved grid."""
-        return jax.vmap(lambda t, y: self.model.contact_forces(t, y, self.control))(self.ts, self.ys)
+        return jax.vmap(lambda t, y: self.model.contact_forces(t, y, self.control))(
+            self.ts, self.ys
+        )
 
     def ratio_at(self, t) -> Float[Array, ""]:
         """``f_s/N`` at any time (dense output)."""
@@ -76,13 +85,17 @@ def _check_run(model, control, y0, t0, t1, n_save, rtol, atol, max_steps, dt_max
     if y.ndim != 1:
         raise ValueError(f"y0 has shape {tuple(y.shape)}; simulate takes one state (a vector)")
     try:
-        out = jax.eval_shape(lambda y_: model.vector_field(t0, y_, control),
-                             jax.ShapeDtypeStruct(y.shape, jnp.float64))
+        out = jax.eval_shape(
+            lambda y_: model.vector_field(t0, y_, control),
+            jax.ShapeDtypeStruct(y.shape, jnp.float64),
+        )
     except Exception:
         out = None
     if out is None or tuple(out.shape) != tuple(y.shape):
-        raise ValueError(f"y0 has {y.shape[0]} components, which {type(model).__name__} cannot "
-                         f"take: build it with {type(model).__name__}.initial_state(...)")
+        raise ValueError(
+            f"y0 has {y.shape[0]} components, which {type(model).__name__} cannot "
+            f"take: build it with {type(model).__name__}.initial_state(...)"
+        )
     if not isinstance(y, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(y))):
         raise ValueError(f"y0 = {y.tolist()} must be finite")
 
@@ -140,8 +153,9 @@ def _objectives(traj: Trajectory, t):
     return jnp.stack([jnp.sqrt(F_h @ F_h) / N, -N])
 
 
-def _contact_extrema(traj: Trajectory, t_end, n_candidates: int = 4, n_points: int = 33,
-                     n_rounds: int = 10):
+def _contact_extrema(
+    traj: Trajectory, t_end, n_candidates: int = 4, n_points: int = 33, n_rounds: int = 10
+):
     """Maxima of ``f_s/N`` and of ``-N`` over the continuous trajectory.
 
     The ``n_candidates`` largest local maxima of each on the saved grid are refined on the

@@ -17,5 +17,16 @@ from rollax.systems.friction import Sliding, SlidingStop
 from rollax.systems.penny import PennyOutcome, PennySystem
 from rollax.systems.robot import RollingRobot, Robot, RobotOutcome
 
-__all__ = ["PennyOutcome", "PennySystem", "RimOutcome", "RimRolling", "RimSlipping", "RimTracked", "Robot", "RollingRobot",
-           "RobotOutcome", "Sliding", "SlidingStop"]
+__all__ = [
+    "PennyOutcome",
+    "PennySystem",
+    "RimOutcome",
+    "RimRolling",
+    "RimSlipping",
+    "RimTracked",
+    "Robot",
+    "RollingRobot",
+    "RobotOutcome",
+    "Sliding",
+    "SlidingStop",
+]

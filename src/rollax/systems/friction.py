@@ -21,8 +21,10 @@ from rollax.friction.sliding import SlidingBody
 
 def _check_body(body) -> None:
     if not isinstance(body, SlidingBody):
-        raise ValueError(f"body = {type(body).__name__} is not allowed: it must be a "
-                         "rollax.friction.sliding.SlidingBody")
+        raise ValueError(
+            f"body = {type(body).__name__} is not allowed: it must be a "
+            "rollax.friction.sliding.SlidingBody"
+        )
 
 
 class SlidingStop(AbstractSystem):

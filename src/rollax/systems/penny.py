@@ -63,20 +63,27 @@ class PennySystem(AbstractSystem):
     n_impacts: int = eqx.field(static=True, default=1)
 
     state_names = ("x", "y", "theta", "phi", "x_dot", "y_dot", "theta_dot", "phi_dot")
-    events = (crossing("front", target=1, direction=-1), crossing("back", target=1, direction=-1),
-              crossing("front_peak", target=1, direction=-1),
-              crossing("back_peak", target=1, direction=-1))
+    events = (
+        crossing("front", target=1, direction=-1),
+        crossing("back", target=1, direction=-1),
+        crossing("front_peak", target=1, direction=-1),
+        crossing("back_peak", target=1, direction=-1),
+    )
     n_aux = 2
     outcomes = PennyOutcome
 
     def __check_init__(self):
-        if isinstance(self.n_impacts, bool) or not (isinstance(self.n_impacts, int)
-                                                    and self.n_impacts >= 1):
-            raise ValueError(f"n_impacts = {self.n_impacts!r} is not allowed: it must be an "
-                             "integer >= 1")
+        if isinstance(self.n_impacts, bool) or not (
+            isinstance(self.n_impacts, int) and self.n_impacts >= 1
+        ):
+            raise ValueError(
+                f"n_impacts = {self.n_impacts!r} is not allowed: it must be an integer >= 1"
+            )
         if not isinstance(self.billiard, PennyBilliard):
-            raise ValueError(f"billiard = {type(self.billiard).__name__} is not allowed: it must "
-                             "be a rollax.analysis.penny.PennyBilliard")
+            raise ValueError(
+                f"billiard = {type(self.billiard).__name__} is not allowed: it must "
+                "be a rollax.analysis.penny.PennyBilliard"
+            )
 
     def check_state(self, y, name: str = "y0", valid=None, *, host: bool = False):
         """:meth:`AbstractSystem.check_state`, and the rolling constraints (23) on concrete
@@ -125,8 +132,10 @@ class PennySystem(AbstractSystem):
         curv = jnp.abs(jax.grad(jax.grad(phi))(jnp.zeros_like(h_peak)))
         # sqrt only of a positive argument: its slope at 0 would make reverse-mode NaN
         ok = (curv > 0) & (h_peak > 0)
-        d = jnp.where(ok, jnp.sqrt(jnp.where(ok, 2.0 * h_peak / jnp.where(ok, curv, 1.0), 1.0)),
-                      0.0)
+        d = jnp.where(
+            ok, jnp.sqrt(jnp.where(ok, 2.0 * h_peak / jnp.where(ok, curv, 1.0), 1.0)), 0.0
+        )
+
         def newton(_, d):
             val, slope = jax.value_and_grad(phi)(d)
             good = slope < 0
@@ -155,8 +164,7 @@ class PennySystem(AbstractSystem):
         h, _, grad = self._edge(y)
         # a peak beyond the edge: the entry was missed between samples; go back to it
         missed = peak & (h[end] >= 0.0)
-        delta = jnp.where(missed, self._back_to_entry(y, end, jnp.where(missed, h[end], 0.0)),
-                          0.0)
+        delta = jnp.where(missed, self._back_to_entry(y, end, jnp.where(missed, h[end], 0.0)), 0.0)
         pre = jnp.where(missed, b.penny.flow(y, -delta), y)
         # a peak within rounding below the edge is a tangency (as in the closed-form search,
         # PennyBilliard._search_end): glancing, at the peak
@@ -175,8 +183,8 @@ class PennySystem(AbstractSystem):
 
     def outcome(self, sol):
         flag = sol.aux[_FLAG]
-        return jnp.select([sol.failed, flag == _OUTSIDE, flag == _GLANCING,
-                           sol.status == Status.EVENT],
-                          [PennyOutcome.FAILED, PennyOutcome.OUTSIDE, PennyOutcome.GLANCING,
-                           PennyOutcome.DONE],
-                          PennyOutcome.FLYING).astype(jnp.int8)
+        return jnp.select(
+            [sol.failed, flag == _OUTSIDE, flag == _GLANCING, sol.status == Status.EVENT],
+            [PennyOutcome.FAILED, PennyOutcome.OUTSIDE, PennyOutcome.GLANCING, PennyOutcome.DONE],
+            PennyOutcome.FLYING,
+        ).astype(jnp.int8)

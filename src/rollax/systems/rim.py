@@ -34,8 +34,11 @@ from rollax.models import slip as _slip
 
 def _arrays(rim: Rim) -> Rim:
     if not isinstance(rim, Rim):
-        shown = repr(rim) if isinstance(rim, (int, float, str, bytes, type(None))) else \
-            f"a {type(rim).__name__}"
+        shown = (
+            repr(rim)
+            if isinstance(rim, (int, float, str, bytes, type(None)))
+            else f"a {type(rim).__name__}"
+        )
         raise ValueError(f"rim = {shown} is not allowed: it must be a rollax.models.rim.Rim")
     # parameters as float64 arrays: traced (not static) under jit, so new values do not recompile
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), rim)
@@ -65,10 +68,12 @@ class RimRolling(AbstractSystem):
     # separation and end periodic; with 12 samples it is slower (0.44 s): benchmarks/RESULTS.md
 
     def __check_init__(self):
-        if isinstance(self.w1_target, bool) or not (isinstance(self.w1_target, int)
-                                                    and self.w1_target >= 0):
-            raise ValueError(f"w1_target = {self.w1_target!r} is not allowed: it must be an "
-                             "integer >= 0")
+        if isinstance(self.w1_target, bool) or not (
+            isinstance(self.w1_target, int) and self.w1_target >= 0
+        ):
+            raise ValueError(
+                f"w1_target = {self.w1_target!r} is not allowed: it must be an integer >= 0"
+            )
 
     @property
     def events(self):
@@ -157,15 +162,19 @@ class RimTracked(AbstractSystem):
         w3 = -da * D / r
         # (33): w1' = ((1+j) r w3^2 s - j r w2 w3 c) / ((1+j) D) - g c / (r (1+j)) - k_r w1
         den = j * r * w3 * c / ((1 + j) * D)
-        w2 = ((r * w3**2 * s / D - g * c / (r * (1 + j)) - k_r * w1 - rho / r * ddb) / den
-              if abs(den) > 1e-12 else 0.0)
+        w2 = (
+            (r * w3**2 * s / D - g * c / (r * (1 + j)) - k_r * w1 - rho / r * ddb) / den
+            if abs(den) > 1e-12
+            else 0.0
+        )
         w2s = float(rim.steady_omega2(b0, w3)) if abs(w3) > 1e-9 else 0.0
         if not np.isfinite(w2):
             w2 = w2s if np.isfinite(w2s) else 0.0
         y0 = np.array([b0, w1, w2, w3, a0])
         spread = max(5.0, 0.5 * abs(w2))
-        grid = np.concatenate([w2 + np.linspace(-spread, spread, 21),
-                               [w2s] if np.isfinite(w2s) else []])
+        grid = np.concatenate(
+            [w2 + np.linspace(-spread, spread, 21), [w2s] if np.isfinite(w2s) else []]
+        )
         cands = np.repeat(y0[None], grid.shape[0], axis=0)
         cands[:, 2] = grid
         return y0, cands
@@ -209,14 +218,24 @@ class RimSlipping(AbstractSystem):
     # same outcomes and switch counts with 2, 4 and 8; it takes 4.7, 5.2 and 6.9 s warm on 2
     # cores (the five hybrid events need the limit geometry at every sample)
     n_samples = 4
-    events = (boundary("separation"), boundary("slip_onset"), boundary("stick"),
-              crossing("omega1", target=2), boundary("layer_exit"))
+    events = (
+        boundary("separation"),
+        boundary("slip_onset"),
+        boundary("stick"),
+        crossing("omega1", target=2),
+        boundary("layer_exit"),
+    )
 
     def __check_init__(self):
-        _slip.SlipSettings(delta=self._f(self.delta), u_layer=self._f(self.u_layer),
-                           tau_stick=self._f(self.tau_stick), dir_tol=self._f(self.dir_tol),
-                           max_switches=self.max_switches, min_dwell=self._f(self.min_dwell),
-                           max_short=self.max_short)
+        _slip.SlipSettings(
+            delta=self._f(self.delta),
+            u_layer=self._f(self.u_layer),
+            tau_stick=self._f(self.tau_stick),
+            dir_tol=self._f(self.dir_tol),
+            max_switches=self.max_switches,
+            min_dwell=self._f(self.min_dwell),
+            max_short=self.max_short,
+        )
         _slip.check_hybrid_rim(self.rim)
 
     @staticmethod
@@ -226,8 +245,16 @@ class RimSlipping(AbstractSystem):
     @classmethod
     def from_settings(cls, rim: Rim, settings: "_slip.SlipSettings") -> "RimSlipping":
         """The system with the transition parameters of a :class:`rollax.models.slip.SlipSettings`."""
-        return cls(rim, settings.delta, settings.u_layer, settings.tau_stick, settings.dir_tol,
-                   settings.min_dwell, int(settings.max_switches), int(settings.max_short))
+        return cls(
+            rim,
+            settings.delta,
+            settings.u_layer,
+            settings.tau_stick,
+            settings.dir_tol,
+            settings.min_dwell,
+            int(settings.max_switches),
+            int(settings.max_short),
+        )
 
     def initial_mode(self, t0, y0):
         # a state with a slip velocity slips; one without rolls (its slip-onset event then
@@ -239,22 +266,25 @@ class RimSlipping(AbstractSystem):
         return _slip._hybrid_rhs(y, mode, self.rim)
 
     def event_values(self, t, y, mode):
-        return _slip._hybrid_event_values(y, mode, self.rim, self.tau_stick, self.dir_tol,
-                                          self.u_layer)
+        return _slip._hybrid_event_values(
+            y, mode, self.rim, self.tau_stick, self.dir_tol, self.u_layer
+        )
 
     def reset(self, t, y, mode, aux, event):
         mode_new, y_new, dt, switched, terminal = _slip.transition(
-            self.rim, mode, event, y, self.delta, self.u_layer)
+            self.rim, mode, event, y, self.delta, self.u_layer
+        )
         sw = aux[SWITCHES] + switched
-        short = jnp.where(switched,
-                          jnp.where(t - aux[T_SWITCH] < self.min_dwell, aux[SHORT] + 1, 0),
-                          aux[SHORT])
+        short = jnp.where(
+            switched, jnp.where(t - aux[T_SWITCH] < self.min_dwell, aux[SHORT] + 1, 0), aux[SHORT]
+        )
         chatter = switched & ((sw > self.max_switches) | (short >= self.max_short))
         done = terminal | chatter
         t_new = jnp.where(done, t, t + dt)
         t_slip = aux[T_SLIP] + jnp.where(mode != _slip.ROLLING, t_new - aux[T_PHASE], 0.0)
-        aux_new = jnp.stack([sw, short, jnp.where(switched, t, aux[T_SWITCH]), t_slip, t_new,
-                             chatter]).astype(aux.dtype)
+        aux_new = jnp.stack(
+            [sw, short, jnp.where(switched, t, aux[T_SWITCH]), t_slip, t_new, chatter]
+        ).astype(aux.dtype)
         return (t_new, jnp.where(done, y, y_new), jnp.where(done, mode, mode_new), aux_new, done)
 
     def outcome(self, sol):
@@ -283,8 +313,9 @@ def rolling_result(system: RimRolling, sol) -> dict:
     _, recontact, _ = system.rim.flight(sol.y)
     fell = (outcome == RimOutcome.IN) | (outcome == RimOutcome.OUT)
     period = jnp.where(outcome == RimOutcome.PERIODIC, 2.0 * (sol.t - sol.t_first[1]), jnp.nan)
-    return dict(outcome=outcome, t_end=sol.t, recontact=recontact & fell, period=period,
-                steps=sol.steps)
+    return dict(
+        outcome=outcome, t_end=sol.t, recontact=recontact & fell, period=period, steps=sol.steps
+    )
 
 
 def slip_result(system: RimSlipping, sol) -> "_slip.HybridResult":
@@ -294,18 +325,33 @@ def slip_result(system: RimSlipping, sol) -> "_slip.HybridResult":
     _, recontact = _slip.classify_end(system.rim, sol.mode, e, sol.y, sol.failed)
     outcome = system.outcome(sol)
     chatter = sol.aux[CHATTER] > 0
-    period = jnp.where(outcome == RimOutcome.PERIODIC,
-                       2.0 * (sol.t - sol.t_first[_slip.W1_ZERO]), jnp.nan)
+    period = jnp.where(
+        outcome == RimOutcome.PERIODIC, 2.0 * (sol.t - sol.t_first[_slip.W1_ZERO]), jnp.nan
+    )
     return _slip.HybridResult(
-        outcome=outcome.astype(jnp.int32), t_end=sol.t,
-        y_end=_slip.physical_state(sol.y, sol.mode, system.rim), mode=sol.mode,
-        switches=sol.aux[SWITCHES].astype(jnp.int32), t_slip=system.slipping_time(sol),
-        recontact=recontact & ~chatter, period=period, steps=sol.steps)
+        outcome=outcome.astype(jnp.int32),
+        t_end=sol.t,
+        y_end=_slip.physical_state(sol.y, sol.mode, system.rim),
+        mode=sol.mode,
+        switches=sol.aux[SWITCHES].astype(jnp.int32),
+        t_slip=system.slipping_time(sol),
+        recontact=recontact & ~chatter,
+        period=period,
+        steps=sol.steps,
+    )
 
 
-def simulate_slip(rim: Rim, y0, settings: "_slip.SlipSettings | None" = None, *,
-                  mode0: int = _slip.ROLLING, t_max: float = 60.0, rtol: float = 1e-9,
-                  atol: float = 1e-9, max_steps: int = 8192) -> "_slip.HybridResult":
+def simulate_slip(
+    rim: Rim,
+    y0,
+    settings: "_slip.SlipSettings | None" = None,
+    *,
+    mode0: int = _slip.ROLLING,
+    t_max: float = 60.0,
+    rtol: float = 1e-9,
+    atol: float = 1e-9,
+    max_steps: int = 8192,
+) -> "_slip.HybridResult":
     """One hybrid rolling/slipping run (Sect. 5.2.2) of :class:`RimSlipping` on
     :func:`rollax.solve`. ``y0``: a rolling state ``(beta, w1, w2, w3)`` or a 6-D state (then
     ``mode0`` says whether it rolls or slips); ``max_steps`` bounds each phase. ``jit``/``vmap``
@@ -320,8 +366,17 @@ def simulate_slip(rim: Rim, y0, settings: "_slip.SlipSettings | None" = None, *,
         raise ValueError(f"y0 has shape {y0.shape}; allowed: (4,) rolling or (6,) (x, u1, u3)")
     if isinstance(mode0, int) and mode0 not in (_slip.ROLLING, _slip.SLIPPING):
         raise ValueError(f"mode0 = {mode0!r} must be ROLLING (0) or SLIPPING (1)")
-    sol = solve(system, y0, 0.0, t_max, mode=mode0, rtol=rtol, atol=atol, max_steps=max_steps,
-                max_resets=slip_max_resets(system))
+    sol = solve(
+        system,
+        y0,
+        0.0,
+        t_max,
+        mode=mode0,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        max_resets=slip_max_resets(system),
+    )
     return slip_result(system, sol)
 
 

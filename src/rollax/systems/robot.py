@@ -56,14 +56,19 @@ class Robot(AbstractSystem):
 
     def __check_init__(self):
         if not isinstance(self.model, (Ball, Disk)):
-            raise ValueError(f"model = {type(self.model).__name__} must be a rollax.robot.Ball "
-                             f"or Disk")
+            raise ValueError(
+                f"model = {type(self.model).__name__} must be a rollax.robot.Ball or Disk"
+            )
         if not isinstance(self.control, Control):
-            raise ValueError(f"control = {type(self.control).__name__} is not allowed: it must be "
-                             "a rollax.robot.Control (e.g. RampControl)")
+            raise ValueError(
+                f"control = {type(self.control).__name__} is not allowed: it must be "
+                "a rollax.robot.Control (e.g. RampControl)"
+            )
         if self.control.n != self.model.n:
-            raise ValueError(f"control drives {self.control.n} masses; the model has "
-                             f"{self.model.n} (allowed: the same number)")
+            raise ValueError(
+                f"control drives {self.control.n} masses; the model has "
+                f"{self.model.n} (allowed: the same number)"
+            )
 
     @property
     def flight(self):
@@ -78,8 +83,21 @@ class Robot(AbstractSystem):
         n = self.model.n
         th = tuple(f"theta{i + 1}" for i in range(n)) + tuple(f"theta{i + 1}_dot" for i in range(n))
         if self.is_ball:
-            return th + ("q0", "q1", "q2", "q3", "Omega1", "Omega2", "Omega3", "x", "y", "z",
-                         "vx", "vy", "vz")
+            return th + (
+                "q0",
+                "q1",
+                "q2",
+                "q3",
+                "Omega1",
+                "Omega2",
+                "Omega3",
+                "x",
+                "y",
+                "z",
+                "vx",
+                "vy",
+                "vz",
+            )
         return th + ("phi", "phi_dot", "x", "z", "vx", "vz")
 
     def jump_times(self):
@@ -109,8 +127,7 @@ class Robot(AbstractSystem):
             f_r = jnp.concatenate([f_roll[: 2 * n + 7], f_roll[2 * n + 7 :], jnp.zeros(4)])
         else:
             phid = y[2 * n + 1]
-            f_r = jnp.concatenate([f_roll, jnp.stack([-self.model.radius * phid]),
-                                   jnp.zeros(3)])
+            f_r = jnp.concatenate([f_roll, jnp.stack([-self.model.radius * phid]), jnp.zeros(3)])
         return jnp.where(mode == FLYING, f_fly, f_r)
 
     def normal_force(self, t, y):
@@ -121,8 +138,12 @@ class Robot(AbstractSystem):
     def event_values(self, t, y, mode):
         one = jnp.ones((), y.dtype)
         rolling = mode == ROLLING
-        return jnp.stack([jnp.where(rolling, self.normal_force(t, y), one),
-                          jnp.where(rolling, one, self.flight.height(y))])
+        return jnp.stack(
+            [
+                jnp.where(rolling, self.normal_force(t, y), one),
+                jnp.where(rolling, one, self.flight.height(y)),
+            ]
+        )
 
     def contact_point(self, t, y):
         """What a camera above the floor sees (for :func:`rollax.identify`): the contact point
@@ -153,7 +174,8 @@ class Robot(AbstractSystem):
         return jnp.select(
             [sol.failed, sol.status == Status.EVENT, sol.mode == FLYING],
             [RobotOutcome.FAILED, RobotOutcome.NO_LIFTOFF, RobotOutcome.FLYING],
-            RobotOutcome.ROLLING).astype(jnp.int8)
+            RobotOutcome.ROLLING,
+        ).astype(jnp.int8)
 
 
 class RollingRobot(AbstractSystem):
