@@ -94,19 +94,34 @@ def test_help_names_the_public_path():
     )
 
 
-def test_a_system_without_state_names_is_refused_at_construction():
+def test_a_system_without_state_names_is_refused_at_definition():
     import jax.numpy as jnp
 
     import rollax
 
-    class NoNames(rollax.AbstractSystem):
+    # refused where the class is defined (an abstract base may leave them to subclasses)
+    with pytest.raises(TypeError, match="NoNames has no state_names: a system must name"):
+
+        class NoNames(rollax.AbstractSystem):
+            events = (rollax.crossing("zero"),)
+
+            def vector_field(self, t, y, mode):
+                return jnp.stack([y[1], -y[0]])
+
+            def event_values(self, t, y, mode):
+                return y[:1]
+
+    class Base(rollax.AbstractSystem):  # abstract (no vector_field): allowed
         events = (rollax.crossing("zero"),)
 
+    # names computed per instance (a property) are checked when the system is built
+    class Computed(Base):
+        @property
+        def state_names(self):
+            return ()
+
         def vector_field(self, t, y, mode):
-            return jnp.stack([y[1], -y[0]])
+            return y
 
-        def event_values(self, t, y, mode):
-            return y[:1]
-
-    with pytest.raises(ValueError, match="NoNames has no state_names: a system must name"):
-        NoNames()
+    with pytest.raises(ValueError, match="Computed has no state_names: a system must name"):
+        Computed()

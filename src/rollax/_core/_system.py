@@ -26,6 +26,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
+import inspect
 import functools
 import typing
 from typing import ClassVar
@@ -128,6 +129,18 @@ class AbstractSystem(eqx.Module):
     # the Runge-Kutta pair both integrators use unless a call says otherwise ("dopri5" or
     # "dopri8"; rollax.solve also takes "tsit5" or a diffrax solver)
     solver: ClassVar[str] = "dopri5"
+
+    def __init_subclass__(cls, **kwargs):
+        # a concrete system must name its state: refused when the class is defined, not at
+        # its first solve (a property, computed per instance, is checked at construction)
+        super().__init_subclass__(**kwargs)
+        names = inspect.getattr_static(cls, "state_names", ())
+        if not inspect.isabstract(cls) and not isinstance(names, property) and not tuple(names):
+            raise TypeError(
+                f"{cls.__name__} has no state_names: a system must name its state "
+                f"components, e.g. state_names = ('x', 'v') (their number is the state "
+                f"dimension)"
+            )
 
     def __check_init__(self):
         # a subclass that forgot state_names once failed later with "vector_field returns
