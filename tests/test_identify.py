@@ -135,7 +135,7 @@ def test_jacobian_matches_central_differences(record):
     keep = t < 1.0
     obs = rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2], sigma=NOISE)
     system = RimTracked(Rim())
-    problem = _identify._Problem(
+    problem = _identify._FitProblem(
         system=system,
         y0=jnp.asarray(_true_start()),
         t=jnp.asarray(obs.t),

@@ -27,7 +27,7 @@ from rollax.robot.controls import _integrals
 from rollax.robot.optimal import (
     Manoeuvre,
     _fun,
-    _Problem,
+    _NLPProblem,
     _starts,
     ball_manoeuvre,
     disk_manoeuvre,
@@ -120,7 +120,7 @@ def test_spline_integrals_are_scipys_antiderivatives():
 def test_gradients_of_cost_and_constraints_match_finite_differences(build, cost):
     man = build(T=3.0, mu=0.3, n_min=0.5)
     K = 4
-    prob = _Problem(man, K, 21, False, 1e-12, 16384, cost=cost)
+    prob = _NLPProblem(man, K, 21, False, 1e-12, 16384, cost=cost)
     x = 0.3 * np.random.default_rng(1).standard_normal(K * man.model.n + (cost == "time"))
     F = jax.jit(
         lambda x: jnp.concatenate([jnp.stack([jnp.sum(_fun(x, prob)[0] ** 2)]), *_fun(x, prob)[1:]])
@@ -326,7 +326,7 @@ def test_least_time_grows_as_the_envelope_tightens(small_optima):
 def test_starts_run_together_give_what_they_give_one_at_a_time():
     # after the tests above: the single start reuses their compiled effort problem
     man = disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf)
-    X = _starts(_Problem(man, 4, 51, False, 1e-8, 16384), 3, 0)
+    X = _starts(_NLPProblem(man, 4, 51, False, 1e-8, 16384), 3, 0)
     seen = set()
     together = optimize(man, x0=X, progress=lambda k, info: seen.add(info["start"]), **SMALL)
     alone = [optimize(man, x0=x, **SMALL) for x in X]

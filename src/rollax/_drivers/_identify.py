@@ -332,7 +332,7 @@ def _bounds_of(system, path) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------- the model's residuals
-class _Flow(AbstractSystem):
+class _EventlessFlow(AbstractSystem):
     """A non-hybrid system's flow without its events: fitted samples may lie past the model's
     event (the trajectory is continued), so that residuals stay smooth in the parameters."""
 
@@ -353,7 +353,7 @@ class _Flow(AbstractSystem):
         return self.system.jump_times()
 
 
-class _Problem(eqx.Module):
+class _FitProblem(eqx.Module):
     system: AbstractSystem
     y0: jax.Array  # the full initial state; fitted components are overwritten
     t: jax.Array
@@ -386,7 +386,7 @@ class _Problem(eqx.Module):
         """The observables at the observation times up to ``t_end`` (default: all; nan
         after it: the model is integrated to ``t_end`` only)."""
         system, y0 = self.build(x)
-        flow = system if system.hybrid else _Flow(system)
+        flow = system if system.hybrid else _EventlessFlow(system)
         t1 = self.t[-1] if t_end is None else t_end
         sol = solve(
             flow,
@@ -431,19 +431,19 @@ class _Problem(eqx.Module):
 
 
 @eqx.filter_jit
-def _residuals(x, problem: _Problem):
+def _residuals(x, problem: _FitProblem):
     return problem.residuals(x)
 
 
 @eqx.filter_jit
-def _residuals_and_jacobian(x, problem: _Problem):
+def _residuals_and_jacobian(x, problem: _FitProblem):
     r_fn = lambda z: (problem.residuals(z),) * 2  # noqa: E731
     J, r = jax.jacfwd(r_fn, has_aux=True)(x)
     return r, J
 
 
 @eqx.filter_jit
-def _batch_residuals_and_jacobians(xs, t_end, problem: _Problem):
+def _batch_residuals_and_jacobians(xs, t_end, problem: _FitProblem):
     """Residuals and forward-mode Jacobians of the lanes ``xs`` on the window ``t <= t_end``
     (``None``: the whole record, the observed event time included)."""
 
@@ -456,7 +456,7 @@ def _batch_residuals_and_jacobians(xs, t_end, problem: _Problem):
 
 
 @eqx.filter_jit
-def _predict(x, problem: _Problem):
+def _predict(x, problem: _FitProblem):
     return problem.predict(x)[0]
 
 
@@ -933,13 +933,13 @@ def _size_class(n: int) -> int:
 
 def _problem(
     system, y0, obs: Observations, sigma, rtol, atol, paths=(), y0_index=(), max_steps=16_384
-) -> _Problem:
+) -> _FitProblem:
     n = obs.t.shape[0]
     pad = _size_class(n) - n
     # padding rows repeat the last time (save times must not decrease) with weight 0
     t = np.concatenate([obs.t, np.full(pad, obs.t[-1])])
     values = np.concatenate([obs.values, np.zeros((pad, obs.values.shape[1]))])
-    return _Problem(
+    return _FitProblem(
         system=system,
         y0=jnp.asarray(y0),
         t=jnp.asarray(t),

@@ -259,7 +259,7 @@ def _going(lane):
 
 
 def phases(pb, sargs: tuple, sc) -> Phases:
-    """The four phases of problem ``pb`` (an ``queue._Problem``), with the queue's
+    """The four phases of problem ``pb`` (an ``queue._KernelProblem``), with the queue's
     arithmetic (``queue._machine``'s per-lane pieces on one lane, then ``queue._finish``
     on its one record); ``pb.rolled``: the Runge-Kutta stages and event samples in loops
     (see :func:`_with_rolled`)."""

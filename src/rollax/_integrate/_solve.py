@@ -33,7 +33,7 @@ How it works, and why:
   reuse the compiled code.
 
 * **A system with its own exact flow** (``system.flow``, a closed form) is moved along it:
-  the solver is :class:`_Flow` (the step is the flow, its dense output the flow from the
+  the solver is :class:`_ExactFlowSolver` (the step is the flow, its dense output the flow from the
   step's start, no error estimate) and the steps are ``system.flow_step`` (at most
   ``dt_max``); the event samples, the walk, the root and its derivative are the same.
 
@@ -210,7 +210,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         vals = jax.lax.stop_gradient(vals)
         count = ev.count.astype(jnp.int32)
         sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero)
-        if self.events.n and not isinstance(self.solver, _Flow):
+        if self.events.n and not isinstance(self.solver, _ExactFlowSolver):
             # samples that may hide a pair of crossings: rejected (shrunk to 0.2 h) as a step
             # with a non-finite error, as in the ensemble kernel (events.unresolved)
             h = t1 - t0
@@ -257,7 +257,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         return (y1, ev1), (err, err_ev), dense, new_state, result
 
 
-class _FlowInterpolation(diffrax.AbstractLocalInterpolation):
+class _ExactFlowInterpolation(diffrax.AbstractLocalInterpolation):
     """The dense output of a step along a system's exact flow: the flow from the step's start.
     ``system`` holds the system's arrays (the rest is ``static``, so that the dense information
     that diffrax carries is arrays only)."""
@@ -283,7 +283,7 @@ class _FlowInterpolation(diffrax.AbstractLocalInterpolation):
         return jax.jvp(self._at, (t,), (jnp.ones_like(t),))[1]
 
 
-class _Flow(diffrax.AbstractSolver):
+class _ExactFlowSolver(diffrax.AbstractSolver):
     """A diffrax solver whose step is the system's exact flow (``args = (system, mode)``)."""
 
     static: Any = eqx.field(static=True)  # the system's non-array part
@@ -291,7 +291,7 @@ class _Flow(diffrax.AbstractSolver):
 
     @property
     def interpolation_cls(self):  # pyright: ignore
-        return functools.partial(_FlowInterpolation, static=self.static)
+        return functools.partial(_ExactFlowInterpolation, static=self.static)
 
     def order(self, terms):
         return 1
@@ -312,7 +312,7 @@ class _Flow(diffrax.AbstractSolver):
         return terms.vf(t0, y0, args)
 
 
-class _FlowSteps(diffrax.AbstractStepSizeController):
+class _ExactFlowSteps(diffrax.AbstractStepSizeController):
     """Steps of ``system.flow_step`` (at most ``dt_max``) along an exact flow: all accepted.
     The step sizes are not differentiated (they choose where to sample, not what is computed)."""
 
@@ -428,7 +428,7 @@ def _controller(rtol, atol, dt_max, dt_min, jump_ts):
 
 
 def _state_leaves(solver_state, dtype) -> tuple:
-    """The solver's state as a tuple of float leaves; a stateless solver's (``_Flow``) is one
+    """The solver's state as a tuple of float leaves; a stateless solver's (``_ExactFlowSolver``) is one
     dummy zero (an empty tuple in diffrax's saved state is not an array buffer)."""
     leaves = jax.tree_util.tree_leaves(solver_state)
     return tuple(jnp.asarray(x, dtype) for x in leaves) or (jnp.zeros((), dtype),)
@@ -540,7 +540,11 @@ def solve(
     system.check_flow_step(dt_max)
     system.check_functions(y0, 0 if isinstance(mode, jax.core.Tracer) else mode, t0)
     solver = system.solver if solver is None else solver
-    solver = _Flow(eqx.partition(system, eqx.is_array)[1]) if system.has_flow else _solver(solver)
+    solver = (
+        _ExactFlowSolver(eqx.partition(system, eqx.is_array)[1])
+        if system.has_flow
+        else _solver(solver)
+    )
     adjoint = adjoint or diffrax.RecursiveCheckpointAdjoint()
     if not isinstance(
         adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.ForwardMode, diffrax.DirectAdjoint)
@@ -972,7 +976,7 @@ def _segment(
         None,
         (y0_in, ev0),
         args=(system, mode),
-        stepsize_controller=_FlowSteps(dt_max)
+        stepsize_controller=_ExactFlowSteps(dt_max)
         if system.has_flow
         else _controller(rtol, atol, dt_max, 1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), jump_ts),
         saveat=diffrax.SaveAt(t1=True)

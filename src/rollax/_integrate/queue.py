@@ -173,7 +173,7 @@ class _Out(NamedTuple):
 _RECORD = _Out._fields
 
 
-class _Problem(NamedTuple):
+class _KernelProblem(NamedTuple):
     """The static parts of a solve (hashable: compiled kernels are cached on them)."""
 
     f: Callable
@@ -236,7 +236,7 @@ class _Fns(NamedTuple):
     flow_step: Callable
 
 
-def _fns(pb: _Problem, shared: tuple) -> _Fns:
+def _fns(pb: _KernelProblem, shared: tuple) -> _Fns:
     def args_of(bl):
         # both lead with a dummy leaf (see run)
         it_b, it_s = iter(bl[1:]), iter(shared[1:])
@@ -293,7 +293,7 @@ def _computed_once(coef):
     return jax.lax.optimization_barrier(coef)
 
 
-def _redo(pb: _Problem, fn: _Fns, bl, t, y, h, k1):
+def _redo(pb: _KernelProblem, fn: _Fns, bl, t, y, h, k1):
     """One step from ``(t, y)`` of length ``h``: the new state, the FSAL derivative there, the
     error norm's input, the event values at the new state, ``at(theta, time)``, the step's
     continuous extension (the Runge-Kutta pair's, or the exact flow from the step's start),
@@ -432,7 +432,7 @@ class _Scalars(NamedTuple):
     dt_max: Float[Array, ""]
 
 
-def _machine(pb: _Problem, lanes: int, sargs: tuple, sc: _Scalars):
+def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
     """One device's work queue as three functions (all traced inside one compiled program each),
     and the per-lane pieces they are made of (``_LaneOps``):
 
@@ -888,7 +888,7 @@ class _LaneOps(NamedTuple):
     n_coef: int
 
 
-def _keeps_steps(pb: _Problem) -> bool:
+def _keeps_steps(pb: _KernelProblem) -> bool:
     """Whether lanes keep the steps that fire and those that hold first crossings (a reset map
     and DOPRI5; along an exact flow a redo is one flow evaluation), so that the service and the
     post-pass locate on them instead of redoing them."""
@@ -901,7 +901,7 @@ def _crossings(events: EventSet) -> tuple[int, ...]:
 
 
 def _locate(
-    pb: _Problem,
+    pb: _KernelProblem,
     fn: _Fns,
     bl: tuple,
     t: Float[Array, ""],
@@ -975,7 +975,12 @@ def _masked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs):
 
 
 def _finish(
-    pb: _Problem, out: _Out, bargs: tuple, sargs: tuple, block: int = 512, direct: bool = False
+    pb: _KernelProblem,
+    out: _Out,
+    bargs: tuple,
+    sargs: tuple,
+    block: int = 512,
+    direct: bool = False,
 ) -> tuple[
     Int[Array, " M"],
     Int[Array, " M"],
@@ -1120,7 +1125,7 @@ class _Kernel(NamedTuple):
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(pb: _Problem, lanes: int, n_dev: int) -> _Kernel:
+def _compiled(pb: _KernelProblem, lanes: int, n_dev: int) -> _Kernel:
     def machine(sargs, sc):
         return _machine(pb, lanes, sargs, _Scalars(*sc))
 
@@ -1351,7 +1356,7 @@ def run(
     if not isinstance(jumps, tuple):
         raise ValueError("jump_ts must be concrete times (the kernel is compiled for them)")
     t0 = past_jump(float(t0), jumps)
-    pb = _Problem(
+    pb = _KernelProblem(
         f,
         events,
         reset,

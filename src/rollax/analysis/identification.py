@@ -23,7 +23,7 @@ import numpy as np
 
 import jax.numpy as jnp
 
-from rollax._drivers._identify import Fit, Observations, _Flow, _noise_guess, identify
+from rollax._drivers._identify import Fit, Observations, _EventlessFlow, _noise_guess, identify
 from rollax._integrate._solve import solve
 from rollax.friction import exact_law
 from rollax.friction.sliding import SlidingBody
@@ -215,7 +215,9 @@ def simulate_camera(
     t_sep = float(end.t) if int(end.status) == 0 else math.nan
     t_last = t_sep if math.isfinite(t_sep) else float(t_end)
     t = np.arange(0.0, t_last, 1.0 / hz)
-    sol = solve(_Flow(system), y0, 0.0, float(t[-1]), ts=jnp.asarray(t), rtol=rtol, atol=rtol)
+    sol = solve(
+        _EventlessFlow(system), y0, 0.0, float(t[-1]), ts=jnp.asarray(t), rtol=rtol, atol=rtol
+    )
     ys = np.asarray(sol.ys)
     R, rho = float(rim.R), float(rim.rho)
     clean = np.stack([R - rho * np.cos(ys[:, 0]), rho * np.sin(ys[:, 0]), ys[:, 4]], 1)

@@ -209,7 +209,7 @@ class _Normalised(AbstractSystem):
         return self.T * self.system.vector_field(self.T * s, y, mode)
 
 
-class _Problem(eqx.Module):
+class _NLPProblem(eqx.Module):
     """What :func:`_fun` needs: the manoeuvre (traced) and the discretisation (static)."""
 
     man: Manoeuvre
@@ -364,7 +364,7 @@ def _path(man: Manoeuvre, control, mu, ts, ys):
     return jnp.concatenate(out)
 
 
-def _values(prob: _Problem, control, mu):
+def _values(prob: _NLPProblem, control, mu):
     man = prob.man
     s = jnp.linspace(0.0, 1.0, prob.n_grid)
     ts = control.T * s
@@ -373,7 +373,7 @@ def _values(prob: _Problem, control, mu):
     return _terminal(man, sol.y) + bad, _path(man, control, mu, ts, sol.ys) + bad
 
 
-def _fun(x, prob: _Problem):
+def _fun(x, prob: _NLPProblem):
     """``(r, h, g)`` of the nonlinear programme (objective ``|r|^2``) for
     :func:`rollax._drivers._nlp.minimize`."""
     h, g = _values(prob, prob.control(x), prob.mu(x))
@@ -401,7 +401,7 @@ def evaluate(
     ``forward_mode=True`` for ``jax.jacfwd`` (what the optimiser uses), ``False`` for reverse
     mode (``jax.grad``)."""
     _check_cost(cost)
-    prob = _Problem(manoeuvre, control.K, n_grid, False, float(rtol), 16384, forward_mode)
+    prob = _NLPProblem(manoeuvre, control.K, n_grid, False, float(rtol), 16384, forward_mode)
     h, g = _values(prob, control, manoeuvre.mu)
     return _cost(cost, manoeuvre, control), h, g
 
@@ -520,7 +520,7 @@ class Optimum(eqx.Module):
         )
 
 
-def _starts(prob: _Problem, starts: int, seed: int):
+def _starts(prob: _NLPProblem, starts: int, seed: int):
     n = prob.K * prob.man.model.n
     rng = np.random.default_rng(seed)
     z = np.concatenate([np.zeros((1, n)), 0.1 * rng.standard_normal((starts - 1, n))])
@@ -607,7 +607,7 @@ def _run(
     check_range("rtol", rtol, 0.0, 1.0, lo_open=True, hi_open=True)
     check_range("tol", tol, 0.0, 1.0, lo_open=True, hi_open=True)
     check_range("kkt_tol", kkt_tol, 0.0, math.inf, lo_open=True)
-    prob = _Problem(man, K, n_grid, free_mu, float(rtol), 16384, cost=_check_cost(cost))
+    prob = _NLPProblem(man, K, n_grid, free_mu, float(rtol), 16384, cost=_check_cost(cost))
     # the energy and time costs start from the least-effort manoeuvres (module docstring)
     first = dataclasses.replace(prob, cost="effort")
     x0 = _starts(first, starts, seed) if x0 is None else np.atleast_2d(x0)
