@@ -82,3 +82,61 @@ def test_scalar_parameters_are_batched_on_any_leading_axis():
         r"finite",
     ):
         Decay(k=np.nan)
+
+
+def test_events_that_are_not_a_tuple_are_refused_at_definition():
+    with pytest.raises(
+        TypeError,
+        match=r"E1.events = Event\(.*\) is not allowed: it must be a "
+        r"tuple of rollax.Event",
+    ):
+
+        class E1(rollax.AbstractSystem):
+            state_names = ("x",)
+            events = rollax.crossing("zero")
+
+            def vector_field(self, t, y, mode):
+                return y
+
+
+class _ListField(rollax.AbstractSystem):
+    state_names = ("x", "v")
+
+    def vector_field(self, t, y, mode):
+        return [y[1], -y[0]]
+
+
+class _FourValueReset(rollax.AbstractSystem):
+    state_names = ("h", "v")
+    events = (rollax.boundary("floor"),)
+
+    def vector_field(self, t, y, mode):
+        return jnp.stack([y[1], -9.81 * jnp.ones_like(y[1])])
+
+    def event_values(self, t, y, mode):
+        return y[:1]
+
+    def reset(self, t, y, mode, aux, event):
+        return t, y, mode, aux
+
+
+@pytest.mark.parametrize(
+    "system, msg",
+    [
+        (_ListField(), r"_ListField.vector_field returns a list; it must return one array"),
+        (
+            _FourValueReset(),
+            r"_FourValueReset.reset returns 4 values; it must return "
+            r"\(t, y, mode, aux, terminal\)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("path", ["solve", "solve_ensemble"])
+def test_functions_of_the_wrong_kind_are_named(system, msg, path):
+    # they were a bare AttributeError ('list' object has no attribute 'dtype') and a bare
+    # "not enough values to unpack (expected 5, got 4)"
+    with pytest.raises(ValueError, match=msg):
+        if path == "solve":
+            rollax.solve(system, jnp.array([1.0, 0.0]), 0.0, 1.0)
+        else:
+            rollax.solve_ensemble(system, np.array([[1.0, 0.0]]), 0.0, 1.0)

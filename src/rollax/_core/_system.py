@@ -134,6 +134,14 @@ class AbstractSystem(eqx.Module):
         # a concrete system must name its state: refused when the class is defined, not at
         # its first solve (a property, computed per instance, is checked at construction)
         super().__init_subclass__(**kwargs)
+        events = inspect.getattr_static(cls, "events", ())
+        if not isinstance(events, (tuple, list, property)) or not all(
+            isinstance(e, Event) for e in (() if isinstance(events, property) else events)
+        ):
+            raise TypeError(
+                f"{cls.__name__}.events = {events!r} is not allowed: it must be a tuple of "
+                f"rollax.Event, e.g. events = (rollax.crossing('zero'),)"
+            )
         names = inspect.getattr_static(cls, "state_names", ())
         if not inspect.isabstract(cls) and not isinstance(names, property) and not tuple(names):
             raise TypeError(
@@ -251,13 +259,32 @@ class AbstractSystem(eqx.Module):
         y = jax.ShapeDtypeStruct(jnp.shape(y0), jnp.result_type(float))
         batched = bool(self.batch_shape())
 
+        hybrid = self.hybrid
+
         def shapes(sys_, y_, m_):
             t = jnp.asarray(t0, y_.dtype)
-            return (
+            out = (
                 sys_.vector_field(t, y_, m_),
                 sys_.event_values(t, y_, m_),
                 *sys_.field_and_events(t, y_, m_),
             )
+            # a list or tuple where one array belongs: named here, not as a bare dtype error
+            for w, o in zip(_FUNCTIONS, out):
+                if isinstance(o, (list, tuple)):
+                    raise ValueError(
+                        f"{type(sys_).__name__}.{w} returns a {type(o).__name__}; it must return "
+                        f"one array (e.g. jnp.stack([...]))"
+                    )
+            if hybrid:
+                aux = sys_.initial_aux(y_, m_)
+                r = sys_.reset(t, y_, m_, aux, jnp.int32(0))
+                if not (isinstance(r, tuple) and len(r) == 5):
+                    got = f"{len(r)} values" if isinstance(r, tuple) else type(r).__name__
+                    raise ValueError(
+                        f"{type(sys_).__name__}.reset returns {got}; it must return "
+                        f"(t, y, mode, aux, terminal)"
+                    )
+            return out
 
         fn = eqx.filter_vmap(shapes, in_axes=(self.batch_axes(), None, None)) if batched else shapes
         out = eqx.filter_eval_shape(
@@ -265,13 +292,7 @@ class AbstractSystem(eqx.Module):
         )
         d, n, name = self.state_dim, len(self.events), type(self).__name__
         want = ((d,), (n,), (d,), (n,))
-        what = (
-            "vector_field",
-            "event_values",
-            "field_and_events (the field)",
-            "field_and_events (the event values)",
-        )
-        for w, o, sh in zip(what, out, want):
+        for w, o, sh in zip(_FUNCTIONS, out, want):
             got = tuple(jnp.shape(o))[int(batched) :]
             if got != sh:
                 per = (
@@ -479,6 +500,12 @@ class AbstractSystem(eqx.Module):
 
 
 # system structures whose function shapes were checked (check_functions)
+_FUNCTIONS = (
+    "vector_field",
+    "event_values",
+    "field_and_events (the field)",
+    "field_and_events (the event values)",
+)
 _CHECKED: set = set()
 
 
