@@ -304,22 +304,7 @@ def phases(pb, sargs: tuple, sc) -> Phases:
         )
 
     def serve_(ln):
-        names = (
-            "live",
-            "status",
-            "event",
-            "t",
-            "y",
-            "h",
-            "k1",
-            "sign",
-            "count",
-            "t_zero",
-            "seg",
-            "resets",
-            "aux",
-            "fc_t",
-        )
+        names = E._SERVED
         res = ops.serve_block(
             ln.t,
             ln.y,

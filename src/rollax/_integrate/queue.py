@@ -172,6 +172,24 @@ class _Out(NamedTuple):
 
 _RECORD = _Out._fields
 
+# the lane fields the reset service (serve_one) returns, in its order
+_SERVED = (
+    "live",
+    "status",
+    "event",
+    "t",
+    "y",
+    "h",
+    "k1",
+    "sign",
+    "count",
+    "t_zero",
+    "seg",
+    "resets",
+    "aux",
+    "fc_t",
+)
+
 
 class _KernelProblem(NamedTuple):
     """The static parts of a solve (hashable: compiled kernels are cached on them)."""
@@ -680,22 +698,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
     def serve(carry: _Carry) -> _Carry:
         ln = carry.ln
         parked = (ln.idx >= 0) & ~ln.live & (ln.status == _PARKED)
-        names = (
-            "live",
-            "status",
-            "event",
-            "t",
-            "y",
-            "h",
-            "k1",
-            "sign",
-            "count",
-            "t_zero",
-            "seg",
-            "resets",
-            "aux",
-            "fc_t",
-        )
+        names = _SERVED
         res = _blocked(
             serve_block,
             parked,
@@ -1391,19 +1394,7 @@ def run(
             ),
             progress=progress,
         )
-        status, event, t, y, counts, t_first, steps, resets, aux_out, rejected = res
-        return EnsembleResult(
-            status=status.astype(np.int8),
-            event=event.astype(np.int32),
-            t=t,
-            y=y,
-            counts=counts,
-            t_first=t_first,
-            steps=steps,
-            resets=resets,
-            aux=aux_out,
-            rejected=rejected,
-        )
+        return _result(res)
     kern = _compiled(pb, int(lanes), n_dev)
     # each led by a dummy leaf (pmap misplaced in_axes after an empty tuple, jax 0.10.2)
     bargs = (shard(np.zeros(N)),) + tuple(
@@ -1439,21 +1430,13 @@ def run(
         x = np.asarray(x)
         return x.swapaxes(0, 1).reshape((per * n_dev,) + x.shape[2:])[:N]
 
-    status, event, t, y, counts, t_first, steps, resets, aux_out, rejected = (
-        unshard(x) for x in res
-    )
-    return EnsembleResult(
-        status=status.astype(np.int8),
-        event=event.astype(np.int32),
-        t=t,
-        y=y,
-        counts=counts,
-        t_first=t_first,
-        steps=steps,
-        resets=resets,
-        aux=aux_out,
-        rejected=rejected,
-    )
+    return _result(tuple(unshard(x) for x in res))
+
+
+def _result(res: tuple) -> EnsembleResult:
+    """The kernel's per-start outputs (in :class:`EnsembleResult`'s field order) as one."""
+    out = EnsembleResult(*res)
+    return out._replace(status=out.status.astype(np.int8), event=out.event.astype(np.int32))
 
 
 def _split_args(args, args_batched, N: int):
