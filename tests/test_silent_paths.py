@@ -77,6 +77,18 @@ def test_lanes_are_bounded_and_never_more_than_the_starts_need():
     assert _lanes_used(64, 10**6, 2) == 64
     assert _lanes_used(10**6, 48, 1) == 512
     assert _lanes_used(1 << 20, 5000, 2) == 4096
+
+
+def test_the_default_lanes_are_512_on_a_cpu_and_one_per_start_on_a_gpu(monkeypatch):
+    # on a GPU the queue's refills are what cost (benchmarks/RESULTS.md, 2026-11-24)
+    assert _lanes_used(None, 10**6, 1) == 512
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    for N, n_dev, want in [(3, 1, 512), (5000, 1, 8192), (86400, 2, 65536), (10**8, 1, LANES_MAX)]:
+        assert _lanes_used(None, N, n_dev) == want
+    assert _lanes_used(2048, 86400, 1) == 2048  # a count given is kept
+
+
+def test_lanes_do_not_change_the_results():
     a = rollax.solve_ensemble(OSC, Y, 0.0, 10.0, lanes=1 << 22)
     b = rollax.solve_ensemble(OSC, Y, 0.0, 10.0)
     np.testing.assert_array_equal(a.t, b.t)

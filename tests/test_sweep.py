@@ -172,9 +172,14 @@ class Still(rollax.AbstractSystem):
         return 0.0 * y * self.k
 
 
-def test_grid_points_are_row_major_in_any_chunking():
+@pytest.mark.parametrize("backend", ["queue", "fused"])
+def test_grid_points_are_row_major_in_any_chunking(backend, monkeypatch):
     # random grids of 1-3 axes (state components, spacing of every kind), random chunk sizes:
-    # each run starts at its grid point (the first axis slowest), as numpy's unravel_index
+    # each run starts at its grid point (the first axis slowest), as numpy's unravel_index;
+    # the fused backend builds the grid on the device (sweep._grid_rows), the queue in NumPy
+    from rollax._integrate import _fused
+
+    monkeypatch.setattr(_fused, "CPU_MODE", "vmap")  # (the kernel's own tests interpret it)
     rng = np.random.default_rng(7)
     for _ in range(6):
         names = list(rng.permutation(["a", "b", "c"])[: rng.integers(1, 4)])
@@ -189,7 +194,14 @@ def test_grid_points_are_row_major_in_any_chunking():
             )
         y0 = {nm: float(rng.normal()) for nm in "abc" if nm not in names}
         res = rollax.sweep(
-            Still(), axes, y0=y0, t1=1.0, chunk_size=int(rng.integers(1, 40)), progress=False, **TOL
+            Still(),
+            axes,
+            y0=y0,
+            t1=1.0,
+            chunk_size=int(rng.integers(1, 40)),
+            progress=False,
+            backend=backend,
+            **TOL,
         )
         shape = tuple(a.n for a in axes)
         for flat in range(int(np.prod(shape))):
@@ -199,3 +211,22 @@ def test_grid_points_are_row_major_in_any_chunking():
                 assert y["abc".index(a.name)] == a.values[ix[k]]
             for nm, v in y0.items():
                 assert y["abc".index(nm)] == v
+
+
+def test_the_device_grid_equals_numpy_s_in_every_chunk():
+    # rows lo:hi of the device-built grid against np.unravel_index, random shapes and ranges
+    from rollax._drivers._sweep import _grid_rows
+
+    rng = np.random.default_rng(37)
+    for _ in range(20):
+        shape = tuple(int(k) for k in rng.integers(1, 9, size=rng.integers(1, 5)))
+        values = tuple(rng.normal(size=k) for k in shape)
+        n = int(np.prod(shape))
+        lo = int(rng.integers(0, n))
+        hi = int(rng.integers(lo + 1, n + 1))
+        got = np.asarray(
+            _grid_rows(np.int64(lo), tuple(map(jax.numpy.asarray, values)), shape, hi - lo)
+        )
+        ix = np.unravel_index(np.arange(lo, hi), shape)
+        want = np.stack([values[k][ix[k]] for k in range(len(shape))], axis=1)
+        np.testing.assert_array_equal(got, want)

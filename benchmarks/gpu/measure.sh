@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -137,6 +137,36 @@ elif [ "$what" = fused14 ]; then
   step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
   wait
   grep -v "^WARNING\|^W0000\|^I0000" "$OUT/conformance_robot.log" | tail -n 4
+  rm -f "$OUT/pip.log"
+elif [ "$what" = fused15 ]; then
+  # stop 38 (one call): the sweep's grid built on the device (nothing of the panel's size
+  # through NumPy or the bus) against the code before it (.base: stop 37's, with the event
+  # rejection of events.unresolved) and stop 36's (.base36: before that rejection, so its
+  # kernel cost shows), alternating; the mu = 1 panel; the conformance stop 36 cut off (the
+  # robot in the background from the start: its compile is CPU work)
+  ( timeout 400 python3 benchmarks/gpu/conformance_fused.py --n 256 --save-events 6 --cases robot >"$OUT/conformance_robot.log" 2>&1; echo "   (rc $?)" >>"$OUT/conformance_robot.log" ) &
+  for k in 1 2; do
+    step 45 env PYTHONPATH=.base36/src python3 .base36/benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_base36_$k.json"
+    step 45 env PYTHONPATH=.base/src python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_base_$k.json"
+    step 45 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_new_$k.json"
+  done
+  step 60 python3 benchmarks/gpu/profile_fused.py --grid 360 240 --mu 1 --json "$OUT/mu1_new.json"
+  step 150 python3 benchmarks/gpu/conformance_fused.py --n 256 --save-events 6 --cases rim_rolling,sliding,oscillator,bouncing_ball
+  wait
+  grep -v "^WARNING\|^W0000\|^I0000" "$OUT/conformance_robot.log" | tail -n 4
+  rm -f "$OUT/pip.log"
+elif [ "$what" = fused16 ]; then
+  # stop 38, second call: the starts' modes made on the device too, and the JAX dispatches of
+  # the host's share named by the rollax frames around them (profile_fused.py's "callers")
+  for k in 1 2; do
+    step 45 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/noslip_new_$k.json"
+  done
+  rm -f "$OUT/pip.log"
+elif [ "$what" = fused17 ]; then
+  # stop 38, last call: the on-device sweep's results (one chunk against four; the mu = 1
+  # panel's known counts), then two systems' conformance with the shared inputs put once
+  step 120 python3 benchmarks/gpu/check_sweep.py
+  step 90 python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_rolling,bouncing_ball
   rm -f "$OUT/pip.log"
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the

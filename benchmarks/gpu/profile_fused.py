@@ -31,6 +31,13 @@ from rollax.systems import RimRolling  # noqa: E402
 rollax.configure()
 
 
+#: the file names of rollax's modules (the trace's Python frames name files, not paths)
+OWN = {
+    os.path.basename(f)
+    for f in glob.glob(os.path.dirname(rollax.__file__) + "/**/*.py", recursive=True)
+}
+
+
 def device_times(trace_dir: str) -> dict:
     """Seconds per event name on the device planes of the trace in ``trace_dir``, and the
     device's busy time (the union of its events' intervals)."""
@@ -39,15 +46,29 @@ def device_times(trace_dir: str) -> dict:
     by = collections.Counter()
     host = collections.Counter()  # Python functions of private modules (inclusive times)
     runtime = collections.Counter()
+    callers = collections.Counter()  # JAX's dispatches by the innermost rollax frame around them
     spans = []
     for plane in data.planes:
         if plane.name.startswith("/host:"):
             for line in plane.lines:
-                for ev in line.events:
+                evs = list(line.events)
+                frames = [
+                    (e.start_ns, e.start_ns + e.duration_ns, e.name)
+                    for e in evs
+                    if e.name.startswith("$")
+                ]
+                for ev in evs:
                     if ev.name.startswith("$_"):
                         host[ev.name[:90]] += ev.duration_ns * 1e-9
                     elif not ev.name.startswith("$"):  # JAX's and XLA's own (C++) spans
                         runtime[ev.name[:90]] += ev.duration_ns * 1e-9
+                        if ev.name.startswith(("PjitFunction", "np.asarray", "DevicePut")):
+                            s, e = ev.start_ns, ev.start_ns + ev.duration_ns
+                            around = [f for f in frames if f[0] <= s and f[1] >= e]
+                            # the innermost frames of rollax's own files
+                            inner = [f for f in sorted(around) if f[2][1:].split(":")[0] in OWN]
+                            who = " < ".join(f[2][1:50] for f in reversed(inner[-4:]))
+                            callers[f"{ev.name[:40]} @ {who}"] += ev.duration_ns * 1e-9
         if not plane.name.startswith("/device:"):
             continue
         for line in plane.lines:
@@ -64,6 +85,7 @@ def device_times(trace_dir: str) -> dict:
         top=[(k, round(v, 4)) for k, v in by.most_common(15)],
         host=[(k, round(v, 4)) for k, v in host.most_common(25)],
         runtime=[(k, round(v, 4)) for k, v in runtime.most_common(25)],
+        callers=[(k, round(v, 4)) for k, v in callers.most_common(20)],
     )
 
 

@@ -357,7 +357,8 @@ def run_chunked(
     ``starts``: an ``(n, ...)`` array, or a function ``starts(lo, hi)`` returning rows
     ``lo:hi`` (then ``n`` is required; each chunk's starts are built only when it runs).
     ``fn`` receives a ``(width, ...)`` array, ``width = chunk_width(n, chunk_size)`` (the last
-    chunk padded by repeating its first row), and the boolean mask of real rows, and returns a
+    chunk padded by repeating its first row; a NumPy array, or any array of the array API,
+    such as a JAX array on a device, which is padded there), and the boolean mask of real rows, and returns a
     dict of arrays with leading axis ``width``; it may call ``report(k)`` with the number of
     the chunk's starts finished so far, which moves the progress bar within the chunk (and,
     after an interrupt, raises to stop the abandoned computation). With ``cache_dir``, chunk ``i`` is stored as
@@ -411,11 +412,16 @@ def run_chunked(
     after = {"solved": False}  # set by the worker when a chunk's solves are all done
 
     def compute(i, lo, hi, report):
-        chunk = np.asarray(make(lo, hi))
+        chunk = make(lo, hi)
+        if not hasattr(chunk, "__array_namespace__"):
+            chunk = np.asarray(chunk)
+        # a device array (the sweep's grid built on a GPU) is padded where it is: the array
+        # API's namespace, NumPy's or jax.numpy's
+        xp = chunk.__array_namespace__()
         valid = np.ones(width, bool)
         if hi - lo < width:
-            fill = np.repeat(chunk[:1], width - (hi - lo), axis=0)
-            chunk = np.concatenate([chunk, fill])
+            fill = xp.broadcast_to(chunk[:1], (width - (hi - lo),) + tuple(chunk.shape[1:]))
+            chunk = xp.concat([chunk, fill])
             valid[hi - lo :] = False
 
         def capped(k):

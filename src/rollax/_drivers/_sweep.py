@@ -300,7 +300,16 @@ def sweep(
     n = math.prod(shape)
     values = [a.values for a in axes]
 
+    # with the fused backend the grid is built on the device from the axes' values, so that
+    # nothing of the chunk's size passes through NumPy or crosses the bus before the kernel
+    from rollax._integrate import queue
+
+    on_device = queue.check_backend(solver_options.get("backend", "auto")) == "fused"
+    values_dev = tuple(jnp.asarray(v, dtype=float) for v in values) if on_device else ()
+
     def points(lo, hi):  # rows lo:hi of the grid, row-major (the first axis slowest)
+        if on_device:
+            return _grid_rows(jnp.asarray(lo, dtype=jnp.int64), values_dev, shape, hi - lo)
         # each axis's column as runs of equal values (np.repeat with counts; the fastest axis
         # its values tiled): no index array per start (30 -> 8 ms for a million starts on an
         # H100 host), and no more memory than the chunk whatever the grid's size
@@ -320,14 +329,19 @@ def sweep(
             stride *= shape[k]
         return out
 
+    on_state = tuple((k, state_ix[a.name]) for k, a in enumerate(axes) if a.name in state_ix)
+
     def run(chunk, valid, report):
-        ys = np.empty((len(chunk), base.size))
-        ys[:] = base
+        if isinstance(chunk, jax.Array):
+            ys = _fill_states(jnp.asarray(base, dtype=float), chunk, on_state)
+        else:
+            ys = np.empty((len(chunk), base.size))
+            ys[:] = base
+            for k, i in on_state:
+                ys[:, i] = chunk[:, k]
         sys_b = system
         for k, a in enumerate(axes):
-            if a.name in state_ix:
-                ys[:, state_ix[a.name]] = chunk[:, k]
-            else:
+            if a.name not in state_ix:
                 sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
         # the fused path's results stay on the device through the classification, and come
         # back in one transfer of what the sweep keeps (benchmarks/RESULTS.md, stop 36)
@@ -410,6 +424,28 @@ def sweep(
     extra = {k[len("summary.") :]: v for k, v in grid.items() if k.startswith("summary.")}
     sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
     return SweepResult(system, axes, outcome, sol, extra)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "rows"))
+def _grid_rows(lo, values: tuple, shape: tuple, rows: int):
+    """Rows ``lo:lo + rows`` of the row-major grid of the axes' ``values`` (the first axis
+    slowest), built on the device: the same numbers as the sweep's NumPy grid."""
+    i = lo + jnp.arange(rows, dtype=jnp.int64)
+    cols, stride = [], 1
+    for k in range(len(shape) - 1, -1, -1):
+        cols.append(values[k][(i // stride) % shape[k]])
+        stride *= shape[k]
+    return jnp.stack(cols[::-1], axis=1)
+
+
+@functools.partial(jax.jit, static_argnames=("on_state",))
+def _fill_states(base, chunk, on_state: tuple):
+    """The starts of ``chunk``'s rows: ``base`` with state ``i`` set to column ``k`` for each
+    ``(k, i)`` of ``on_state``, on the device."""
+    ys = jnp.broadcast_to(base, (chunk.shape[0], base.shape[0]))
+    for k, i in on_state:
+        ys = ys.at[:, i].set(chunk[:, k])
+    return ys
 
 
 def _reaches(system: AbstractSystem, getter, y, t0) -> bool:

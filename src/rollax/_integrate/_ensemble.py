@@ -101,14 +101,22 @@ class _Adapter:
 LANES_MAX = 1 << 22
 
 
-def _lanes_used(lanes: int, N: int, n_dev: int) -> int:
+def _lanes_used(lanes: int | None, N: int, n_dev: int) -> int:
     """The lanes each device's queue gets: ``lanes``, but no more than the power of two at or
-    above the starts it holds, unless that is below 512 (the default). A large ``lanes`` on a
-    few starts then allocates nothing it cannot use (``rollax basin --lanes 100000000`` on 48
+    above the starts it holds, unless that is below 512 (the CPU default). A large ``lanes`` on
+    a few starts then allocates nothing it cannot use (``rollax basin --lanes 100000000`` on 48
     starts ran for minutes), while the usual sizes keep one compiled kernel for every chunk
-    (the lanes are part of its shape; the results do not depend on them beyond rounding)."""
+    (the lanes are part of its shape; the results do not depend on them beyond rounding).
+
+    ``lanes=None``: 512 on a CPU; on a GPU one lane per start (that power of two, at most
+    :data:`LANES_MAX`), since there the queue's refill (gathers, a sort and scatters, each its
+    own kernel launch in the loop) is what costs: the Fig. 11 panel on an H100 took 6.51 s with
+    16,384 lanes and 0.169 s with one lane per start (benchmarks/RESULTS.md, 2026-11-24)."""
     per = -(-N // n_dev)
-    return int(min(lanes, max(512, 1 << max(0, per - 1).bit_length())))
+    pow2 = 1 << max(0, per - 1).bit_length()
+    if lanes is None:
+        return int(min(LANES_MAX, max(512, pow2))) if jax.default_backend() == "gpu" else 512
+    return int(min(lanes, max(512, pow2)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -142,7 +150,7 @@ def solve_ensemble(
     max_resets: int = 1_000,
     n_samples: int | None = None,
     solver: str | None = None,
-    lanes: int = 512,
+    lanes: int | None = None,
     devices: int | None = None,
     valid: np.ndarray | None = None,
     progress=None,
@@ -161,7 +169,8 @@ def solve_ensemble(
     steps of each segment, ``max_resets`` the resets of a hybrid run. The starts are dealt to
     ``devices`` JAX devices (default: all local), each with a work queue of ``lanes`` lanes
     (at most 2^22; above 512, no more than the power of two at or above the starts each device
-    holds).
+    holds; default: 512 on a CPU, one lane per start on a GPU, where the queue's refills cost
+    most).
 
     A system with its own exact ``flow`` is moved along it in steps of ``system.flow_step``
     (``rtol`` and ``atol`` are then not used).
@@ -194,9 +203,10 @@ def solve_ensemble(
     n_samples = system.n_samples if n_samples is None else n_samples
     solver = queue.check_solver(system.solver if solver is None else solver)
     d = system.state_dim
-    y0s = np.asarray(
-        system.check_state(y0s, "y0s", _valid_rows(valid, y0s), host=True), dtype=np.float64
-    )
+    # starts already on the device stay there on the fused path (a sweep's grid, built there)
+    keep = on_device and backend == "fused" and isinstance(y0s, jax.Array)
+    y0s = system.check_state(y0s, "y0s", _valid_rows(valid, y0s), host=True)
+    y0s = y0s if keep else np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
         raise ValueError(
             f"y0s has shape {y0s.shape}; {type(system).__name__} needs (N, {d}) "
@@ -213,7 +223,7 @@ def solve_ensemble(
         max_steps=(max_steps, 1),
         max_resets=(max_resets, 0),
         n_samples=(n_samples, 1, SAMPLES_MAX),
-        lanes=(lanes, 16, LANES_MAX),
+        lanes=(512 if lanes is None else lanes, 16, LANES_MAX),
     )
     n_dev_max = jax.local_device_count()
     if devices is not None and not (
@@ -227,7 +237,8 @@ def solve_ensemble(
             f"per-start parameters need a batch size of N = {N} (the starts)"
         )
     if mode is None and type(system).initial_mode is AbstractSystem.initial_mode:
-        modes = np.zeros(N, np.int32)  # the default: no pass over the starts on a device
+        # the default: no pass over the starts on a device (and made there for starts there)
+        modes = jnp.zeros(N, jnp.int32) if keep else np.zeros(N, np.int32)
     elif mode is None:
         modes = _initial_modes(system, t0, y0s, _valid_rows(valid, y0s))
     elif isinstance(mode, str) or np.ndim(mode) == 0:
@@ -274,11 +285,10 @@ def solve_ensemble(
         # a start within the smallest step before a jump time: on from just after it, the
         # state moved over the gap by one Euler step (as rollax.solve)
         axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
-        y0s = np.asarray(
-            _euler(
-                system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes), float(t0), t0n - float(t0)
-            )
+        y0s = _euler(
+            system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes), float(t0), t0n - float(t0)
         )
+        y0s = y0s if keep else np.asarray(y0s)
         t0 = t0n
     if ad.K:  # the event log's count and rows, after the system's own aux
         _, rows0 = _eventlog.empty(ad.K, d, np.float64)
@@ -288,7 +298,8 @@ def solve_ensemble(
     events = EventSet(
         ad.event_values, system.event_set.kinds, system.event_set.targets, system.event_set.dirs
     )
-    z0 = np.concatenate([y0s, modes[:, None].astype(np.float64)], axis=1)
+    xp = jnp if keep else np
+    z0 = xp.concatenate([y0s, xp.asarray(modes)[:, None].astype(np.float64)], axis=1)
     res = queue.run(
         ad.field,
         events,
@@ -300,7 +311,7 @@ def solve_ensemble(
         atol=float(atol),
         max_steps=int(max_steps),
         dt_max=np.inf if dt_max is None else float(dt_max),
-        lanes=_lanes_used(int(lanes), N, int(devices or n_dev_max)),
+        lanes=_lanes_used(None if lanes is None else int(lanes), N, int(devices or n_dev_max)),
         n_samples=int(n_samples),
         devices=devices,
         reset=ad.reset if hybrid else None,

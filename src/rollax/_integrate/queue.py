@@ -220,6 +220,11 @@ METHODS = {"dopri5": dopri5, "dopri8": dopri8}
 BACKENDS = ("auto", "queue", "fused")
 
 
+def _here(x):
+    """``x`` if it is a JAX array, else as a NumPy array."""
+    return x if isinstance(x, jax.Array) else np.asarray(x)
+
+
 def check_backend(backend) -> str:
     """The backend to use for ``backend`` (one of :data:`BACKENDS`; ``"auto"``: fused on a GPU,
     the queue elsewhere), else a ``ValueError``."""
@@ -1305,7 +1310,8 @@ def run(
     ``args`` (each led by a dummy leaf) and ``sc`` the scalars ``(t0, t_max, rtol, atol,
     max_steps, max_resets, dt_max)``.
     """
-    y0s = np.asarray(y0s, dtype=np.float64)
+    if not (runner is not None and isinstance(y0s, jax.Array)):  # (the fused path's stay)
+        y0s = np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2:
         raise ValueError(f"y0s must have shape (N, d), got {y0s.shape}")
     if not (t_max > t0):
@@ -1381,8 +1387,9 @@ def run(
             aux,
             valid,
             # (the leading dummy: _fused.solve makes its own on the device)
-            (np.zeros(N),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if b),
-            (np.zeros(()),) + tuple(np.asarray(x) for x, b in zip(leaves, batched) if not b),
+            # (leaves already on the device stay there: no round trip through the host)
+            (np.zeros(N),) + tuple(_here(x) for x, b in zip(leaves, batched) if b),
+            (np.zeros(()),) + tuple(_here(x) for x, b in zip(leaves, batched) if not b),
             (
                 float(t0),
                 float(t_max),

@@ -139,7 +139,10 @@ def register(subparsers) -> None:
         "--chunk-size", type=integer(1, 1 << 24), default=1 << 17, help="starts per resumable chunk"
     )
     p.add_argument(
-        "--lanes", type=integer(16, 1 << 22), default=512, help="lanes of each device's work queue"
+        "--lanes",
+        type=integer(16, 1 << 22),
+        default=None,
+        help="lanes of each device's work queue (default: 512 on a CPU, one per start on a GPU)",
     )
     p.add_argument(
         "--devices", type=integer(1, 4096), default=None, help="JAX devices to use (default: all)"

@@ -40,8 +40,16 @@ def _arrays(rim: Rim) -> Rim:
             else f"a {type(rim).__name__}"
         )
         raise ValueError(f"rim = {shown} is not allowed: it must be a rollax.models.rim.Rim")
-    # parameters as float64 arrays: traced (not static) under jit, so new values do not recompile
-    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), rim)
+    # parameters as float64 arrays: traced (not static) under jit, so new values do not recompile;
+    # host values go to the device in one transfer, not one converting program each (17-19 ms of
+    # the 1000 x 1000 panel's 52-60 ms on an H100, benchmarks/RESULTS.md, stop 38)
+    leaves, tree = jax.tree_util.tree_flatten(rim)
+    host = [i for i, x in enumerate(leaves) if not isinstance(x, jax.Array)]
+    put = jax.device_put([np.asarray(leaves[i], dtype=np.float64) for i in host])
+    out = [jnp.asarray(x, dtype=float) if isinstance(x, jax.Array) else x for x in leaves]
+    for i, x in zip(host, put):
+        out[i] = x
+    return jax.tree_util.tree_unflatten(tree, out)
 
 
 class RimRolling(AbstractSystem):
