@@ -99,3 +99,24 @@ def test_robot_optimize_passes_the_cost_on(cost, monkeypatch, capsys):
     monkeypatch.setattr(rollax.robot, "optimize", fake)
     assert main(["robot", "optimize", "--cost", cost, "--json"]) == 2
     assert seen["cost"] == cost and "stop here" in capsys.readouterr().err
+
+
+def test_each_robot_command_has_its_own_help(capsys):
+    # `rollax robot optimize --help` lists optimize's options, an example's help does not
+    for argv, has, lacks in [
+        (["robot", "optimize", "--help"], ["--n-min", "--least-mu", "--rtol"], ["ball-detach"]),
+        (["robot", "disk", "--help"], ["--rtol", "--json"], ["--n-min", "--least-mu"]),
+    ]:
+        try:
+            rc = main(argv)
+        except SystemExit as e:
+            rc = e.code
+        out = capsys.readouterr().out
+        assert rc == 0
+        assert all(h in out for h in has) and not any(x in out for x in lacks), out
+
+
+def test_an_optimize_option_on_an_example_is_refused_in_one_line(capsys):
+    assert main(["robot", "disk", "--T", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--T 3" in err[0]

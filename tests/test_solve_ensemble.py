@@ -347,3 +347,74 @@ def test_starts_check_masks_invalid_rows_without_warnings():
                     s.check_state(y, host=True)
             else:
                 s.check_state(y, host=True)
+
+
+def _ball_states(z0, e, ts, g=9.81):
+    """Closed form of a ball dropped from rest at height z0 (restitution e): (z, v) at ts."""
+    out = []
+    for t in ts:
+        T = math.sqrt(2 * z0 / g)  # first impact
+        t_k, v_up = T, e * g * T  # the k-th impact's time and the rebound speed after it
+        if t < T:
+            out.append((z0 - g * t * t / 2, -g * t))
+            continue
+        while t >= t_k + 2 * v_up / g:
+            t_k, v_up = t_k + 2 * v_up / g, e * v_up
+        s = t - t_k
+        out.append((v_up * s - g * s * s / 2, v_up - g * s))
+    return np.array(out)
+
+
+def test_save_times_on_an_ensemble_equal_the_closed_form_and_rollax_solve(monkeypatch):
+    # random heights, restitutions and save times (some after the run ends; a time at an
+    # impact itself is either side of it within the event's rounding, so none is chosen there):
+    # the states at ts of every start, and every impact time from the event log, in one call
+    from rollax._integrate import _ensemble
+
+    monkeypatch.setattr(_ensemble, "SAVE_CHUNK", 8)  # several chunks, the last one padded
+    rng = np.random.default_rng(35)
+    N = 19
+    z0 = rng.uniform(0.5, 2.0, N)
+    e = rng.uniform(0.3, 0.9, N)
+    ball = BouncingBall(e=e, n_bounces=3)
+    y0s = np.stack([z0, np.zeros(N)], 1)
+    ts = np.sort(rng.uniform(0.0, 2.5, 13))
+    seen = []
+    sol = rollax.solve_ensemble(
+        ball, y0s, 0.0, 5.0, ts=ts, save_events=3, progress=seen.append, **TOL
+    )
+    assert seen == [8, 16, 19]
+    assert sol.ys.shape == (N, ts.size, 2)
+    for i in range(N):
+        T = math.sqrt(2 * z0[i] / 9.81)
+        t_imp = T * np.array([1, 1 + 2 * e[i], 1 + 2 * e[i] + 2 * e[i] ** 2])
+        np.testing.assert_allclose(np.asarray(sol.events.t[i]), t_imp, rtol=0, atol=1e-9)
+        assert abs(sol.t[i] - t_imp[-1]) < 1e-9
+        live = ts <= t_imp[-1]
+        np.testing.assert_allclose(
+            sol.ys[i][live], _ball_states(z0[i], e[i], ts[live]), rtol=0, atol=1e-8
+        )
+        assert np.all(np.isnan(sol.ys[i][~live]))
+        one = rollax.solve(
+            BouncingBall(e=e[i], n_bounces=3), jnp.asarray(y0s[i]), 0.0, 5.0, ts=ts, **TOL
+        )
+        # (vmapped, XLA may round differently: 1.6e-12 seen)
+        np.testing.assert_allclose(sol.ys[i], np.asarray(one.ys), rtol=0, atol=1e-10)
+        assert int(sol.steps[i]) == int(one.steps)
+    # the same runs on the kernel: the same ends, statuses and counts (the conformance)
+    kern = rollax.solve_ensemble(ball, y0s, 0.0, 5.0, **TOL)
+    np.testing.assert_array_equal(sol.status, kern.status)
+    np.testing.assert_array_equal(sol.steps, kern.steps)
+    np.testing.assert_allclose(sol.t, kern.t, rtol=0, atol=1e-10)
+
+
+def test_bad_save_times_are_refused_in_one_line():
+    ball = BouncingBall()
+    y0s = np.array([[1.0, 0.0]])
+    for ts, match in [
+        ([0.5, 0.2], r"ts\[1\] = 0.2 < ts\[0\] = 0.5; save times must be non-decreasing"),
+        ([0.1, 9.0], r"ts spans \[0.1, 9.0\]; save times must lie in \[t0, t1\]"),
+        ([[0.1]], r"ts has shape \(1, 1\)"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            rollax.solve_ensemble(ball, y0s, 0.0, 5.0, ts=ts)

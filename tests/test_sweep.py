@@ -230,3 +230,29 @@ def test_the_device_grid_equals_numpy_s_in_every_chunk():
         ix = np.unravel_index(np.arange(lo, hi), shape)
         want = np.stack([values[k][ix[k]] for k in range(len(shape))], axis=1)
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_sweep_saves_states_at_given_times(tmp_path):
+    # the states at ts of every grid point, equal to the closed form of the falling ball, kept
+    # with the chunks (resume) and with the solution; and refused without the solution
+    ball = BouncingBall(n_bounces=2)
+    axes = [rollax.Axis("z", 0.5, 2.0, 4), rollax.Axis("e", 0.3, 0.9, 3)]
+    rng = np.random.default_rng(8)
+    ts = np.sort(rng.uniform(0.0, 0.3, 5))  # before the first impact (z >= 0.5 m: t > 0.31 s)
+    kw = dict(y0={"v": 0.0}, t1=20.0, chunk_size=5, progress=False, ts=ts, **TOL)
+    res = rollax.sweep(ball, axes, cache_dir=tmp_path, keep_chunks=True, **kw)
+    assert res.solution["ys"].shape == (4, 3, 5, 2)
+    z = axes[0].values[:, None, None]
+    np.testing.assert_allclose(
+        res.solution["ys"][..., 0], np.broadcast_to(z - 9.81 * ts**2 / 2, (4, 3, 5)), atol=1e-9
+    )
+    np.testing.assert_allclose(
+        res.solution["ys"][..., 1], np.broadcast_to(-9.81 * ts, (4, 3, 5)), atol=1e-9
+    )
+    again = rollax.sweep(ball, axes, cache_dir=tmp_path, **kw)  # from the chunks
+    np.testing.assert_array_equal(again.solution["ys"], res.solution["ys"])
+    assert res.as_solution().ys.shape == (4, 3, 5, 2)
+    other = rollax.sweep(ball, axes, cache_dir=tmp_path, **{**kw, "ts": ts + 0.01})
+    assert not np.array_equal(other.solution["ys"], res.solution["ys"])  # not the old chunks
+    with pytest.raises(ValueError, match="ts is not allowed with keep_solution=False"):
+        rollax.sweep(ball, axes, keep_solution=False, **kw)

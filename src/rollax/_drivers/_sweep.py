@@ -147,7 +147,9 @@ class SweepResult:
         """The runs as one :class:`rollax.Solution` with the grid's shape first (for
         :func:`rollax.classify` and the other functions of a solution)."""
         self._solution_kept("as_solution()")
-        return Solution(**{f: self.solution[f] for f in _FIELDS}, events=self.events)
+        return Solution(
+            **{f: self.solution[f] for f in _FIELDS}, ys=self.solution.get("ys"), events=self.events
+        )
 
     @property
     def events(self) -> EventLog | None:
@@ -289,6 +291,10 @@ def sweep(
         raise ValueError(
             f"keep_solution = {keep_solution!r} is not allowed: it must be True or False"
         )
+    if not keep_solution and solver_options.get("ts") is not None:
+        raise ValueError(
+            "ts is not allowed with keep_solution=False (the saved states are part of the solution)"
+        )
     if not keep_solution and solver_options.get("save_events"):
         raise ValueError(
             f"save_events = {solver_options['save_events']!r} is not allowed with "
@@ -353,6 +359,8 @@ def sweep(
         finally:
             _ON_DEVICE.reset(token)
         out = {f: getattr(sol, f) for f in _FIELDS} if keep_solution else {}
+        if sol.ys is not None and keep_solution:  # ts: the saved states, (rows, m, d)
+            out["ys"] = sol.ys
         if sol.events is not None and keep_solution:  # save_events: stored with the chunk
             out.update(
                 {
@@ -392,7 +400,11 @@ def sweep(
             t0=t0,
             t1=t1,
             mode=str(mode),
-            options={k: repr(v) for k, v in sorted(solver_options.items())},
+            # (arrays by value: numpy's repr elides long ones, and two ts would share chunks)
+            options={
+                k: repr(np.asarray(v).tolist() if isinstance(v, (np.ndarray, jax.Array)) else v)
+                for k, v in sorted(solver_options.items())
+            },
             summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
             # the system's defaults, which a call may leave out (a new default must not reuse chunks)
             solver=repr(_or(solver_options.get("solver"), system.solver)),
@@ -414,7 +426,11 @@ def sweep(
         key=key,
         keep_chunks=keep_chunks,
         row_bytes=_row_bytes(
-            system, summary, int(solver_options.get("save_events") or 0), keep_solution
+            system,
+            summary,
+            int(solver_options.get("save_events") or 0),
+            keep_solution,
+            int(np.size(solver_options["ts"])) if solver_options.get("ts") is not None else 0,
         ),
         progress=progress,
         desc=type(system).__name__,
@@ -500,16 +516,21 @@ def _reaches(system: AbstractSystem, getter, y, t0) -> bool:
 
 
 def _row_bytes(
-    system: AbstractSystem, summary, save_events: int = 0, keep_solution: bool = True
+    system: AbstractSystem,
+    summary,
+    save_events: int = 0,
+    keep_solution: bool = True,
+    n_ts: int = 0,
 ) -> int:
     """Bytes of the results of one run (the Solution fields and the outcome; a generous 128
-    for a summary; the event log's rows), to refuse a sweep that cannot fit before any work."""
+    for a summary; the event log's rows; the states saved at ``n_ts`` times), to refuse a
+    sweep that cannot fit before any work."""
     n_ev = len(system.events)
     d = system.state_dim
     fields = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4
     row = 4 + (fields if keep_solution else 0)  # the outcome, then the Solution's fields
     log = 4 + save_events * (8 + 4 + 4 + 8 + 4 + 16 * d) if save_events else 0
-    return row + log + (128 if summary is not None else 0)
+    return row + log + 8 * n_ts * d + (128 if summary is not None else 0)
 
 
 @functools.lru_cache(maxsize=64)

@@ -36,7 +36,7 @@ from rollax._core import _eventlog
 from rollax._integrate import _fused, queue
 from rollax._core._eventlog import SAVE_EVENTS_MAX
 from rollax._core._solution import Solution, Status
-from rollax._integrate._solve import SAMPLES_MAX, check_options
+from rollax._integrate._solve import SAMPLES_MAX, _check_ts, check_options, solve
 from rollax._core._system import AbstractSystem
 from rollax._core._validate import _show, check_integer, check_jump_ts, past_jump
 from rollax._core.events import EventSet
@@ -157,6 +157,7 @@ def solve_ensemble(
     jump_ts=None,
     backend: str = "auto",
     save_events: int = 0,
+    ts=None,
 ) -> Solution:
     """Integrate ``system`` from each row of ``y0s`` (``(N, d)``, ``d = system.state_dim``) on
     the batched work-queue kernel, with the events, resets and statuses of :func:`rollax.solve`.
@@ -189,6 +190,15 @@ def solve_ensemble(
     path), ``"fused"`` (each start integrated from start to end by one GPU thread of one
     Pallas kernel; on a CPU it runs in Pallas's interpret mode, for tests only) or ``"auto"``
     (fused on a GPU, the queue elsewhere). The results agree to rounding (docs/fused.md).
+
+    ``ts``: non-decreasing times in ``[t0, t1]`` at which to save every start's state
+    (``Solution.ys``, ``(N, m, d)``; nan after a run ended; a time at a reset gets the state
+    after it, as :func:`rollax.solve`'s ``ts``). With ``ts`` the starts run through
+    :func:`rollax.solve` under ``jax.vmap`` (diffrax) in chunks of :data:`SAVE_CHUNK`, on
+    whatever device, whatever ``backend``, ``lanes`` and ``devices`` say: the kernels keep no
+    per-start save buffers. That route agrees with the kernels to rounding (the conformance
+    test holds it to them) and costs about what plain diffrax does (on a CPU about 3x the
+    queue, benchmarks/RESULTS.md).
 
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
     meaningless (the padding of a chunk). ``progress(finished)``: called about every second
@@ -254,6 +264,28 @@ def solve_ensemble(
             f"number of starts finished, or None"
         )
     system.check_functions(y0s[0], int(modes[0]), t0)
+    if ts is not None:
+        return _saving(
+            system,
+            y0s,
+            modes,
+            aux,
+            t0,
+            t1,
+            _check_ts(ts, t0, t1),
+            progress,
+            dict(
+                rtol=rtol,
+                atol=atol,
+                dt_max=dt_max,
+                max_steps=max_steps,
+                max_resets=max_resets,
+                n_samples=n_samples,
+                solver=solver,
+                jump_ts=jump_ts,
+                save_events=int(check_integer("save_events", save_events, 0, SAVE_EVENTS_MAX)),
+            ),
+        )
     dyn, static = eqx.partition(system, eqx.is_array)
     try:
         hash(static)
@@ -364,6 +396,66 @@ def solve_ensemble(
         events=log,
     )
     return sol if on_device else jax.device_get(sol)  # (NumPy, in one transfer)
+
+
+#: Starts per ``jax.vmap(rollax.solve)`` call on the saving route (``ts``): the chunk is
+#: padded to this size, so one program serves every chunk
+SAVE_CHUNK = 1024
+
+
+def _saving(system, y0s, modes, aux, t0, t1, ts, progress, opts) -> Solution:
+    """:func:`solve_ensemble` with save times ``ts``: each start through :func:`rollax.solve`
+    under ``jax.vmap``, :data:`SAVE_CHUNK` starts a call (the last chunk padded with its first
+    start), ``progress`` after each chunk."""
+    N = int(np.shape(y0s)[0])
+    axes = system.batch_axes()
+    y0s = np.asarray(y0s, dtype=np.float64)
+    modes = np.broadcast_to(np.asarray(modes, np.int32), (N,))
+    aux = np.zeros((N, system.n_aux)) if aux is None else np.asarray(aux, dtype=np.float64)
+    if aux.shape == (system.n_aux,):
+        aux = np.broadcast_to(aux, (N, system.n_aux))
+    if aux.shape != (N, system.n_aux):
+        raise ValueError(
+            f"aux has shape {aux.shape}; {type(system).__name__} needs "
+            f"({system.n_aux},) or ({N}, {system.n_aux})"
+        )
+    if aux.shape[1] == 0 and system.n_aux == 0 and N:
+        aux = None  # rollax.solve's own initial aux
+    C = min(SAVE_CHUNK, N)
+    parts = []
+    for lo in range(0, N, C):
+        hi = min(N, lo + C)
+        take = np.r_[np.arange(lo, hi), np.full(C - (hi - lo), lo)]
+
+        def rows(x, ax):
+            return x if ax is None else x[take]
+
+        sys_c = jax.tree_util.tree_map(rows, system, axes, is_leaf=lambda x: x is None)
+        out = _saving_run(
+            sys_c,
+            y0s[take],
+            modes[take],
+            None if aux is None else aux[take],
+            float(t0),
+            float(t1),
+            ts,
+            **opts,
+        )
+        parts.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[: hi - lo], out))
+        if progress is not None:
+            progress(hi)
+    sol = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *parts)
+    return dataclasses.replace(sol, status=np.asarray(sol.status, np.int32))
+
+
+@eqx.filter_jit
+def _saving_run(system, y0s, modes, aux, t0, t1, ts, **opts) -> Solution:
+    axes = system.batch_axes()
+
+    def one(sys_, y0, mode, a):
+        return solve(sys_, y0, t0, t1, mode=mode, aux=a, ts=ts, **opts)
+
+    return jax.vmap(one, in_axes=(axes, 0, 0, None if aux is None else 0))(system, y0s, modes, aux)
 
 
 def _terminal_log(K: int, status, event, t, mode, y) -> _eventlog.EventLog:

@@ -636,16 +636,16 @@ def _check_ts(ts, t0, t1):
     lo, hi = _concrete(t0), _concrete(t1)
     if not np.all(np.isfinite(v)):
         raise ValueError(
-            f"ts has a non-finite value ({v[~np.isfinite(v)][0]!r}); save times must be finite"
+            f"ts has a non-finite value ({float(v[~np.isfinite(v)][0])!r}); save times must be finite"
         )
     if np.any(np.diff(v) < 0):
         i = int(np.argmax(np.diff(v) < 0))
         raise ValueError(
-            f"ts[{i + 1}] = {v[i + 1]!r} < ts[{i}] = {v[i]!r}; save times must be non-decreasing"
+            f"ts[{i + 1}] = {float(v[i + 1])!r} < ts[{i}] = {float(v[i])!r}; save times must be non-decreasing"
         )
     if (lo is not None and v[0] < lo) or (hi is not None and v[-1] > hi):
         raise ValueError(
-            f"ts spans [{v[0]!r}, {v[-1]!r}]; save times must lie in [t0, t1] = [{lo!r}, {hi!r}]"
+            f"ts spans [{float(v[0])!r}, {float(v[-1])!r}]; save times must lie in [t0, t1] = [{lo!r}, {hi!r}]"
         )
     return arr
 

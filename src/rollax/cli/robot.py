@@ -25,23 +25,48 @@ import math
 from rollax.cli._args import POSITIVE, TOLERANCE, check_out, dump, dumps, integer, real
 
 
-# dest -> (option, default) of the options that only `rollax robot optimize` reads
-_OPTIMIZE_ONLY: dict = {}
+_EXAMPLES = {
+    "disk": "the Sect. 5 disk (Figs. 5.3-5.4): mu_hat, min N",
+    "ball": "the Sect. 6 ball (Figs. 6.2-6.3): mu_hat, min N",
+    "ball-detach": "the Sect. 6 ball with m3 = 60 (Fig. 6.4): detachment, then free flight",
+}
 
 
 def register(subparsers) -> None:
+    import argparse
+
     p = subparsers.add_parser(
         "robot",
         help="rolling ball/disk robots actuated by internal masses (mu_hat, N, detachment)",
         description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "example",
-        choices=("disk", "ball", "ball-detach", "optimize"),
-        help="disk: Sect. 5; ball: Sect. 6; ball-detach: Sect. 6 with m3 = 60; "
-        "optimize: an optimal manoeuvre (--body, --T, --mu, --n-min, ...)",
+    # the options every sub-command takes
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--rtol", type=TOLERANCE, default=None, help="tolerance (default: the paper's)"
     )
-    o = p.add_argument_group("optimize (refused with the other examples)")
+    common.add_argument("--json", action="store_true", help="print the results as JSON")
+    common.add_argument("--out", default=None, help="write figures (PNG) and data (npz, json) here")
+    sub = p.add_subparsers(dest="example", metavar="{disk,ball,ball-detach,optimize}")
+    sub.required = True
+    for name, what in _EXAMPLES.items():
+        e = sub.add_parser(
+            name,
+            parents=[common],
+            help=what,
+            description=f"rollax robot {name}: {what}, as published (about 1-5 s).",
+        )
+        e.set_defaults(func=run)
+    o = sub.add_parser(
+        "optimize",
+        parents=[common],
+        help="an optimal rest-to-rest manoeuvre (--body, --T, --mu, --n-min, ...)",
+        description="rollax robot optimize: the optimal rest-to-rest manoeuvre of the Sect. 5 "
+        "disk or the Sect. 6 ball with N >= --n-min and |f_s| <= --mu N (a few minutes on "
+        "a 2-core CPU for the defaults; progress lines with the time so far).",
+    )
+    o.set_defaults(func=optimize)
     o.add_argument("--body", choices=("disk", "ball"), default="disk", help="the robot")
     o.add_argument(
         "--phi-T",
@@ -101,15 +126,12 @@ def register(subparsers) -> None:
         default=1001,
         help="uniform samples of [0, T] in optimize.json (default 1001)",
     )
-    _OPTIMIZE_ONLY.update({a.dest: (a.option_strings[0], a.default) for a in o._group_actions})
-    p.add_argument("--rtol", type=TOLERANCE, default=None, help="tolerance (default: the paper's)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--out", default=None, help="write figures (PNG) and data (npz, json) here")
-    p.set_defaults(func=run)
 
 
 def optimize(args) -> int:
     import os
+
+    check_out(args.out)
 
     from rollax.robot import ball_manoeuvre, disk_manoeuvre, least_mu, optimize
 
@@ -174,17 +196,6 @@ def run(args) -> int:
     from rollax.robot import example_report
 
     check_out(args.out)
-    if args.example == "optimize":
-        return optimize(args)
-    given = [
-        opt for dest, (opt, default) in _OPTIMIZE_ONLY.items() if getattr(args, dest) != default
-    ]
-    if given:
-        raise ValueError(
-            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
-            f"`rollax robot optimize` only; `rollax robot {args.example}` runs the "
-            f"paper's example as published"
-        )
     report = example_report(args.example, args.rtol)
     res = report.results
     if args.out:
