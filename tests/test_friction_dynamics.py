@@ -16,7 +16,8 @@ from rollax.friction.limit_directions import (
     fold_N2,
     force_free_eps,
 )
-from rollax.friction.sliding import SlidingBody, simulate_stop
+from rollax.analysis.friction import simulate_stop
+from rollax.friction.sliding import SlidingBody
 
 U = ExactUniform()
 H2 = HarmonicModel.from_law(U, 2)

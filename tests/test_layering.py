@@ -39,6 +39,7 @@ ANALYSES = (
     "rollax.analysis.conserved",
     "rollax.analysis.identification",
     "rollax.analysis.penny",
+    "rollax.analysis.friction",
 )
 
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rollax._integrate.legacy import solve
+from _fsolve import solve
 from rollax.models.rim import Rim, _n1, _n2, _n3
 
 RIM = Rim()

@@ -367,8 +367,8 @@ def test_huge_mu_slipping_sweep_equals_rolling_sweep(fig11_sample):
 def test_layer_follows_the_stiff_full_slip():
     """Leaving the rolling set: the slow-manifold layer up to u_layer, then (42), matches (42)
     integrated from a tiny delta (stiff, many steps) better than delta = 1e-6 itself does."""
-    from rollax._integrate.legacy import solve
-    from rollax._core.events import Event
+    from _fsolve import solve
+    from _fsolve import Event
 
     y0 = jnp.array([1.1, 0.0, 65.0, 10.0, 0.0, 0.0])
     args = slip.HybridArgs(

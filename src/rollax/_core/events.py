@@ -16,7 +16,7 @@ with :func:`locate_in_step` (:func:`scan_samples` is the walk without the exact-
 
 from __future__ import annotations
 
-from typing import Callable, Literal, NamedTuple
+from typing import Callable, NamedTuple
 
 import equinox as eqx
 import jax
@@ -25,22 +25,6 @@ from jaxtyping import Array, Bool, Float, Int
 
 BOUNDARY = 0
 CROSSING = 1
-
-
-class Event(eqx.Module):
-    """One event function with its kind and, for crossings, the number that ends the run."""
-
-    fn: Callable
-    kind: Literal["boundary", "crossing"] = eqx.field(static=True, default="boundary")
-    count: int = eqx.field(static=True, default=1)
-
-    def __check_init__(self):
-        if self.kind not in ("boundary", "crossing"):
-            raise ValueError(f"kind = {self.kind!r} must be 'boundary' or 'crossing'")
-        if not (isinstance(self.count, int) and self.count >= 1):
-            raise ValueError(f"count = {self.count!r} must be an integer >= 1")
-        if self.kind == "boundary" and self.count != 1:
-            raise ValueError(f"count = {self.count!r} must be 1 for a boundary event")
 
 
 class EventSet(eqx.Module):
@@ -70,20 +54,6 @@ class EventSet(eqx.Module):
     @property
     def n(self) -> int:
         return len(self.kinds)
-
-    @staticmethod
-    def from_events(events) -> "EventSet":
-        """Bundle a sequence of :class:`Event` into one vector-valued function."""
-        events = tuple(events)
-        fns = tuple(e.fn for e in events)
-
-        def fn(t, y, args):
-            if not fns:
-                return jnp.zeros((0,), dtype=jnp.result_type(y))
-            return jnp.stack([jnp.asarray(f(t, y, args), dtype=jnp.result_type(y)) for f in fns])
-
-        kinds = tuple(BOUNDARY if e.kind == "boundary" else CROSSING for e in events)
-        return EventSet(fn, kinds, tuple(e.count for e in events))
 
     def initial_state(self, g0: Float[Array, " n"]) -> tuple[Float[Array, " n"], Int[Array, " n"]]:
         """Reference signs and crossing counts at the start from the values ``g0`` there."""

@@ -1,4 +1,4 @@
-"""Analyses of the models: basin maps, steady motions, Floquet maps, conserved quantities, identification presets, the penny's sequences."""
+"""Analyses of the models: basin maps, steady motions, Floquet maps, conserved quantities, identification presets, the penny's sequences, the friction paper's reports and stops."""
 
 
 def __getattr__(name: str):

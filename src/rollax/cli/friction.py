@@ -135,7 +135,7 @@ def _emit(args, data: dict, text: str) -> None:
 
 # ------------------------------------------------------------------------------------- law
 def run_law(args) -> int:
-    from rollax.friction.reports import law_curves, law_values
+    from rollax.analysis.friction import law_curves, law_values
 
     if any(not (e >= 0) for e in args.eps):
         raise ValueError(f"--eps must be >= 0, got {args.eps}")
@@ -153,7 +153,7 @@ def run_law(args) -> int:
 
 # ------------------------------------------------------------------------------------- fit
 def run_fit(args) -> int:
-    from rollax.friction.reports import fit_curves, fit_report
+    from rollax.analysis.friction import fit_curves, fit_report
 
     if args.degree < 1 or (args.model == "pade" and args.degree < 2):
         raise ValueError(f"--degree {args.degree}: must be >= 1 (harmonic) or >= 2 (pade)")
@@ -173,7 +173,7 @@ def run_fit(args) -> int:
 
 # ------------------------------------------------------------------------ limit directions
 def run_limit_directions(args) -> int:
-    from rollax.friction.reports import bifurcation_diagram, limit_direction_report
+    from rollax.analysis.friction import bifurcation_diagram, limit_direction_report
 
     if args.degree < 1:
         raise ValueError(f"--degree {args.degree} must be >= 1")
@@ -203,7 +203,7 @@ def run_limit_directions(args) -> int:
 
 # -------------------------------------------------------------------------------- stop
 def run_stop(args) -> int:
-    from rollax.friction.reports import LAW_NAMES, law_from_name, stop_curves, stop_report
+    from rollax.analysis.friction import LAW_NAMES, law_from_name, stop_curves, stop_report
 
     try:
         law_from_name(args.law, args.body)

@@ -11,7 +11,8 @@ The vector field is bounded but discontinuous at x_o = 0, which is reached in fi
 tau of (114), d/dt = r d/dtau: x_o' = r F_o(x_o), t' = r, a regular ODE in which r decays
 exponentially and t converges to the stop time. The run ends (event) when r falls below
 ``r_stop`` times its initial value; the slip-spin ratio eps (35) there is the final slip
-direction. ``rollax._integrate.legacy.solve`` does the event-terminated integration.
+direction. The model only: the run is :func:`rollax.analysis.friction.simulate_stop` on the
+system :class:`rollax.systems.SlidingStop`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from rollax._core._validate import check_nonnegative, check_positive, check_range
-from rollax._core.events import Event
-from rollax._integrate.legacy import solve
 
 
 class SlidingBody(eqx.Module):
@@ -58,43 +57,3 @@ class SlidingBody(eqx.Module):
     def eps(self, x_o: Float[Array, "3"]) -> Float[Array, ""]:
         """Slip-spin ratio (35): |u| / (R |omega_z|)."""
         return jnp.hypot(x_o[0], x_o[1]) / (self.law.R * jnp.abs(x_o[2]) / self.law.rho)
-
-
-class Stop(eqx.Module):
-    """Result of :func:`simulate_stop`."""
-
-    t_stop: Float[Array, ""]  # time at which r reached r_stop * r0 (~ the stop time)
-    x_o: Float[Array, "3"]  # slip there
-    eps: Float[Array, ""]  # slip-spin ratio (35) there
-    stopped: Float[Array, ""]  # True if the stop event fired before tau_max
-
-
-def _rescaled(tau, y, body):
-    x = y[:3]
-    r = jnp.sqrt(jnp.sum(x * x))
-    return jnp.concatenate([r * body.rhs(x), jnp.stack([r])])
-
-
-def simulate_stop(
-    body: SlidingBody,
-    x0: Float[Array, "3"],
-    r_stop: float = 1e-12,
-    tau_max: float = 400.0,
-    rtol: float = 1e-10,
-    atol: float = 1e-13,
-) -> Stop:
-    """Slide and spin from slip ``x0`` until the slip magnitude is ``r_stop * |x0|``.
-
-    Integrates the time-rescaled system (114) with the stop as a boundary event of
-    :func:`rollax._integrate.legacy.solve`; jit/vmap/grad-compatible. Returns the stop time, the final
-    slip and its slip-spin ratio eps.
-    """
-    x0 = jnp.asarray(x0, dtype=jnp.float64)
-    r0 = jnp.sqrt(jnp.sum(x0 * x0))
-    ev = Event(lambda tau, y, args: jnp.sqrt(jnp.sum(y[:3] ** 2)) / r0 - r_stop)
-    y0 = jnp.concatenate([x0, jnp.zeros(1)])
-    sol = solve(
-        _rescaled, y0, 0.0, tau_max, args=body, events=(ev,), rtol=rtol, atol=atol, max_steps=8192
-    )
-    x = sol.y[:3]
-    return Stop(sol.y[3], x, body.eps(x), (sol.event == 0) & ~sol.failed)

@@ -367,7 +367,7 @@ def plot_floquet_map(data: dict, summ: dict, a_over_R: float, path: str | os.Pat
 # ------------------------------------------------------------------ finite contact friction
 def plot_friction_law(curves, data: dict, path: str | os.PathLike) -> None:
     """Q_eps and T_eps of an exact law: ``curves = (eps, Q, T)`` and the points of ``data``
-    (``eps``, ``Q``, ``T``, ``pressure``), as from :mod:`rollax.friction.reports`."""
+    (``eps``, ``Q``, ``T``, ``pressure``), as from :mod:`rollax.analysis.friction`."""
     e, Q, T = curves
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
     ax.semilogx(e, Q, label="Q_eps")
@@ -398,7 +398,7 @@ def plot_friction_fit(curves: dict, label: str, path: str | os.PathLike) -> None
 
 def plot_bifurcations(diagram: dict, title: str, path: str | os.PathLike) -> None:
     """w3 of the nontrivial limit directions against the force, with F_T, F_P and the folds
-    (:func:`rollax.friction.reports.bifurcation_diagram`)."""
+    (:func:`rollax.analysis.friction.bifurcation_diagram`)."""
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
     for f, w3 in zip(diagram["force"], diagram["w3"]):
         ax.plot(f, w3, "b.", ms=2)

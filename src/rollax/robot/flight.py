@@ -21,7 +21,7 @@ The control's kinks are declared to the solver (``jump_ts``), so no step straddl
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import diffrax
 import equinox as eqx
@@ -29,9 +29,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
-from rollax._core.events import Event
+from rollax._core._solution import Status
+from rollax._core._system import AbstractSystem, boundary
+from rollax._integrate._solve import solve
 from rollax.models.impacts import nonholonomic_plastic
-from rollax._integrate.legacy import solve
 from rollax.robot.ball import E3, Ball
 from rollax.robot.disk import Disk
 from rollax.robot.quaternion import rotation_matrix, versor_rate
@@ -341,28 +342,50 @@ class PhaseEnd(eqx.Module):
     failed: Bool[Array, ""]
 
 
+class _Phase(AbstractSystem):
+    """One phase (rolling, or flight) as a system: ``field(t, y, control)`` until the scalar
+    ``g(t, y, control)`` reaches ``<= 0`` (a boundary event). ``field`` and ``g`` are pytrees
+    (bound methods of the model, or functions): their arrays are traced."""
+
+    field: Callable
+    g: Callable
+    control: Any
+    dim: int = eqx.field(static=True)
+
+    events = (boundary("end"),)
+
+    @property
+    def state_names(self):
+        return tuple(f"y{i}" for i in range(self.dim))
+
+    def vector_field(self, t, y, mode):
+        return self.field(t, y, self.control)
+
+    def event_values(self, t, y, mode):
+        return jnp.reshape(self.g(t, y, self.control), (1,)).astype(jnp.result_type(y))
+
+
 def _phase_solve(
     vector_field, y0, t0, t1, args, g, kinks, *, rtol, atol, max_steps, solver
 ) -> PhaseEnd:
     """Integrate from ``t0`` until the scalar ``g(t, y, args)`` first reaches ``<= 0`` (or
     ``t1``), with the control's kinks declared to the solver (no step straddles one): one
-    boundary event of :func:`rollax._integrate.legacy.solve`, whose root is located on the dense output
-    and differentiable through the implicit function theorem, ``dt* = -dg/(dg/dt)``."""
+    boundary event of :func:`rollax.solve`, whose root is located on the dense output and
+    differentiable through the implicit function theorem, ``dt* = -dg/(dg/dt)``."""
+    y0 = jnp.asarray(y0, dtype=float)
     sol = solve(
-        vector_field,
+        _Phase(vector_field, g, args, int(y0.shape[-1])),
         y0,
         t0,
         t1,
-        args,
-        (Event(g),),
         rtol=rtol,
         atol=atol,
         max_steps=max_steps,
         solver=solver,
+        n_samples=16,
         jump_ts=kinks or None,
     )
-    hit = (sol.event == 0) & ~sol.failed
-    return PhaseEnd(sol.t, sol.y, hit, sol.failed)
+    return PhaseEnd(sol.t, sol.y, sol.status == Status.EVENT, sol.failed)
 
 
 def _solver(solver):

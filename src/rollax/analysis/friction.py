@@ -1,20 +1,69 @@
 """JSON-ready results of the friction paper's computations (``docs/references.md``): what
-``rollax friction law|fit|limit-directions|stop`` prints, and the data of its figures."""
+``rollax friction law|fit|limit-directions|stop`` prints, and the data of its figures; the
+slide-and-spin stop (:func:`simulate_stop`, :class:`rollax.systems.SlidingStop` on
+:func:`rollax.solve`)."""
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
+from rollax._core._solution import Status
+from rollax._integrate._solve import solve
 from rollax.friction.exact import ExactHertz, ExactUniform, exact_law
 from rollax.friction.fit import disc_trajectory, fit_error, fit_harmonic, fit_pade
 from rollax.friction.harmonic import HarmonicModel
 from rollax.friction.limit_directions import PlanarBody, force_free_eps
 from rollax.friction.linear import LinearModel
 from rollax.friction.pade import PadeModel
-from rollax.friction.sliding import SlidingBody, simulate_stop
+from rollax.friction.sliding import SlidingBody
+from rollax.systems.friction import SlidingStop
 
 BODIES = ("disc", "ball")
+
+
+class Stop(eqx.Module):
+    """Result of :func:`simulate_stop`."""
+
+    t_stop: Float[Array, ""]  # time at which r reached r_stop * r0 (~ the stop time)
+    x_o: Float[Array, "3"]  # slip there
+    eps: Float[Array, ""]  # slip-spin ratio (35) there
+    stopped: Float[Array, ""]  # True if the stop event fired before tau_max
+
+
+def simulate_stop(
+    body: SlidingBody,
+    x0: Float[Array, "3"],
+    r_stop: float = 1e-12,
+    tau_max: float = 400.0,
+    rtol: float = 1e-10,
+    atol: float = 1e-13,
+) -> Stop:
+    """Slide and spin from slip ``x0`` until the slip magnitude is ``r_stop * |x0|``.
+
+    :class:`rollax.systems.SlidingStop` (the time-rescaled system (114), its time the last
+    state component) on :func:`rollax.solve` until its stop event or ``tau_max``;
+    jit/vmap/grad-compatible. Returns the stop time, the final slip and its slip-spin ratio
+    eps (35)."""
+    x0 = jnp.asarray(x0, dtype=jnp.float64)
+    r0 = jnp.sqrt(jnp.sum(x0 * x0))
+    y0 = jnp.concatenate([x0, jnp.zeros(1)])
+    sol = solve(
+        SlidingStop(body, r_stop * r0),
+        y0,
+        0.0,
+        tau_max,
+        rtol=rtol,
+        atol=atol,
+        max_steps=8192,
+        n_samples=16,
+    )
+    x = sol.y[:3]
+    return Stop(sol.y[3], x, body.eps(x), sol.status == Status.EVENT)
+
+
 LAW_NAMES = "exact-uniform, exact-hertz, linear, pade or harmonic-N"
 
 

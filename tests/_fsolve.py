@@ -1,14 +1,15 @@
-"""The function-style entry point kept for existing callers: a thin wrapper over :func:`rollax.solve`.
+"""A test helper: plain functions as a system, run on :func:`rollax.solve`.
 
-``solve(vector_field, y0, t0, t1, args, events)`` builds a :class:`~rollax.AbstractSystem` from a
-vector field ``f(t, y, args)`` and :class:`rollax._core.events.Event` functions ``g(t, y, args)`` and
-runs it on :func:`rollax.solve` (the same events, roots and derivatives). New code should write
-a system class instead, which is compiled once per class rather than once per function object.
+``solve(vector_field, y0, t0, t1, args, events)`` builds a :class:`rollax.AbstractSystem` from a
+vector field ``f(t, y, args)`` and :class:`Event` functions ``g(t, y, args)`` (or a ready
+:class:`rollax._core.events.EventSet`) and runs it on :func:`rollax.solve` (the same events,
+roots and derivatives). The library itself has one route, system classes; this keeps the
+event tests short.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Literal, NamedTuple, Sequence
 
 import diffrax
 import equinox as eqx
@@ -18,7 +19,29 @@ from jaxtyping import Array, Bool, Float, Int
 from rollax._core._solution import Status
 from rollax._integrate._solve import solve as _solve_system
 from rollax._core._system import AbstractSystem, Event as _Event, EventKind
-from rollax._core.events import Event, EventSet
+from rollax._core.events import BOUNDARY, CROSSING, EventSet
+
+
+class Event(eqx.Module):
+    """One event function ``g(t, y, args)`` with its kind and, for crossings, the count that
+    ends the run."""
+
+    fn: Callable
+    kind: Literal["boundary", "crossing"] = eqx.field(static=True, default="boundary")
+    count: int = eqx.field(static=True, default=1)
+
+
+def from_events(events) -> EventSet:
+    """Several :class:`Event` as one vector-valued :class:`EventSet`."""
+    fns = tuple(e.fn for e in events)
+
+    def fn(t, y, args):
+        if not fns:
+            return jnp.zeros((0,), dtype=jnp.result_type(y))
+        return jnp.stack([jnp.asarray(f(t, y, args), dtype=jnp.result_type(y)) for f in fns])
+
+    kinds = tuple(BOUNDARY if e.kind == "boundary" else CROSSING for e in events)
+    return EventSet(fn, kinds, tuple(e.count for e in events))
 
 
 class Solution(NamedTuple):
@@ -82,7 +105,7 @@ def solve(
 ) -> Solution:
     """Integrate ``dy/dt = vector_field(t, y, args)`` from ``(t0, y0)`` until the earliest
     terminating event root or ``t1`` (see :func:`rollax.solve`, which this calls)."""
-    ev = events if isinstance(events, EventSet) else EventSet.from_events(events)
+    ev = events if isinstance(events, EventSet) else from_events(tuple(events))
     y0 = jnp.asarray(y0, dtype=float)
     system = FunctionSystem(
         vector_field,
