@@ -40,6 +40,7 @@ ANALYSES = (
     "rollax.analysis.identification",
     "rollax.analysis.penny",
     "rollax.analysis.friction",
+    "rollax.analysis.slip",
 )
 
 
@@ -295,12 +296,7 @@ FORBIDDEN = {
     "rollax.plot": ("rollax._integrate", "rollax._drivers", "rollax.systems"),
 }
 # the debts left, (importer, imported) -> why; each to go with the rest of the layout issue
-KNOWN = {
-    (
-        "rollax.systems.rim",
-        "rollax._integrate._solve",
-    ): "simulate_slip, an old-API run of RimSlipping, to move to the analyses",
-}
+KNOWN: dict = {}
 # packages not yet split into layers (models, analyses and drawing side by side)
 UNSPLIT = ("rollax.robot", "rollax.friction")
 

@@ -16,7 +16,7 @@ from rollax.models import slip
 from rollax.analysis.basin import IN, OUT, PERIODIC, UNDECIDED
 from rollax.models.rim import Rim
 from rollax.models.slip import CHATTERING, ROLLING, SLIPPING, SlipSettings
-from rollax.systems.rim import simulate_slip
+from rollax.analysis.slip import simulate_slip
 
 RIM = Rim()  # mu = 1, Table 1 (docs/physics-notes.md)
 N_BATCH = 256  # one kernel shape for every batched sweep in this file

@@ -51,7 +51,7 @@ The hybrid simulation follows the algorithm of Sect. 5.2.2, with three modes (``
 This module is the model: the fields, events and transition maps. The hybrid system built
 from them is :class:`rollax.systems.RimSlipping` (its reset map is :func:`transition` with the
 switch bookkeeping); it runs on both integrators (:func:`rollax.solve`,
-:func:`rollax.solve_ensemble`), and :func:`rollax.systems.rim.simulate_slip` and
+:func:`rollax.solve_ensemble`), and :func:`rollax.analysis.slip.simulate_slip` and
 ``rollax.analysis.basin.simulate(..., slip=...)`` summarise its runs.
 
 **The slip speed delta.** Leaving the discontinuity, ``u-dot = |B| - C + O(delta)``, and

@@ -349,45 +349,6 @@ def slip_result(system: RimSlipping, sol) -> "_slip.HybridResult":
     )
 
 
-def simulate_slip(
-    rim: Rim,
-    y0,
-    settings: "_slip.SlipSettings | None" = None,
-    *,
-    mode0: int = _slip.ROLLING,
-    t_max: float = 60.0,
-    rtol: float = 1e-9,
-    atol: float = 1e-9,
-    max_steps: int = 8192,
-) -> "_slip.HybridResult":
-    """One hybrid rolling/slipping run (Sect. 5.2.2) of :class:`RimSlipping` on
-    :func:`rollax.solve`. ``y0``: a rolling state ``(beta, w1, w2, w3)`` or a 6-D state (then
-    ``mode0`` says whether it rolls or slips); ``max_steps`` bounds each phase. ``jit``/``vmap``
-    compatible. Returns a :class:`rollax.models.slip.HybridResult`."""
-    from rollax._integrate._solve import solve
-
-    system = RimSlipping.from_settings(rim, settings or _slip.SlipSettings())
-    y0 = jnp.asarray(y0, dtype=float)
-    if y0.shape == (4,):
-        y0 = RimSlipping.rolling_start(y0)
-    if y0.shape != (6,):
-        raise ValueError(f"y0 has shape {y0.shape}; allowed: (4,) rolling or (6,) (x, u1, u3)")
-    if isinstance(mode0, int) and mode0 not in (_slip.ROLLING, _slip.SLIPPING):
-        raise ValueError(f"mode0 = {mode0!r} must be ROLLING (0) or SLIPPING (1)")
-    sol = solve(
-        system,
-        y0,
-        0.0,
-        t_max,
-        mode=mode0,
-        rtol=rtol,
-        atol=atol,
-        max_steps=max_steps,
-        max_resets=slip_max_resets(system),
-    )
-    return slip_result(system, sol)
-
-
 def slip_max_resets(system: RimSlipping) -> int:
     """Segments a run may take: every phase is one, and the switch cap ends runs long before."""
     return 8 * int(system.max_switches) + 64
