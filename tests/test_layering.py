@@ -356,8 +356,8 @@ def _imports_of_package(pkg: str) -> dict[str, list[int]]:
     return out
 
 
-# drawing: plot and the CLI (robot.figures: the robot package is not yet split)
-MATPLOTLIB_OK = ("rollax.plot", "rollax.cli", "rollax.robot.figures")
+# drawing: plot and the CLI
+MATPLOTLIB_OK = ("rollax.plot", "rollax.cli")
 # diffrax: the integrators and drivers (the CLI names its version); the rest are the solves
 # still written on raw diffrax, to go through rollax.solve
 DIFFRAX_OK = (

@@ -341,7 +341,7 @@ def test_starts_run_together_give_what_they_give_one_at_a_time():
 def test_every_optimum_figure_carries_the_parameters(tmp_path, monkeypatch):
     import matplotlib.figure
 
-    from rollax.robot.figures import optimum_figures
+    from rollax.plot.robot import optimum_figures
 
     titles = {}
     save = matplotlib.figure.Figure.savefig

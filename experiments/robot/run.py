@@ -30,7 +30,7 @@ from rollax.robot import (
     simulate,
 )
 from rollax.robot.examples import BALL_THETA0
-from rollax.robot.figures import write_figures
+from rollax.plot.robot import write_figures
 from rollax.robot.trajectory import quaternion_drift
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -41,7 +41,7 @@ import sys
 import numpy as np
 
 from rollax.robot import ball_manoeuvre, disk_manoeuvre, least_mu, optimize
-from rollax.robot.figures import optimum_figures
+from rollax.plot.robot import optimum_figures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: SQP iterations allowed to each least-mu solve (docstring: its convergence is slow).

@@ -155,7 +155,7 @@ def optimize(args) -> int:
         )
     res = opt.to_dict(args.samples)
     if args.out:
-        from rollax.robot.figures import optimum_figures
+        from rollax.plot.robot import optimum_figures
 
         os.makedirs(args.out, exist_ok=True)
         res["figures"] = optimum_figures(res, args.out)
@@ -201,7 +201,7 @@ def run(args) -> int:
     if args.out:
         import os
 
-        from rollax.robot.figures import write_figures
+        from rollax.plot.robot import write_figures
 
         res["figures"] = write_figures(report.trajectory, args.out, args.example, report.t_stop)
         with open(os.path.join(args.out, f"{args.example}.json"), "w") as fh:

@@ -1,4 +1,5 @@
-"""Figures of the paper's examples: Figs. 5.3-5.4 (disk), 6.2-6.3 (ball), 6.4 (detaching ball)."""
+"""Figures of the robot paper's examples: Figs. 5.3-5.4 (disk), 6.2-6.3 (ball), 6.4 (detaching
+ball), and of an optimal manoeuvre."""
 
 from __future__ import annotations
 
