@@ -368,7 +368,6 @@ DIFFRAX_OK = (
     "rollax.analysis.floquet",
     "rollax.analysis.penny",
     "rollax.friction.fit",
-    "rollax.robot.flight",
     "rollax.robot.optimal",
     "rollax.robot.trajectory",
 )

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -389,7 +388,7 @@ def _phase_solve(
 
 
 def _solver(solver):
-    return diffrax.Dopri8() if solver is None else solver
+    return "dopri8" if solver is None else solver  # (rollax.solve's: diffrax's Dopri8)
 
 
 @eqx.filter_jit
