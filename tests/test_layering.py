@@ -364,10 +364,7 @@ DIFFRAX_OK = (
     "rollax._integrate",
     "rollax._drivers",
     "rollax.cli",
-    "rollax.analysis.conserved",
-    "rollax.analysis.floquet",
     "rollax.analysis.penny",
-    "rollax.friction.fit",
     "rollax.robot.optimal",
     "rollax.robot.trajectory",
 )

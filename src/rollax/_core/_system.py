@@ -442,8 +442,11 @@ class AbstractSystem(eqx.Module):
         with np.errstate(over="ignore", invalid="ignore"):  # (inf - inf: the long way)
             if isinstance(y, np.ndarray):
                 fast = bool(np.isfinite(np.sum(y)))
-            else:  # a device array: one number back, not the array
-                fast = not isinstance(y, jax.core.Tracer) and bool(jnp.isfinite(jnp.sum(y)))
+            else:  # a device array: one number back, not the array (inside a trace even a
+                # concrete array's sum is staged: then the long way, on the host)
+                s = None if isinstance(y, jax.core.Tracer) else jnp.sum(y)
+                fast = s is not None and not isinstance(s, jax.core.Tracer)
+                fast = fast and bool(jnp.isfinite(s))
         if not isinstance(y, jax.core.Tracer) and not fast:
             bad = ~np.all(np.isfinite(np.asarray(y)), axis=-1)
             if valid is not None:

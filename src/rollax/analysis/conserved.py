@@ -8,7 +8,7 @@
 
   the adjoint of (62). With Psi the fundamental matrix of (66), Psi(0) = I, eq. (68) gives
   P(beta, w2, w3; c) = (w2, w3) . Psi(beta) c, and P_I, P_II for c = e1, e2 (Prop. 10).
-  Psi(beta) is integrated numerically (diffrax) over at most one period: for R > rho, (66) is
+  Psi(beta) is integrated numerically (rollax.solve) over at most one period: for R > rho, (66) is
   2 pi-periodic and Psi(beta + 2 pi k) = Psi(beta) N^k with N = Psi(2 pi), so beta can be any
   real number. For R < rho (only to approach the limit R -> 0) the coefficients are singular
   where R = rho cos(beta); Psi is then returned for |beta| < arccos(R/rho) and NaN beyond.
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import functools
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from rollax._core._validate import check_nonnegative, check_positive, check_range
+from rollax._drivers._flows import run
 from rollax.models.rim import Rim, rolling_energy
 
 TWO_PI = 2.0 * jnp.pi
@@ -97,22 +97,18 @@ class MomentumIntegrals(eqx.Module):
         The fixed interval keeps the solve batchable under vmap without batched end times.
         """
 
-        def f(s, Y, b):
-            return b * (self.matrix(s * b) @ Y)
-
-        sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(f),
-            diffrax.Dopri8(),
-            t0=0.0,
-            t1=1.0,
-            dt0=None,
-            y0=jnp.eye(2),
-            args=beta_end,
-            stepsize_controller=diffrax.PIDController(rtol=self.rtol, atol=self.atol),
+        b = beta_end
+        sol = run(
+            lambda s, Y: b * (self.matrix(s * b) @ Y),
+            jnp.eye(2),
+            0.0,
+            1.0,
+            rtol=self.rtol,
+            atol=self.atol,
             max_steps=100_000,
-            throw=False,
         )
-        return sol.ys[-1]
+        # (a run that fails gives nan, as diffrax's throw=False did)
+        return jnp.where(sol.failed, jnp.nan, sol.y.reshape(2, 2))
 
     def monodromy(self) -> Float[Array, "2 2"]:
         """N = Psi(2 pi), the monodromy matrix of (66) (R > rho); N = M^-T for M of (62)."""
@@ -257,7 +253,7 @@ class LimitRim(eqx.Module):
 def rolling_trajectory(
     model, x0: Float[Array, "4"], t1: float, n_save: int = 201, rtol=1e-12, atol=1e-12
 ) -> tuple[Float[Array, " n"], Float[Array, "n 4"]]:
-    """Integrate ``model.vector_field`` (a Rim or LimitRim) from x0 over [0, t1] with diffrax.
+    """Integrate ``model.vector_field`` (a Rim or LimitRim) from x0 over [0, t1] (rollax.solve).
 
     Returns the save times and the states (``n_save`` points, Dopri8, tight tolerances) used to
     check that energy and P_I, P_II stay constant.
@@ -273,15 +269,14 @@ def rolling_trajectory(
 @eqx.filter_jit
 def _trajectory(model, x0, t1, n_save, rtol, atol):
     ts = jnp.linspace(0.0, t1, n_save)
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(lambda t, y, args: model.vector_field(y)),
-        diffrax.Dopri8(),
-        t0=0.0,
-        t1=t1,
-        dt0=None,
-        y0=x0,
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+    sol = run(
+        lambda t, y: model.vector_field(y),
+        x0,
+        0.0,
+        t1,
+        ts=ts,
+        rtol=rtol,
+        atol=atol,
         max_steps=200_000,
     )
     return ts, sol.ys

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import functools
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Complex, Float
 
 from rollax._core._validate import check_range
+from rollax._drivers._flows import run
 from rollax.models.rim import Rim
 
 TWO_PI = 2.0 * jnp.pi
@@ -54,7 +54,7 @@ class FloquetSystem(eqx.Module):
         return jnp.array([[0.0, 1.0 / d], [-self.j / (1.0 + self.j), -self.rho_R * s / d]])
 
     def fundamental_matrix(self, beta1, rtol: float = 1e-11, atol: float = 1e-12):
-        """Phi(beta1) with Phi(0) = I, dPhi/dbeta = A(beta) Phi, eq. (62), integrated with diffrax (Dopri8)."""
+        """Phi(beta1) with Phi(0) = I, dPhi/dbeta = A(beta) Phi, eq. (62), integrated by rollax.solve (Dopri8)."""
         return _fundamental(
             jnp.asarray(self.rho_R, dtype=float),
             jnp.asarray(self.j, dtype=float),
@@ -81,20 +81,17 @@ def _fundamental(rho_R, j, beta1, rtol, atol):
     """Phi(beta1) of (62) for array parameters; jitted once, reused for every (rho/R, j, beta1)."""
     fs = FloquetSystem(rho_R=rho_R, j=j)
 
-    def f(b, Y, args):
-        return fs.matrix(b) @ Y
-
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(f),
-        diffrax.Dopri8(),
-        t0=0.0,
-        t1=beta1,
-        dt0=None,
-        y0=jnp.eye(2),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+    # on s in [0, 1] with beta = s beta1 (so any real beta1, 0 and negative too)
+    sol = run(
+        lambda s, Y: beta1 * (fs.matrix(s * beta1) @ Y),
+        jnp.eye(2),
+        0.0,
+        1.0,
+        rtol=rtol,
+        atol=atol,
         max_steps=100_000,
     )
-    return sol.ys[-1]
+    return sol.y.reshape(2, 2)
 
 
 def multipliers_of(M: Float[Array, "2 2"]) -> Complex[Array, "2"]:

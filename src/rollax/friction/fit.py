@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -179,19 +178,20 @@ def constrained_harmonic(mu, c_free, s_free, **kw) -> HarmonicModel:
 
 
 def disc_trajectory(body: SlidingBody, x0, ts, rtol: float = 1e-10, atol: float = 1e-12):
-    """x_o(t) of the disc/ball (13)/(18) at the times ``ts`` (before the stop), diffrax Dopri5."""
-    term = diffrax.ODETerm(lambda t, x, b: b.rhs(x))
-    sol = diffrax.diffeqsolve(
-        term,
-        diffrax.Dopri5(),
+    """x_o(t) of the disc/ball (13)/(18) at the times ``ts`` (before the stop), on
+    :func:`rollax.solve` (DOPRI5)."""
+    from rollax._drivers._flows import run
+
+    sol = run(
+        lambda t, x: body.rhs(x),
+        x0,
         0.0,
         ts[-1],
-        None,
-        jnp.asarray(x0, dtype=jnp.float64),
-        args=body,
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        ts=ts,
+        rtol=rtol,
+        atol=atol,
         max_steps=4096,
+        solver="dopri5",
     )
     return sol.ys
 
