@@ -320,3 +320,55 @@ def test_an_exact_flow_without_a_step_needs_dt_max():
         rollax.solve_ensemble(BareFlow(), np.array([[1.0, 0.0]]), 0.0, 10.0)
     sol = rollax.solve(BareFlow(n=2), jnp.array([1.0, 0.0]), 0.0, 10.0, dt_max=0.5)
     assert abs(float(sol.t) - 1.5 * math.pi) < 1e-12 and int(sol.steps) == 10
+
+
+def _osc_state(omega, x0, v0, t):
+    """Closed form of the oscillator x'' = -omega^2 x at times t: (x, v)."""
+    c, s = np.cos(omega * t), np.sin(omega * t)
+    return np.stack([x0 * c + v0 / omega * s, -x0 * omega * s + v0 * c], -1)
+
+
+def test_dense_output_equals_the_closed_form_and_ts_at_any_time():
+    # random frequencies, starts and times: evaluate(t) against the closed form, against the
+    # same run's ts output (the same continuous extension), nan outside the run; any shape of t
+    rng = np.random.default_rng(35)
+    for _ in range(5):
+        omega, x0, v0 = rng.uniform(0.5, 3.0), rng.uniform(0.2, 1.5), rng.uniform(-1.0, 1.0)
+        osc = Oscillator(omega=omega, n=5)
+        t_end = float(rollax.solve(osc, jnp.array([x0, v0]), 0.0, 100.0, **TOL).t)
+        ts = np.sort(rng.uniform(0.0, 1.3 * t_end, 9))
+        sol = rollax.solve(osc, jnp.array([x0, v0]), 0.0, 100.0, dense=True, ts=ts, **TOL)
+        live = ts <= float(sol.t)
+        got = np.asarray(sol.evaluate(ts))
+        assert got.shape == (9, 2)
+        np.testing.assert_allclose(got[live], _osc_state(omega, x0, v0, ts[live]), atol=1e-8)
+        np.testing.assert_allclose(got[live], np.asarray(sol.ys)[live], rtol=0, atol=1e-13)
+        assert np.all(np.isnan(got[~live])) and np.all(np.isnan(np.asarray(sol.evaluate(-1.0))))
+        grid = np.asarray(sol.evaluate(np.full((2, 3), 0.5 * t_end)))
+        assert grid.shape == (2, 3, 2)
+        np.testing.assert_allclose(grid[1, 2], _osc_state(omega, x0, v0, 0.5 * t_end), atol=1e-8)
+
+
+def test_dense_output_is_differentiable_and_vmaps():
+    def x_at(omega, t):
+        return rollax.solve(
+            Oscillator(omega=omega, n=5), jnp.array([1.0, 0.0]), 0.0, 100.0, dense=True, **TOL
+        ).evaluate(t)[0]
+
+    for omega, t in [(2.0, 1.0), (0.7, 3.1)]:
+        g = float(jax.grad(x_at)(omega, t))
+        assert abs(g - (-t * math.sin(omega * t))) < 1e-7  # d cos(omega t) / d omega
+    xs = jax.vmap(x_at, in_axes=(0, None))(jnp.array([1.0, 2.0]), 0.4)
+    np.testing.assert_allclose(np.asarray(xs), np.cos([0.4, 0.8]), atol=1e-8)
+
+
+def test_dense_output_is_refused_where_it_cannot_hold():
+    with pytest.raises(ValueError, match=r"dense = True is not allowed for BouncingBall: it has"):
+        rollax.solve(BouncingBall(), jnp.array([1.0, 0.0]), 0.0, 5.0, dense=True)
+    with pytest.raises(ValueError, match=r"dense = 'yes' is not allowed: it must be True or"):
+        rollax.solve(Oscillator(), jnp.array([1.0, 0.0]), 0.0, 5.0, dense="yes")
+    sol = rollax.solve(Oscillator(), jnp.array([1.0, 0.0]), 0.0, 5.0)
+    with pytest.raises(
+        ValueError, match=r"no dense output: solve with rollax.solve\(\.\.\., dense"
+    ):
+        sol.evaluate(1.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import equinox as eqx
 import numpy as np
@@ -57,6 +58,27 @@ class Solution(eqx.Module):
     rejected: Int[Array, "*b"] | None = None
     ys: Float[Array, "*b m d"] | None = None  # states at the save times ``ts`` (rollax.solve)
     events: EventLog | None = None  # the first events of the run (``save_events``)
+    # the run's dense output (rollax.solve(..., dense=True)): read it with evaluate()
+    interpolation: Any = None
+
+    def evaluate(self, t) -> Float[Array, "*m d"]:
+        """The state at time(s) ``t`` from the run's dense output (each step's continuous
+        extension, as ``ts`` saves it): ``rollax.solve(..., dense=True)`` only; nan outside
+        ``[t0, t]`` of the run (after its end, or before its start). Differentiable."""
+        if self.interpolation is None:
+            raise ValueError(
+                "this Solution has no dense output: solve with rollax.solve(..., dense=True)"
+            )
+        import jax
+        import jax.numpy as jnp
+
+        ip = self.interpolation
+        t = jnp.asarray(t, dtype=self.y.dtype)
+        flat = jnp.reshape(t, (-1,))
+        inside = (flat >= ip.t0) & (flat <= self.t)
+        ys = jax.vmap(lambda s: ip.evaluate(jnp.clip(s, ip.t0, self.t)))(flat)
+        ys = jnp.where(inside[:, None], ys, jnp.nan)
+        return jnp.reshape(ys, t.shape + self.y.shape[-1:])
 
     @property
     def status_name(self):

@@ -448,6 +448,7 @@ class _Options(eqx.Module):
     # some of t0, t1, rtol, atol, dt_max are traced: checked in the compiled run (error_if)
     traced: bool = eqx.field(static=True, default=False)
     save_events: int = eqx.field(static=True, default=0)  # rows of the event log
+    dense: bool = eqx.field(static=True, default=False)  # keep the dense output
 
 
 def solve(
@@ -469,6 +470,7 @@ def solve(
     jump_ts: Float[Array, " k"] | None = None,
     ts: Float[Array, " m"] | None = None,
     save_events: int = 0,
+    dense: bool = False,
 ) -> Solution:
     """Integrate ``system`` from ``(t0, y0)`` in ``mode`` until a terminal event or ``t1``
     (``mode``: an index or a name of ``system.modes``; None: ``system.initial_mode(t0, y0)``).
@@ -494,7 +496,10 @@ def solve(
     after it). ``save_events``: keep the first ``save_events`` events of the run
     (``Solution.events``, a :class:`rollax.EventLog`: each event's time, index, mode and state
     before the reset map and what it returned; differentiable like ``Solution.t``; more events
-    are counted in ``EventLog.n`` and dropped). Returns a :class:`rollax.Solution`.
+    are counted in ``EventLog.n`` and dropped). ``dense``: keep the run's dense output (every
+    step's continuous extension, ``max_steps`` rows of it) so that ``Solution.evaluate(t)``
+    gives the state at any time of the run (systems without a reset map; for those with one,
+    use ``ts``). Returns a :class:`rollax.Solution`.
     """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
@@ -569,8 +574,17 @@ def solve(
     if ts is not None:
         ts = _check_ts(ts, t0, t1)
     save_events = check_integer("save_events", save_events, 0, SAVE_EVENTS_MAX)
+    if not isinstance(dense, bool):
+        raise ValueError(f"dense = {dense!r} is not allowed: it must be True or False")
+    if dense and system.hybrid:
+        raise ValueError(
+            f"dense = True is not allowed for {type(system).__name__}: it has a reset map "
+            f"(its run is in segments); save states at given times with ts= instead"
+        )
     traced = any(isinstance(v, jax.core.Tracer) for v in (t0, t1, rtol, atol, dt_max))
-    opts = _Options(solver, adjoint, max_steps, max_resets, n_samples, traced, int(save_events))
+    opts = _Options(
+        solver, adjoint, max_steps, max_resets, n_samples, traced, int(save_events), dense
+    )
     if jump_ts is not None:
         t0, y0 = _over_the_gap(system, t0, y0, mode, jump_ts)
     f = jnp.asarray
@@ -805,8 +819,11 @@ def _solve(
         *_eventlog.empty(opts.save_events, y0.shape[0], y0.dtype),
     )
     run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, ts, opts)  # noqa: E731
+    interpolation = None
     if not system.hybrid:
         st = run(st)
+        if opts.dense:
+            st, interpolation = st
     else:
         kind = (
             "lax"
@@ -836,6 +853,7 @@ def _solve(
         rejected=st.rejected,
         ys=None if ts is None else st.ys,
         events=_eventlog.read(st.log_n, st.log, y0.shape[0]) if opts.save_events else None,
+        interpolation=interpolation,
     )
 
 
@@ -979,7 +997,7 @@ def _segment(
         stepsize_controller=_ExactFlowSteps(dt_max)
         if system.has_flow
         else _controller(rtol, atol, dt_max, 1e-14 * jnp.maximum(1.0, jnp.abs(t0_in)), jump_ts),
-        saveat=diffrax.SaveAt(t1=True)
+        saveat=diffrax.SaveAt(t1=True, dense=opts.dense)
         if ts is None
         else diffrax.SaveAt(
             subs=[
@@ -989,7 +1007,8 @@ def _segment(
                     ts=jnp.clip(ts, t0_in, t_end),
                     fn=lambda t, y, args: y[0] if isinstance(y, tuple) else y,
                 ),
-            ]
+            ],
+            dense=opts.dense,
         ),
         event=diffrax.Event(lambda t, y, args, **kw: y[1].stop > 0),
         max_steps=opts.max_steps,
@@ -1108,7 +1127,7 @@ def _segment(
     if opts.save_events:  # every event the reset map saw (static: none without a log)
         log_n, log = _eventlog.write(log_n, log, event_now, t_out, e, mode, y_out, t_r, mode_r, y_r)
     keep = lambda a, b: jnp.where(event_now, a, b)  # noqa: E731
-    return _State(
+    new = _State(
         t=keep(jnp.asarray(t_r, t_out.dtype), t_out),
         y=keep(y_r, y_out),
         mode=keep(jnp.asarray(mode_r, jnp.int32), mode),
@@ -1126,6 +1145,12 @@ def _segment(
         log_n=log_n,
         log=log,
     )
+    # the dense output of the (one) segment: diffrax's interpolation of the physical state
+    if not opts.dense:
+        return new
+    # (its trivial case holds the full state with the event bookkeeping: the physical part)
+    ip = sol.interpolation
+    return new, eqx.tree_at(lambda i: i.y0_if_trivial, ip, ip.y0_if_trivial[0])
 
 
 def _vf(t, y, args):
