@@ -30,7 +30,9 @@ def _python(code: str) -> str:
         ["basin", "--help"],
         ["friction", "fit", "--help"],
         ["robot", "--help"],
+        ["robot", "optimize", "--help"],
         ["penny", "--help"],
+        ["penny", "chaos", "--help"],
     ],
 )
 def test_help_loads_no_jax(argv):
@@ -125,3 +127,29 @@ def test_a_system_without_state_names_is_refused_at_definition():
 
     with pytest.raises(ValueError, match="Computed has no state_names: a system must name"):
         Computed()
+
+
+def test_each_penny_mode_has_its_own_help():
+    # `rollax penny chaos --help` lists chaos's options (and says how long it takes), run's
+    # lists run's, the command's lists both
+    from rollax.cli import main
+
+    def help_of(argv):
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+
+    import contextlib
+    import io
+
+    for argv, has, lacks in [
+        (["penny", "chaos", "--help"], ["--samples", "--seed", "2.5 minutes"], ["--impacts"]),
+        (["penny", "run", "--help"], ["--impacts", "--table"], ["--samples", "--seed"]),
+        (["penny", "--help"], ["--impacts", "--samples"], []),
+    ]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            help_of(argv)
+        text = out.getvalue()
+        assert all(h in text for h in has) and not any(x in text for x in lacks), text

@@ -19,18 +19,56 @@ import sys
 from rollax.cli._args import FINITE, POSITIVE, check_out, dump, dumps, integer, real
 
 
+_MODE_TEXT = {
+    "run": "rollax penny run: one impact sequence of the penny on a table (Figs. 1-4 with "
+    "--out); a few seconds.",
+    "chaos": "rollax penny chaos: Fig. 5 (an ensemble of starts perturbed by less than 0.005 "
+    "in theta_dot and phi_dot) and finite-time Lyapunov exponents, for elastic and plastic "
+    "impacts on both tables; about 2.5 minutes on a 2-core CPU, with a progress bar.",
+}
+
+
+class _ModeHelp(argparse.Action):
+    """``--help``: the help of the mode given before it (``rollax penny chaos --help`` lists
+    chaos's options only), else the whole command's."""
+
+    def __init__(
+        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
+    ):
+        super().__init__(option_strings, dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        mode = getattr(namespace, "mode", None)
+        if mode not in _MODE_TEXT:
+            parser.print_help()
+            parser.exit()
+        other = _CHAOS_ONLY if mode == "run" else _RUN_ONLY
+        sub = argparse.ArgumentParser(
+            prog=f"{parser.prog} {mode}", description=_MODE_TEXT[mode], add_help=False
+        )
+        for a in parser._actions:
+            if a.option_strings and a.dest not in other:
+                sub._add_action(a)
+        sub.print_help()
+        parser.exit()
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "penny",
         help="rolling-penny billiard with nonholonomic impacts",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+    )
+    p.add_argument(
+        "-h", "--help", action=_ModeHelp, help="show this help (after run or chaos: its own)"
     )
     p.add_argument(
         "mode",
         nargs="?",
         choices=("run", "chaos"),
-        default="run",
+        default=None,
         help="run: one impact sequence (default; seconds); chaos: Fig. 5 and FTLEs "
         "(about 2.5 min on 2 CPU cores)",
     )
