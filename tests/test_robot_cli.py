@@ -119,4 +119,4 @@ def test_each_robot_command_has_its_own_help(capsys):
 def test_an_optimize_option_on_an_example_is_refused_in_one_line(capsys):
     assert main(["robot", "disk", "--T", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--T 3" in err[0]
+    assert len(err) == 1 and "--T applies to `rollax robot optimize` only" in err[0]

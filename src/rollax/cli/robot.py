@@ -58,6 +58,8 @@ def register(subparsers) -> None:
             description=f"rollax robot {name}: {what}, as published (about 1-5 s).",
         )
         e.set_defaults(func=run)
+        # optimize's options, hidden: given to an example they are refused by name (run)
+        _optimize_options(e, hidden=True)
     o = sub.add_parser(
         "optimize",
         parents=[common],
@@ -67,65 +69,90 @@ def register(subparsers) -> None:
         "a 2-core CPU for the defaults; progress lines with the time so far).",
     )
     o.set_defaults(func=optimize)
-    o.add_argument("--body", choices=("disk", "ball"), default="disk", help="the robot")
-    o.add_argument(
+    _optimize_options(o, hidden=False)
+
+
+def _optimize_options(p, hidden: bool) -> None:
+    """The options of ``rollax robot optimize`` (on an example's parser: ``hidden``, so that
+    its help lists its own options only while a given one is refused by name)."""
+    import argparse
+
+    def h(text):
+        return argparse.SUPPRESS if hidden else text
+
+    before = {id(a) for a in p._actions}
+    p.add_argument("--body", choices=("disk", "ball"), default="disk", help=h("the robot"))
+    p.add_argument(
         "--phi-T",
         type=real(),
         default=-math.pi,
-        help="disk: final rotation angle phi(T) [rad] (default -pi)",
+        help=h("disk: final rotation angle phi(T) [rad] (default -pi)"),
     )
-    o.add_argument(
+    p.add_argument(
         "--target",
         type=real(),
         nargs=2,
         metavar=("X", "Y"),
         default=(1.0, 0.5),
-        help="ball: final contact point [r] (default 1 0.5)",
+        help=h("ball: final contact point [r] (default 1 0.5)"),
     )
-    o.add_argument(
+    p.add_argument(
         "--heading",
         type=real(),
         default=None,
-        help="ball: final heading of the body axis E1 [rad] (default: free)",
+        help=h("ball: final heading of the body axis E1 [rad] (default: free)"),
     )
-    o.add_argument("--T", type=POSITIVE, default=8.0, help="duration [s] (default 8)")
-    o.add_argument(
+    p.add_argument("--T", type=POSITIVE, default=8.0, help=h("duration [s] (default 8)"))
+    p.add_argument(
         "--mu",
         type=real(0.0, inf=True),
         default=0.3,
-        help="friction coefficient, |f_s| <= mu N (default 0.3; inf: none)",
+        help=h("friction coefficient, |f_s| <= mu N (default 0.3; inf: none)"),
     )
-    o.add_argument(
+    p.add_argument(
         "--n-min",
         type=real(inf=True),
         default=0.5,
-        help="least normal force [m g] (default 0.5; -inf: none)",
+        help=h("least normal force [m g] (default 0.5; -inf: none)"),
     )
-    o.add_argument(
+    p.add_argument(
         "--knots",
         type=integer(2, 512),
         default=16,
-        help="spline intervals of each mass acceleration (default 16)",
+        help=h("spline intervals of each mass acceleration (default 16)"),
     )
-    o.add_argument("--starts", type=integer(1, 4096), default=1, help="initial guesses (default 1)")
-    o.add_argument(
+    p.add_argument(
+        "--starts", type=integer(1, 4096), default=1, help=h("initial guesses (default 1)")
+    )
+    p.add_argument(
         "--cost",
         choices=("effort", "energy", "time"),
         default="effort",
-        help="what to minimise: effort (int sum u^2 dt, default), energy (int sum "
-        "m_i |v_i|^2 dt) or time (T; --T is the first guess)",
+        help=h(
+            "what to minimise: effort (int sum u^2 dt, default), energy (int sum "
+            "m_i |v_i|^2 dt) or time (T; --T is the first guess)"
+        ),
     )
-    o.add_argument(
+    p.add_argument(
         "--least-mu",
         action="store_true",
-        help="find the least mu with which the manoeuvre is feasible",
+        help=h("find the least mu with which the manoeuvre is feasible"),
     )
-    o.add_argument(
+    p.add_argument(
         "--samples",
         type=integer(1001, 10**6),
         default=1001,
-        help="uniform samples of [0, T] in optimize.json (default 1001)",
+        help=h("uniform samples of [0, T] in optimize.json (default 1001)"),
     )
+
+    if not hidden:
+        _OPTIMIZE_ONLY.update(
+            {a.dest: (a.option_strings[0], a.default) for a in p._actions if id(a) not in before}
+        )
+
+
+# dest -> (option, default) of the options that only `rollax robot optimize` reads
+_OPTIMIZE_ONLY: dict = {}
 
 
 def optimize(args) -> int:
@@ -196,6 +223,17 @@ def run(args) -> int:
     from rollax.robot import example_report
 
     check_out(args.out)
+    given = [
+        opt
+        for dest, (opt, default) in _OPTIMIZE_ONLY.items()
+        if dest in vars(args) and getattr(args, dest) != default
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
+            f"`rollax robot optimize` only; `rollax robot {args.example}` runs the "
+            f"paper's example as published"
+        )
     report = example_report(args.example, args.rtol)
     res = report.results
     if args.out:
