@@ -39,3 +39,22 @@ def test_names_agree_with_the_codes_of_every_run(name):
         r"of shape \(12,\)",
     ):
         system.describe(sol)
+
+
+def test_accepted_steps_are_the_attempts_less_the_rejections():
+    # on both integrators, a run with rejections (a sharp start): accepted + rejected = steps
+    import sys
+    from pathlib import Path
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    from oscillator import Oscillator
+
+    one = rollax.solve(Oscillator(omega=20.0), jnp.array([1.0, 0.0]), 0.0, 5.0)
+    assert int(one.accepted) + int(one.rejected) == int(one.steps) and int(one.accepted) > 0
+    many = rollax.solve_ensemble(
+        Oscillator(omega=20.0), np.array([[1.0, 0.0], [0.5, 2.0]]), 0.0, 5.0
+    )
+    np.testing.assert_array_equal(many.accepted + many.rejected, many.steps)

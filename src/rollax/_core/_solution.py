@@ -87,6 +87,13 @@ class Solution(eqx.Module):
         return code_names(self.status, Status)
 
     @property
+    def accepted(self) -> Int[Array, "*b"]:
+        """Steps accepted, all segments: ``steps - rejected`` (``steps`` counts attempts)."""
+        if self.rejected is None:
+            raise ValueError("this Solution does not keep its rejected steps (rejected is None)")
+        return self.steps - self.rejected
+
+    @property
     def failed(self) -> Bool[Array, "*b"]:
         """Runs that did not end normally (non-finite values or a step/reset limit)."""
         return (self.status == Status.NONFINITE) | (self.status == Status.MAX_STEPS)
