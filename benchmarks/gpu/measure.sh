@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|fused18|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -167,6 +167,15 @@ elif [ "$what" = fused17 ]; then
   # panel's known counts), then two systems' conformance with the shared inputs put once
   step 120 python3 benchmarks/gpu/check_sweep.py
   step 90 python3 benchmarks/gpu/conformance_fused.py --n 256 --cases rim_rolling,bouncing_ball
+  rm -f "$OUT/pip.log"
+elif [ "$what" = fused18 ]; then
+  # prepared in stop 38 for the next GPU: the work queue with its new GPU default (one lane
+  # per start, lanes=None) on the 360 x 240 panel (2026-11-24: 0.169 s that way, 6.51 s with
+  # 16,384 lanes); the 1000 x 1000 profile of the code as it is (stop 38: 0.039-0.050 s); then
+  # the integrator, ensemble and sweep tests on the GPU (ts, dense output, the device grid)
+  step 90 python3 benchmarks/bench_basin.py --backend queue --panels none --sample 4 --repeat 3 --json "$OUT/basin_queue.json"
+  step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
+  step 300 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -m pytest -q -x -p no:cacheprovider tests/test_solve.py tests/test_solve_ensemble.py tests/test_sweep.py tests/test_fused.py
   rm -f "$OUT/pip.log"
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
