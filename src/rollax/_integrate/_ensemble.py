@@ -264,28 +264,6 @@ def solve_ensemble(
             f"number of starts finished, or None"
         )
     system.check_functions(y0s[0], int(modes[0]), t0)
-    if ts is not None:
-        return _saving(
-            system,
-            y0s,
-            modes,
-            aux,
-            t0,
-            t1,
-            _check_ts(ts, t0, t1),
-            progress,
-            dict(
-                rtol=rtol,
-                atol=atol,
-                dt_max=dt_max,
-                max_steps=max_steps,
-                max_resets=max_resets,
-                n_samples=n_samples,
-                solver=solver,
-                jump_ts=jump_ts,
-                save_events=int(check_integer("save_events", save_events, 0, SAVE_EVENTS_MAX)),
-            ),
-        )
     dyn, static = eqx.partition(system, eqx.is_array)
     try:
         hash(static)
@@ -311,6 +289,11 @@ def solve_ensemble(
         raise ValueError(
             f"aux has shape {aux.shape}; {type(system).__name__} needs ({p},) or ({N}, {p})"
         )
+    if ts is not None:  # (before the kernel's own handling of jump times: rollax.solve's)
+        opts = dict(rtol=rtol, atol=atol, dt_max=dt_max, max_steps=max_steps, solver=solver)
+        opts.update(max_resets=max_resets, n_samples=n_samples, jump_ts=jump_ts)
+        opts.update(save_events=save_events)
+        return _saving(system, y0s, modes, aux, t0, t1, _check_ts(ts, t0, t1), progress, opts)
     jumps_ = system.jump_times() if jump_ts is None else jump_ts
     t0n = past_jump(float(t0), check_jump_ts(jumps_)) if jumps_ is not None else float(t0)
     if isinstance(t0n, float) and t0n != float(t0):
@@ -409,18 +392,8 @@ def _saving(system, y0s, modes, aux, t0, t1, ts, progress, opts) -> Solution:
     start), ``progress`` after each chunk."""
     N = int(np.shape(y0s)[0])
     axes = system.batch_axes()
-    y0s = np.asarray(y0s, dtype=np.float64)
-    modes = np.broadcast_to(np.asarray(modes, np.int32), (N,))
-    aux = np.zeros((N, system.n_aux)) if aux is None else np.asarray(aux, dtype=np.float64)
-    if aux.shape == (system.n_aux,):
-        aux = np.broadcast_to(aux, (N, system.n_aux))
-    if aux.shape != (N, system.n_aux):
-        raise ValueError(
-            f"aux has shape {aux.shape}; {type(system).__name__} needs "
-            f"({system.n_aux},) or ({N}, {system.n_aux})"
-        )
-    if aux.shape[1] == 0 and system.n_aux == 0 and N:
-        aux = None  # rollax.solve's own initial aux
+    # (the starts, modes and aux as solve_ensemble checked them: (N, d), (N,), (N, p))
+    y0s, modes = np.asarray(y0s, dtype=np.float64), np.asarray(modes, np.int32)
     C = min(SAVE_CHUNK, N)
     parts = []
     for lo in range(0, N, C):
@@ -432,20 +405,12 @@ def _saving(system, y0s, modes, aux, t0, t1, ts, progress, opts) -> Solution:
 
         sys_c = jax.tree_util.tree_map(rows, system, axes, is_leaf=lambda x: x is None)
         out = _saving_run(
-            sys_c,
-            y0s[take],
-            modes[take],
-            None if aux is None else aux[take],
-            float(t0),
-            float(t1),
-            ts,
-            **opts,
+            sys_c, y0s[take], modes[take], aux[take], float(t0), float(t1), ts, **opts
         )
         parts.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[: hi - lo], out))
         if progress is not None:
             progress(hi)
-    sol = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *parts)
-    return dataclasses.replace(sol, status=np.asarray(sol.status, np.int32))
+    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *parts)
 
 
 @eqx.filter_jit
@@ -455,7 +420,7 @@ def _saving_run(system, y0s, modes, aux, t0, t1, ts, **opts) -> Solution:
     def one(sys_, y0, mode, a):
         return solve(sys_, y0, t0, t1, mode=mode, aux=a, ts=ts, **opts)
 
-    return jax.vmap(one, in_axes=(axes, 0, 0, None if aux is None else 0))(system, y0s, modes, aux)
+    return jax.vmap(one, in_axes=(axes, 0, 0, 0))(system, y0s, modes, aux)
 
 
 def _terminal_log(K: int, status, event, t, mode, y) -> _eventlog.EventLog:

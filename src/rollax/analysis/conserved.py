@@ -99,7 +99,7 @@ class MomentumIntegrals(eqx.Module):
 
         b = beta_end
         sol = run(
-            lambda s, Y: b * (self.matrix(s * b) @ Y),
+            lambda s, Y, _: b * (self.matrix(s * b) @ Y),
             jnp.eye(2),
             0.0,
             1.0,
@@ -270,7 +270,7 @@ def rolling_trajectory(
 def _trajectory(model, x0, t1, n_save, rtol, atol):
     ts = jnp.linspace(0.0, t1, n_save)
     sol = run(
-        lambda t, y: model.vector_field(y),
+        lambda t, y, _: model.vector_field(y),
         x0,
         0.0,
         t1,

@@ -83,7 +83,7 @@ def _fundamental(rho_R, j, beta1, rtol, atol):
 
     # on s in [0, 1] with beta = s beta1 (so any real beta1, 0 and negative too)
     sol = run(
-        lambda s, Y: beta1 * (fs.matrix(s * beta1) @ Y),
+        lambda s, Y, _: beta1 * (fs.matrix(s * beta1) @ Y),
         jnp.eye(2),
         0.0,
         1.0,

@@ -183,10 +183,11 @@ def disc_trajectory(body: SlidingBody, x0, ts, rtol: float = 1e-10, atol: float 
     from rollax._drivers._flows import run
 
     sol = run(
-        lambda t, x: body.rhs(x),
+        lambda t, x, b: b.rhs(x),
         x0,
         0.0,
         ts[-1],
+        args=body,
         ts=ts,
         rtol=rtol,
         atol=atol,

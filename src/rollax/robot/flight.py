@@ -21,7 +21,7 @@ The control's kinks are declared to the solver (``jump_ts``), so no step straddl
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -29,8 +29,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from rollax._core._solution import Status
-from rollax._core._system import AbstractSystem, boundary
-from rollax._integrate._solve import solve
+from rollax._drivers._flows import run
 from rollax.models.impacts import nonholonomic_plastic
 from rollax.robot.ball import E3, Ball
 from rollax.robot.disk import Disk
@@ -341,29 +340,6 @@ class PhaseEnd(eqx.Module):
     failed: Bool[Array, ""]
 
 
-class _Phase(AbstractSystem):
-    """One phase (rolling, or flight) as a system: ``field(t, y, control)`` until the scalar
-    ``g(t, y, control)`` reaches ``<= 0`` (a boundary event). ``field`` and ``g`` are pytrees
-    (bound methods of the model, or functions): their arrays are traced."""
-
-    field: Callable
-    g: Callable
-    control: Any
-    dim: int = eqx.field(static=True)
-
-    events = (boundary("end"),)
-
-    @property
-    def state_names(self):
-        return tuple(f"y{i}" for i in range(self.dim))
-
-    def vector_field(self, t, y, mode):
-        return self.field(t, y, self.control)
-
-    def event_values(self, t, y, mode):
-        return jnp.reshape(self.g(t, y, self.control), (1,)).astype(jnp.result_type(y))
-
-
 def _phase_solve(
     vector_field, y0, t0, t1, args, g, kinks, *, rtol, atol, max_steps, solver
 ) -> PhaseEnd:
@@ -371,12 +347,13 @@ def _phase_solve(
     ``t1``), with the control's kinks declared to the solver (no step straddles one): one
     boundary event of :func:`rollax.solve`, whose root is located on the dense output and
     differentiable through the implicit function theorem, ``dt* = -dg/(dg/dt)``."""
-    y0 = jnp.asarray(y0, dtype=float)
-    sol = solve(
-        _Phase(vector_field, g, args, int(y0.shape[-1])),
+    sol = run(
+        vector_field,
         y0,
         t0,
         t1,
+        args=args,
+        g=g,
         rtol=rtol,
         atol=atol,
         max_steps=max_steps,
