@@ -73,7 +73,7 @@ def test_the_public_names_load_on_first_use():
 
 def test_the_cli_degree_limit_is_the_models():
     from rollax.cli.friction import MAX_DEGREE
-    from rollax.friction.harmonic import MAX_DEGREE as MODEL
+    from rollax.models.friction.harmonic import MAX_DEGREE as MODEL
 
     assert MAX_DEGREE == MODEL
 

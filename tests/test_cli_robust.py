@@ -282,8 +282,8 @@ def test_sigint_during_a_basin_sweep_keeps_the_chunks_and_resumes(tmp_path):
 def _constructors():
     import dataclasses
 
-    from rollax.friction.coulomb import Coulomb
-    from rollax.friction.linear import LinearEllipsoidal
+    from rollax.models.friction.coulomb import Coulomb
+    from rollax.models.friction.linear import LinearEllipsoidal
     from rollax.analysis.penny import EllipseTable, Penny
     from rollax.models.rim import Rim
     from rollax.models.slip import SlipSettings

@@ -13,11 +13,11 @@ import pytest
 
 import rollax
 from rollax.friction import exact_law
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.sliding import SlidingBody
 from rollax.analysis.penny import EllipseTable, PennyBilliard, dynamic
 from rollax.models.rim import Rim
 from rollax.robot import RampControl, paper_ball
-from rollax.robot.examples import BALL_THETA0
+from rollax.models.robot.examples import BALL_THETA0
 from rollax.systems import PennySystem, RimRolling, RimSlipping, Robot, SlidingStop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rollax.friction import ExactHertz, ExactUniform, HarmonicModel, LinearModel
-from rollax.friction.limit_directions import (
+from rollax.models.friction.limit_directions import (
     PlanarBody,
     classify,
     find_limit_directions,
@@ -17,7 +17,7 @@ from rollax.friction.limit_directions import (
     force_free_eps,
 )
 from rollax.analysis.friction import simulate_stop
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.sliding import SlidingBody
 
 U = ExactUniform()
 H2 = HarmonicModel.from_law(U, 2)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rollax.friction import ExactHertz, ExactUniform, HarmonicModel, PadeModel
-from rollax.friction.fit import (
+from rollax.analysis.friction_fit import (
     constrained_harmonic,
     disc_trajectory,
     fit_error,
@@ -14,7 +14,7 @@ from rollax.friction.fit import (
     fit_pade,
     identify_disc,
 )
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.sliding import SlidingBody
 
 U = ExactUniform()
 

@@ -22,7 +22,7 @@ from rollax.friction import (
     QuadratureLaw,
     pressure_for,
 )
-from rollax.friction.elliptic import ellipd, ellipe, ellipk
+from rollax.models.friction.elliptic import ellipd, ellipe, ellipk
 
 
 # ---------------------------------------------------------------- elliptic integrals

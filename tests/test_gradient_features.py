@@ -99,7 +99,7 @@ def test_sliding_disc_record_to_t1_reverse_equals_forward():
     # the slide-and-spin record of rollax.analysis.identification.fit_slide, cut before the stop: the
     # stop event is declared and does not fire; d(state)/d(mu, initial slip) both ways
     from rollax.friction import exact_law
-    from rollax.friction.sliding import SlidingBody
+    from rollax.models.friction.sliding import SlidingBody
     from rollax.systems.friction import Sliding
 
     def final(p, adjoint=None):
@@ -131,10 +131,10 @@ def test_sliding_disc_record_to_t1_reverse_equals_forward():
 
 
 def test_friction_fit_loss_gradient_is_finite():
-    # rollax.friction.fit's disc identification: its loss, through the solver to the last
+    # rollax.analysis.friction_fit's disc identification: its loss, through the solver to the last
     # sample time, has a finite gradient
-    from rollax.friction.fit import constrained_harmonic, disc_trajectory
-    from rollax.friction.sliding import SlidingBody
+    from rollax.analysis.friction_fit import constrained_harmonic, disc_trajectory
+    from rollax.models.friction.sliding import SlidingBody
 
     ts = jnp.linspace(0.0, 0.3, 7)
 

@@ -16,7 +16,7 @@ import rollax
 from rollax._drivers import _identify
 from rollax.cli import main
 from rollax.friction import exact_law
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.sliding import SlidingBody
 from rollax.analysis.identification import (
     fit_rim,
     fit_slide,
@@ -345,7 +345,7 @@ def test_ball_robot_shell_mass_from_the_contact_path():
     (made at tolerance 1e-12, noise 1e-3 in units of r), starting from m0 = 0.7."""
     import equinox as eqx
 
-    from rollax.robot.examples import paper_ball
+    from rollax.models.robot.examples import paper_ball
     from rollax.systems import Robot
 
     ex = paper_ball()

@@ -17,8 +17,8 @@ from rollax.robot import (
     paper_disk,
     simulate,
 )
-from rollax.robot.examples import BALL_THETA0
-from rollax.robot.quaternion import rotation_matrix
+from rollax.models.robot.examples import BALL_THETA0
+from rollax.models.robot.quaternion import rotation_matrix
 
 T_DETACH = 3.6095007  # rollax's value for the heavy example (the paper prints 3.7358)
 

@@ -23,8 +23,8 @@ from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
 from rollax.robot import RestToRestControl
-from rollax.robot.controls import _integrals
-from rollax.robot.optimal import (
+from rollax.models.robot.controls import _integrals
+from rollax.analysis.robot.optimal import (
     Manoeuvre,
     _fun,
     _NLPProblem,

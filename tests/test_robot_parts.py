@@ -20,7 +20,7 @@ from rollax.robot import (
     duff_basis,
     paper_ball,
 )
-from rollax.robot.examples import BALL_RAIL_V, BALL_THETA0
+from rollax.models.robot.examples import BALL_RAIL_V, BALL_THETA0
 
 
 RAILS = [

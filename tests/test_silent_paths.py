@@ -315,8 +315,8 @@ def test_a_negative_slip_spin_ratio_is_refused():
 
 def test_robot_simulate_names_a_bad_time_or_state():
     from rollax.robot import RampControl, paper_ball
-    from rollax.robot.examples import BALL_THETA0
-    from rollax.robot.trajectory import simulate
+    from rollax.models.robot.examples import BALL_THETA0
+    from rollax.analysis.robot.trajectory import simulate
 
     ex = paper_ball()
     y0 = ex.model.initial_state(BALL_THETA0, Omega=(3.0, 0.0, 0.5))

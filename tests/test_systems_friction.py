@@ -8,7 +8,7 @@ import numpy as np
 import rollax
 from rollax.analysis.friction import simulate_stop
 from rollax.friction import exact_law
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.sliding import SlidingBody
 from rollax.systems import Sliding, SlidingStop
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import rollax
 from rollax.robot import BallFlight, RampControl, detach, fly, paper_ball
-from rollax.robot.examples import BALL_THETA0
+from rollax.models.robot.examples import BALL_THETA0
 from rollax.systems import Robot, RobotOutcome
 from rollax.systems.robot import DETACHMENTS, FLYING, LANDINGS, ROLLING
 

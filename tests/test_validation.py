@@ -14,12 +14,12 @@ from rollax.analysis import penny
 
 from rollax.models import slip
 from rollax.friction import HertzPressure, UniformPressure, exact_law, harmonic_coefficients
-from rollax.friction.fit import fit_harmonic, fit_harmonic_samples, fit_pade
-from rollax.friction.harmonic import MAX_DEGREE, HarmonicModel
-from rollax.friction.sliding import SlidingBody
+from rollax.analysis.friction_fit import fit_harmonic, fit_harmonic_samples, fit_pade
+from rollax.models.friction.harmonic import MAX_DEGREE, HarmonicModel
+from rollax.models.friction.sliding import SlidingBody
 from rollax.models.rim import Rim, rolling_energy
 from rollax.robot import Ball, Disk, RampControl
-from rollax.robot.examples import paper_ball, paper_disk
+from rollax.models.robot.examples import paper_ball, paper_disk
 from rollax.systems import (
     PennySystem,
     RimRolling,

@@ -49,7 +49,7 @@ best fit at the reported point (bounded least squares over the constraints withi
 tol`` of their bounds): SLSQP's are those of its last quadratic subproblem, and where many
 active constraints are nearly dependent (a path constraint touching its bound at the two
 grid times either side of each of its peaks, as in the least-mu problem of
-:mod:`rollax.robot.optimal`) they can be far from the best ones. A start that stops with the
+:mod:`rollax.analysis.robot.optimal`) they can be far from the best ones. A start that stops with the
 violation above ``tol`` is reported at the feasible point of least objective met on the way
 (not converged), or, if none was feasible, at the least violation met (infeasible).
 """

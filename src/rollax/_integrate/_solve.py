@@ -451,6 +451,30 @@ class _Options(eqx.Module):
     dense: bool = eqx.field(static=True, default=False)  # keep the dense output
 
 
+#: ``adjoint`` by name: reverse mode, forward mode, both (``jax.hessian``)
+ADJOINTS = {
+    "reverse": diffrax.RecursiveCheckpointAdjoint,
+    "forward": diffrax.ForwardMode,
+    "direct": diffrax.DirectAdjoint,
+}
+
+
+def _adjoint(adjoint) -> diffrax.AbstractAdjoint:
+    """``adjoint`` as a diffrax adjoint: None (reverse mode), a name of :data:`ADJOINTS` or one
+    of their instances."""
+    if adjoint is None:
+        return diffrax.RecursiveCheckpointAdjoint()
+    if isinstance(adjoint, str) and adjoint in ADJOINTS:
+        return ADJOINTS[adjoint]()
+    if not isinstance(adjoint, tuple(ADJOINTS.values())):
+        raise ValueError(
+            f"adjoint = {adjoint!r} is not allowed: it must be one of {sorted(ADJOINTS)} "
+            f"(or diffrax.RecursiveCheckpointAdjoint(), diffrax.ForwardMode(), "
+            f"diffrax.DirectAdjoint())"
+        )
+    return adjoint
+
+
 def solve(
     system: AbstractSystem,
     y0: Float[Array, " d"],
@@ -466,7 +490,7 @@ def solve(
     max_resets: int = 1_000,
     n_samples: int | None = None,
     solver: str | diffrax.AbstractSolver | None = None,
-    adjoint: diffrax.AbstractAdjoint | None = None,
+    adjoint: str | diffrax.AbstractAdjoint | None = None,
     jump_ts: Float[Array, " k"] | None = None,
     ts: Float[Array, " m"] | None = None,
     save_events: int = 0,
@@ -475,9 +499,10 @@ def solve(
     """Integrate ``system`` from ``(t0, y0)`` in ``mode`` until a terminal event or ``t1``
     (``mode``: an index or a name of ``system.modes``; None: ``system.initial_mode(t0, y0)``).
 
-    Differentiable (reverse mode by default; ``adjoint=diffrax.ForwardMode()`` for
-    ``jax.jacfwd``, nested too; ``adjoint=diffrax.DirectAdjoint()`` allows both modes, so
-    ``jax.hessian``, forward over reverse), ``vmap``-able, and compiled once per system structure.
+    Differentiable (``adjoint``: ``"reverse"``, the default, diffrax's recursive
+    checkpointing; ``"forward"`` (``diffrax.ForwardMode()``) for ``jax.jacfwd``, nested too;
+    ``"direct"`` (``diffrax.DirectAdjoint()``) allows both modes, so ``jax.hessian``, forward
+    over reverse), ``vmap``-able, and compiled once per system structure.
     Events follow :mod:`rollax._core.events`; each step is sampled at ``n_samples`` (default:
     ``system.n_samples``, 8 unless the system says otherwise) points of its dense output (see
     the module docstring for what can be missed and how ``dt_max`` closes it); a system with
@@ -550,15 +575,7 @@ def solve(
         if system.has_flow
         else _solver(solver)
     )
-    adjoint = adjoint or diffrax.RecursiveCheckpointAdjoint()
-    if not isinstance(
-        adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.ForwardMode, diffrax.DirectAdjoint)
-    ):
-        raise ValueError(
-            f"adjoint = {adjoint!r} must be diffrax.RecursiveCheckpointAdjoint() "
-            f"(reverse mode), diffrax.ForwardMode() (forward mode) or "
-            f"diffrax.DirectAdjoint() (both: jax.hessian)"
-        )
+    adjoint = _adjoint(adjoint)
     if (
         isinstance(adjoint, (diffrax.ForwardMode, diffrax.DirectAdjoint))
         and getattr(solver, "scan_kind", "") is None

@@ -12,13 +12,13 @@ from jaxtyping import Array, Float
 
 from rollax._core._solution import Status
 from rollax._integrate._solve import solve
-from rollax.friction.exact import ExactHertz, ExactUniform, exact_law
-from rollax.friction.fit import disc_trajectory, fit_error, fit_harmonic, fit_pade
-from rollax.friction.harmonic import HarmonicModel
-from rollax.friction.limit_directions import PlanarBody, force_free_eps
-from rollax.friction.linear import LinearModel
-from rollax.friction.pade import PadeModel
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.exact import ExactHertz, ExactUniform, exact_law
+from rollax.analysis.friction_fit import disc_trajectory, fit_error, fit_harmonic, fit_pade
+from rollax.models.friction.harmonic import HarmonicModel
+from rollax.models.friction.limit_directions import PlanarBody, force_free_eps
+from rollax.models.friction.linear import LinearModel
+from rollax.models.friction.pade import PadeModel
+from rollax.models.friction.sliding import SlidingBody
 from rollax.systems.friction import SlidingStop
 
 BODIES = ("disc", "ball")

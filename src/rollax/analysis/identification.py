@@ -25,8 +25,8 @@ import jax.numpy as jnp
 
 from rollax._drivers._identify import Fit, Observations, _EventlessFlow, _noise_guess, identify
 from rollax._integrate._solve import solve
-from rollax.friction import exact_law
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.exact import exact_law
+from rollax.models.friction.sliding import SlidingBody
 from rollax.models.rim import Rim
 from rollax.systems.friction import Sliding
 from rollax.systems.rim import RimTracked

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -93,7 +92,7 @@ _STATUS_OF = {
 def flight(
     billiard: PennyBilliard,
     state: Float[ArrayLike, "8"],
-    adjoint: diffrax.AbstractAdjoint | None = None,
+    adjoint: str | None = None,
 ):
     """One flight from ``state`` to the next impact and that impact, by :func:`rollax.solve` of
     ``PennySystem(billiard, n_impacts=1)`` over the billiard's horizon (the time by which the
@@ -103,7 +102,7 @@ def flight(
     state (``state`` itself unless ``status`` is IMPACT), the state at the edge (the flow (26)
     at ``tau``), the flight time, the end that hit (0 front, 1 back) and the record status
     (IMPACT, NO_IMPACT, GLANCING, OUTSIDE or FAILED). Differentiable in ``state`` and the
-    billiard's parameters; forward mode needs ``adjoint=diffrax.ForwardMode()``.
+    billiard's parameters; forward mode needs ``adjoint="forward"`` (see :func:`rollax.solve`).
     """
     s = jnp.asarray(state, float)
     system = PennySystem(billiard, n_impacts=1)
@@ -187,7 +186,7 @@ def ftle(
     """Finite-time (maximal) Lyapunov exponent of the impact map along one trajectory.
 
     A tangent vector is pushed through each flight + impact by forward-mode autodiff (jvp of
-    :func:`flight` with ``diffrax.ForwardMode()``: the implicit derivative of the impact time,
+    :func:`flight` in forward mode: the implicit derivative of the impact time,
     then the impact map) and renormalised after every impact in the norm |diag(weights) v|.
     Default weights measure (x, y) in table diameters, phi in radians and the rates relative to
     |theta_dot(0)|; theta (cyclic) and x_dot, y_dot (slaved by (23)) get weight 0.
@@ -210,7 +209,7 @@ def ftle(
     v0 = v0 / jnp.linalg.norm(w * v0)
 
     def step(s):
-        return flight(billiard, s, diffrax.ForwardMode())
+        return flight(billiard, s, "forward")
 
     def body(c, _):
         s, v, ok = c

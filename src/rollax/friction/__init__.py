@@ -5,17 +5,43 @@ pressure, the linear-ellipsoidal model (64)-(69), the harmonic model (82)-(88), 
 gradient fitting, limit directions of the codimension-3 discontinuity (Sect. 7.2) and disc/ball
 stop simulations. Source: the friction paper of ``docs/references.md``; errata in
 ``docs/physics-notes.md``.
+
+The public names of the friction paper, gathered from the layers that hold them: the laws and
+bodies (:mod:`rollax.models.friction`) and the fits (:mod:`rollax.analysis.friction_fit`); the
+stops and reports are :mod:`rollax.analysis.friction`.
 """
 
-from rollax.friction.base import AxisymmetricLaw, DirectionLaw, EpsLaw, kappa_for
-from rollax.friction.coulomb import Coulomb
-from rollax.friction.exact import ExactHertz, ExactUniform, exact_law
-from rollax.friction.harmonic import HarmonicModel, harmonic_coefficients
-from rollax.friction.linear import LinearEllipsoidal, LinearModel
-from rollax.friction.pade import PadeModel
-from rollax.friction.quadrature import HertzPressure, QuadratureLaw, UniformPressure, pressure_for
+from rollax.models.friction.base import AxisymmetricLaw, DirectionLaw, EpsLaw, kappa_for
+from rollax.models.friction.coulomb import Coulomb
+from rollax.models.friction.exact import ExactHertz, ExactUniform, exact_law
+from rollax.models.friction.harmonic import HarmonicModel, harmonic_coefficients
+from rollax.models.friction.linear import LinearEllipsoidal, LinearModel
+from rollax.models.friction.pade import PadeModel
+from rollax.models.friction.limit_directions import PlanarBody, force_free_eps
+from rollax.models.friction.sliding import SlidingBody
+from rollax.analysis.friction_fit import (
+    disc_trajectory,
+    fit_error,
+    fit_harmonic,
+    fit_pade,
+    identify_disc,
+)
+from rollax.models.friction.quadrature import (
+    HertzPressure,
+    QuadratureLaw,
+    UniformPressure,
+    pressure_for,
+)
 
 __all__ = [
+    "PlanarBody",
+    "SlidingBody",
+    "disc_trajectory",
+    "fit_error",
+    "fit_harmonic",
+    "fit_pade",
+    "force_free_eps",
+    "identify_disc",
     "AxisymmetricLaw",
     "Coulomb",
     "DirectionLaw",

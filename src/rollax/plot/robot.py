@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.robot.ball import Ball
-from rollax.robot.quaternion import rotation_matrix
+from rollax.models.robot.ball import Ball
+from rollax.models.robot.quaternion import rotation_matrix
 
 
 def _plt():
@@ -184,7 +184,7 @@ def write_figures(traj, out_dir: str, kind: str, t_end=None) -> list[str]:
 
 
 def optimum_figures(result: dict, out: str) -> list[str]:
-    """PNGs of an optimal manoeuvre from :meth:`rollax.robot.optimal.Optimum.to_dict`:
+    """PNGs of an optimal manoeuvre from :meth:`rollax.analysis.robot.optimal.Optimum.to_dict`:
     ``path.png`` (the body), ``masses.png`` (theta, theta', theta''), ``normal_force.png``,
     ``friction.png`` (|f_s|/N against mu) and ``convergence.png``. Units: those of the model
     (Sects. 5-6: r = g = 1)."""

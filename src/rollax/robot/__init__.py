@@ -5,29 +5,13 @@ actuated by internal point masses*: rolling dynamics (3.2)/(4.1), normal force (
 static friction (3.4)/(4.4), the minimum friction coefficient mu_hat (1.3), detachment at
 N = 0 and free flight (Appendix B); optimal rest-to-rest manoeuvres inside the contact envelope
 (:func:`optimize`, :func:`least_mu`).
+
+The public names of the robots, gathered from the layers that hold them: the models
+(:mod:`rollax.models.robot`: bodies, rails, controls, flight) and the analyses (:mod:`rollax.analysis.robot`: the phases, dense
+trajectories, optimal control and the paper's report).
 """
 
-from rollax.robot.ball import Ball, ConstantForce
-from rollax.robot.controls import (
-    Control,
-    PiecewisePolynomialControl,
-    RampControl,
-    RestToRestControl,
-    SplineControl,
-    ZeroControl,
-)
-from rollax.robot.disk import Disk
-from rollax.robot.examples import paper_ball, paper_disk
-from rollax.robot.flight import (
-    BallFlight,
-    DiskFlight,
-    Landing,
-    detach,
-    flight_model,
-    fly,
-    plastic_landing,
-)
-from rollax.robot.optimal import (
+from rollax.analysis.robot.optimal import (
     Manoeuvre,
     Optimum,
     ball_manoeuvre,
@@ -36,7 +20,35 @@ from rollax.robot.optimal import (
     least_mu,
     optimize,
 )
-from rollax.robot.rails import (
+from rollax.analysis.robot.phases import PhaseEnd, detach, fly
+from rollax.analysis.robot.report import ExampleReport, example_report
+from rollax.analysis.robot.trajectory import (
+    Trajectory,
+    contact_extrema,
+    min_normal_force,
+    mu_hat,
+    quaternion_drift,
+    simulate,
+)
+from rollax.models.robot.ball import Ball, ConstantForce
+from rollax.models.robot.controls import (
+    Control,
+    PiecewisePolynomialControl,
+    RampControl,
+    RestToRestControl,
+    SplineControl,
+    ZeroControl,
+)
+from rollax.models.robot.disk import Disk
+from rollax.models.robot.examples import BALL_THETA0, paper_ball, paper_disk
+from rollax.models.robot.flight import (
+    BallFlight,
+    DiskFlight,
+    Landing,
+    flight_model,
+    plastic_landing,
+)
+from rollax.models.robot.rails import (
     CircleRail,
     CurveRail,
     EllipseRail,
@@ -46,17 +58,10 @@ from rollax.robot.rails import (
     circle_from_spherical,
     duff_basis,
 )
-from rollax.robot.report import ExampleReport, example_report
-from rollax.robot.trajectory import (
-    Trajectory,
-    contact_extrema,
-    min_normal_force,
-    mu_hat,
-    quaternion_drift,
-    simulate,
-)
 
 __all__ = [
+    "BALL_THETA0",
+    "PhaseEnd",
     "Ball",
     "BallFlight",
     "ExampleReport",

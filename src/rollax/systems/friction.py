@@ -1,7 +1,7 @@
 """A disc or ball sliding and spinning to a stop under a friction law, as a system.
 
 The orthogonal slip state ``x_o = (u_x, u_y, rho omega_z)`` of (13)/(18) of the friction paper
-(:class:`rollax.friction.sliding.SlidingBody`) in the rescaled time tau of (114),
+(:class:`rollax.models.friction.sliding.SlidingBody`) in the rescaled time tau of (114),
 ``d/dt = r d/dtau`` with ``r = |x_o|``: ``x_o' = r F_o(x_o)``, ``t' = r``, a regular ODE whose
 ``t`` converges to the stop time. The state is ``(u_x, u_y, rho omega_z, t)``; the run ends at
 the boundary event ``|x_o| = r_stop`` (an absolute slip magnitude).
@@ -16,14 +16,14 @@ import numpy as np
 
 from rollax._core._system import AbstractSystem, boundary
 from rollax._core._validate import check_positive, real_array
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.sliding import SlidingBody
 
 
 def _check_body(body) -> None:
     if not isinstance(body, SlidingBody):
         raise ValueError(
             f"body = {type(body).__name__} is not allowed: it must be a "
-            "rollax.friction.sliding.SlidingBody"
+            "rollax.models.friction.sliding.SlidingBody"
         )
 
 

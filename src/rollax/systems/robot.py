@@ -27,10 +27,10 @@ import jax.numpy as jnp
 
 from rollax._core._solution import Status
 from rollax._core._system import AbstractSystem, boundary, crossing
-from rollax.robot.ball import Ball
-from rollax.robot.controls import Control
-from rollax.robot.disk import Disk
-from rollax.robot.flight import BallFlight, DiskFlight
+from rollax.models.robot.ball import Ball
+from rollax.models.robot.controls import Control
+from rollax.models.robot.disk import Disk
+from rollax.models.robot.flight import BallFlight, DiskFlight
 
 ROLLING, FLYING = 0, 1
 DETACHMENTS, LANDINGS = 0, 1

@@ -2,8 +2,9 @@
 trajectory: the minimum static friction coefficient mu_hat (1.3) and the smallest normal
 force.
 
-The ODE is integrated with diffrax (Dormand-Prince 8(7) by default) with the control's kinks
-declared as ``jump_ts`` (the solver stops and restarts there). Extrema are first bracketed on
+The ODE is :class:`rollax.systems.RollingRobot` integrated by :func:`rollax.solve` (Dormand-Prince
+8(7) by default) with the control's kinks declared as ``jump_ts`` (the solver stops and restarts
+there). Extrema are first bracketed on
 a uniform grid of saved states and then refined on the solver's
 dense output (nested grid search), so they are maxima over the continuous trajectory, not over the saved points.
 The refined location ``t*`` is held fixed when differentiating (envelope theorem), so
@@ -12,12 +13,14 @@ The refined location ``t*`` is held fixed when differentiating (envelope theorem
 
 from __future__ import annotations
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from rollax._core._solution import Solution
+from rollax._integrate._solve import solve
+from rollax.systems.robot import RollingRobot
 from rollax._core._validate import (
     ATOL_MIN,
     RTOL_MIN,
@@ -31,15 +34,15 @@ from rollax._core._validate import (
 class Trajectory(eqx.Module):
     """A dense solution of a rolling model with its control.
 
-    ``ts``/``ys``: the saved grid; ``sol``: the diffrax solution (``sol.evaluate(t)`` gives the
-    state anywhere in ``[t0, t1]``).
+    ``ts``/``ys``: the saved grid; ``sol``: the :class:`rollax.Solution` with its dense output
+    (``sol.evaluate(t)`` gives the state anywhere in ``[t0, t1]``).
     """
 
     model: eqx.Module
     control: eqx.Module
     ts: Float[Array, " k"]
     ys: Float[Array, "k d"]
-    sol: diffrax.Solution
+    sol: Solution
 
     def state(self, t) -> Float[Array, " d"]:
         """State at any time in the interval, from the dense output."""
@@ -112,37 +115,36 @@ def simulate(
     atol: float = 1e-10,
     max_steps: int = 16384,
     dt_max: float | None = 0.1,
-    solver: diffrax.AbstractSolver | None = None,
-    adjoint: diffrax.AbstractAdjoint | None = None,
+    solver=None,
+    adjoint: str | None = None,
 ) -> Trajectory:
-    """Integrate the rolling dynamics of ``model`` (a :class:`~rollax.robot.ball.Ball` (6.4) or
-    :class:`~rollax.robot.disk.Disk` (5.2)) from ``y0`` on ``[t0, t1]`` under ``control``.
+    """Integrate the rolling dynamics of ``model`` (a :class:`~rollax.models.robot.ball.Ball` (6.4) or
+    :class:`~rollax.models.robot.disk.Disk` (5.2)) from ``y0`` on ``[t0, t1]`` under ``control``.
 
     Saves ``n_save`` uniform points plus the dense output. Steps are capped at ``dt_max`` so
     that the dense output (a lower-order interpolant) stays as accurate as the steps. ``t0``,
     ``t1``, ``n_save``, ``dt_max`` and the tolerances are static (a change recompiles).
-    ``adjoint``: diffrax's differentiation method (default: reverse mode with recursive
-    checkpointing; ``diffrax.ForwardMode()`` for ``jax.jacfwd`` with few parameters).
+    ``solver``: as :func:`rollax.solve`'s (default ``"dopri8"``); ``adjoint``: as its
+    (default ``"reverse"``, recursive checkpointing; ``"forward"`` for ``jax.jacfwd`` with few
+    parameters).
     """
     _check_run(model, control, y0, t0, t1, n_save, rtol, atol, max_steps, dt_max)
-    solver = diffrax.Dopri8() if solver is None else solver
     ts = jnp.linspace(t0, t1, n_save)
     kinks = _kinks_inside(control, t0, t1)
-    controller = diffrax.PIDController(
-        rtol=rtol, atol=atol, dtmax=dt_max, jump_ts=jnp.asarray(kinks) if kinks else None
-    )
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(lambda t, y, c: model.vector_field(t, y, c)),
-        solver,
+    sol = solve(
+        RollingRobot(model, control),
+        y0,
         t0,
         t1,
-        None,
-        y0,
-        args=control,
-        saveat=diffrax.SaveAt(ts=ts, dense=True),
-        stepsize_controller=controller,
+        rtol=rtol,
+        atol=atol,
+        dt_max=dt_max,
         max_steps=max_steps,
-        adjoint=diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint,
+        solver="dopri8" if solver is None else solver,
+        adjoint=adjoint,
+        jump_ts=jnp.asarray(kinks) if kinks else None,
+        ts=ts,
+        dense=True,
     )
     return Trajectory(model, control, ts, sol.ys, sol)
 

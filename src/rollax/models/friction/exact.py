@@ -33,8 +33,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from rollax.friction.base import EpsLaw, kappa_for, resolve_rho
-from rollax.friction.elliptic import ellipkdeg
+from rollax.models.friction.base import EpsLaw, kappa_for, resolve_rho
+from rollax.models.friction.elliptic import ellipkdeg
 
 _NSERIES = 30
 _Y_SWITCH = 0.5  # series in y = 1/eps below this (eps > 2)

@@ -64,7 +64,6 @@ import math
 import time
 from typing import Any
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -76,11 +75,16 @@ from rollax._core._solution import Status
 from rollax._integrate._solve import solve
 from rollax._core._system import AbstractSystem
 from rollax._core._validate import check_integer, check_range, real_array
-from rollax.robot.ball import Ball
-from rollax.robot.controls import RestToRestControl, _integrals, _rest_basis, _spline_operators
-from rollax.robot.disk import Disk
-from rollax.robot.quaternion import rotation_matrix
-from rollax.robot.rails import CurveRail, SegmentRail
+from rollax.models.robot.ball import Ball
+from rollax.models.robot.controls import (
+    RestToRestControl,
+    _integrals,
+    _rest_basis,
+    _spline_operators,
+)
+from rollax.models.robot.disk import Disk
+from rollax.models.robot.quaternion import rotation_matrix
+from rollax.models.robot.rails import CurveRail, SegmentRail
 
 #: Regularisation of the least-mu problem: mu + LEAST_MU_EFFORT * J (picks one control among
 #: the many that reach the least mu; shifts mu by ~1e-4 J / (dmu/dJ), far below the tolerances).
@@ -163,7 +167,7 @@ def disk_manoeuvre(
 ) -> Manoeuvre:
     """The disk of Sect. 5 (r = m0 = d2 = g = 1, four unit masses on circles of radii 0.9,
     0.6333, 0.3667, 0.1) at rest with ``theta_i = -pi/2`` (5.6), turned to ``phi_T`` in ``T``."""
-    from rollax.robot.examples import paper_disk
+    from rollax.models.robot.examples import paper_disk
 
     ex = paper_disk()
     return Manoeuvre(ex.model, ex.y0[: ex.model.n], T, (phi_T,), mu, n_min)
@@ -174,7 +178,7 @@ def ball_manoeuvre(
 ) -> Manoeuvre:
     """The ball of Sect. 6 (r = m0 = g = 1, d = (0.9, 1, 1.1), zeta0 = (0, 0, -0.05), three unit
     masses on the rails (6.8)-(6.10)) at rest at the angles of Table 6.2, moved to ``target``."""
-    from rollax.robot.examples import paper_ball
+    from rollax.models.robot.examples import paper_ball
 
     ex = paper_ball()
     return Manoeuvre(ex.model, ex.y0[: ex.model.n], T, target, mu, n_min)
@@ -266,7 +270,7 @@ class _NLPProblem(eqx.Module):
             tuple(k / control.K for k in range(control.K + 1)),
         )
         # forward mode: SQP needs the Jacobian of every constraint (one pass per variable)
-        adjoint = diffrax.ForwardMode() if self.forward else diffrax.RecursiveCheckpointAdjoint()
+        adjoint = "forward" if self.forward else "reverse"
         return solve(
             system,
             self.man.y0,

@@ -13,7 +13,7 @@ T'(0) = delta, T(inf) = 0, eps T -> gamma. That leaves 2n - 3 free parameters pe
 T = 1/(1 + eps/gamma) (no free parameter; slopes matched only at eps = 0 for Q, eps = inf for T).
 
 :meth:`PadeModel.from_law` fixes the free parameters by collocation at eps = 1 (n = 2); other
-degrees are fitted by gradient in :mod:`rollax.friction.fit`. The rational functions have no
+degrees are fitted by gradient in :mod:`rollax.analysis.friction_fit`. The rational functions have no
 pole on eps >= 0 as long as the denominators stay positive (checked by :meth:`poles_free`).
 """
 
@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from rollax.friction.base import EpsLaw
+from rollax.models.friction.base import EpsLaw
 
 
 def n_free(degree: int) -> int:
@@ -114,7 +114,7 @@ class PadeModel(EpsLaw):
     @staticmethod
     def from_law(law, degree: int = 2) -> "PadeModel":
         """Degree 1 or 2 Pade model of an eps-law: end conditions exact, free parameter by
-        collocation at eps = 1 (n = 2). Higher degrees: :func:`rollax.friction.fit.fit_pade`."""
+        collocation at eps = 1 (n = 2). Higher degrees: :func:`rollax.analysis.friction_fit.fit_pade`."""
         if degree not in (1, 2):
             raise ValueError(
                 f"degree = {degree!r}: from_law builds degree 1 or 2; use fit_pade for more"

@@ -7,10 +7,10 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from rollax.robot.ball import Ball
-from rollax.robot.controls import RampControl
-from rollax.robot.disk import Disk
-from rollax.robot.rails import CircleRail, circle_from_spherical
+from rollax.models.robot.ball import Ball
+from rollax.models.robot.controls import RampControl
+from rollax.models.robot.disk import Disk
+from rollax.models.robot.rails import CircleRail, circle_from_spherical
 
 #: Initial rail angles of the ball example (Table 6.2).
 BALL_THETA0 = (0.0, 2.0369, 0.7044)

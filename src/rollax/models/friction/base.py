@@ -15,7 +15,7 @@ Two families implement it:
 
 Zero slip. At x_o = 0 the direction w is undefined and so is every law (Coulomb's friction is
 set-valued there): ``force`` returns NaN at x_o = 0 on purpose. The stick/slip behaviour near
-x_o = 0 is the subject of :mod:`rollax.friction.limit_directions`.
+x_o = 0 is the subject of :mod:`rollax.models.friction.limit_directions`.
 """
 
 from __future__ import annotations

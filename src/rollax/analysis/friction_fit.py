@@ -23,9 +23,9 @@ import optax
 from jaxtyping import Array, Float
 
 from rollax._core._validate import check_integer
-from rollax.friction.harmonic import HarmonicModel, check_degree
-from rollax.friction.pade import PadeModel, n_free
-from rollax.friction.sliding import SlidingBody
+from rollax.models.friction.harmonic import HarmonicModel, check_degree
+from rollax.models.friction.pade import PadeModel, n_free
+from rollax.models.friction.sliding import SlidingBody
 
 
 def theta_nodes(law, n: int = 64) -> tuple[np.ndarray, np.ndarray]:

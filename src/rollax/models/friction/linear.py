@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax.friction.base import DirectionLaw, kappa_for, resolve_rho
+from rollax.models.friction.base import DirectionLaw, kappa_for, resolve_rho
 
 _DIRECTIONS = np.eye(3)  # w_i, w_ii, w_iii of (65); numpy so that import starts no backend
 

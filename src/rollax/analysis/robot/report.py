@@ -8,9 +8,9 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from rollax.robot.examples import paper_ball, paper_disk
-from rollax.robot.flight import detach, fly
-from rollax.robot.trajectory import Trajectory, contact_extrema, quaternion_drift, simulate
+from rollax.models.robot.examples import paper_ball, paper_disk
+from rollax.analysis.robot.phases import detach, fly
+from rollax.analysis.robot.trajectory import Trajectory, contact_extrema, quaternion_drift, simulate
 
 EXAMPLES = ("disk", "ball", "ball-detach")
 

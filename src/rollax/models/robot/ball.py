@@ -12,9 +12,9 @@ first), body angular velocity Omega and the GC's horizontal position z. Dynamics
 Omega' from (3.2); normal force N (3.3); static friction (3.4).
 
 Versor norm: the right-hand side uses ``q/|q|`` for the rotation and adds the stabilising term
-``(k/2)(1 - |q|^2) q`` to q' (:func:`rollax.robot.quaternion.versor_rate`, gain
+``(k/2)(1 - |q|^2) q`` to q' (:func:`rollax.models.robot.quaternion.versor_rate`, gain
 ``quat_gain = k``), so the unit-norm constraint of the DAE (6.5) is attracting; the drift is
-monitored by :func:`rollax.robot.trajectory.quaternion_drift`.
+monitored by :func:`rollax.analysis.robot.trajectory.quaternion_drift`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from rollax._core._validate import check_finite, check_nonnegative, check_positive, real_array
-from rollax.robot.controls import Control
-from rollax.robot.quaternion import rotation_matrix, versor_rate
-from rollax.robot.rails import Rail
+from rollax.models.robot.controls import Control
+from rollax.models.robot.quaternion import rotation_matrix, versor_rate
+from rollax.models.robot.rails import Rail
 
 E3 = np.array([0.0, 0.0, 1.0])  # numpy: a jnp constant would start JAX at import
 

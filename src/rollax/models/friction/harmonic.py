@@ -20,7 +20,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from rollax._core._validate import check_integer, check_positive
-from rollax.friction.base import DirectionLaw
+from rollax.models.friction.base import DirectionLaw
 
 
 #: Largest degree N of the harmonic model: the power-basis coefficients of (84) grow like

@@ -21,9 +21,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from rollax._core._validate import check_finite, check_nonnegative, check_positive, real_array
-from rollax.robot.ball import _check_inside, _check_masses, _zero_force
-from rollax.robot.controls import Control
-from rollax.robot.rails import Rail
+from rollax.models.robot.ball import _check_inside, _check_masses, _zero_force
+from rollax.models.robot.controls import Control
+from rollax.models.robot.rails import Rail
 
 
 def _arr(x):
@@ -160,10 +160,10 @@ class Disk(eqx.Module):
         return jnp.abs(F_h[0]) / N
 
     def as_ball(self, d1=None, d3=None):
-        """The same body as a 3-D :class:`~rollax.robot.ball.Ball` (Sect. 4: the disk is the
+        """The same body as a 3-D :class:`~rollax.models.robot.ball.Ball` (Sect. 4: the disk is the
         ball with E2 normal to the plane of the CM, the rails and the motion). ``d1``, ``d3``
         (default ``d2``) do not affect the planar motion."""
-        from rollax.robot.ball import Ball
+        from rollax.models.robot.ball import Ball
 
         return Ball(
             radius=self.radius,
