@@ -8,6 +8,9 @@ extrapolated to the whole panel (starts with F2 <= 0 at t = 0 are skipped by bot
 outcomes of the sample are compared start by start.
 
     python benchmarks/bench_basin.py [--sample 400] [--repeat 3] [--json out.json]
+
+``--smoke``: one 3 x 3 panel, 16 lanes, 3 SciPy starts, no repeat (tests/test_scripts_smoke.py);
+``--out DIR``: write the JSON into DIR/bench_basin.json (unless ``--json`` names a file).
 """
 
 from __future__ import annotations
@@ -99,7 +102,14 @@ def main() -> None:
         help="lanes per device (several: one timing per value; 10^4-10^5 on a GPU)",
     )
     ap.add_argument("--backend", default="auto", help="auto, queue or fused")
+    ap.add_argument("--out", default=None, help="folder for the JSON (bench_basin.json)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (the smoke test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.panels, args.grid, args.lanes, args.repeat, args.sample = ["none"], [3, 3], [16], 1, 3
+    if args.out and not args.json:
+        os.makedirs(args.out, exist_ok=True)
+        args.json = os.path.join(args.out, "bench_basin.json")
     rtol = atol = 1e-9
     t_max = 60.0
     dev = jax.devices()

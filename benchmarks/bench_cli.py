@@ -2,6 +2,9 @@
 ``python -c pass``, alternating in the same run (issue 35's target: --help under 1 s of CPU).
 
     python benchmarks/bench_cli.py [--repeat 5]
+
+``--smoke``: one round (tests/test_scripts_smoke.py); ``--out DIR`` is accepted and unused (the
+results are printed only).
 """
 
 from __future__ import annotations
@@ -30,7 +33,11 @@ def cpu_seconds(argv: list[str]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--out", default=None, help="unused: the results are printed only")
+    ap.add_argument("--smoke", action="store_true", help="one round (the smoke test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.repeat = 1
     cmds = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "rollax --help": [sys.executable, "-m", "rollax.cli", "--help"],

@@ -17,6 +17,9 @@ ratio is warm rollax over SciPy. Reports per record the wall times, their ratio,
 agreement of the estimates in units of rollax's standard errors, and the medians.
 
     python benchmarks/bench_identify.py [--records 6] [--seed0 0] [--no-profile]
+
+``--smoke``: one record cut to 1 s (tests/test_scripts_smoke.py); ``--out DIR`` is accepted and
+unused (the results are printed only).
 """
 
 from __future__ import annotations
@@ -51,7 +54,11 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=6)
     ap.add_argument("--seed0", type=int, default=0)
     ap.add_argument("--no-profile", dest="profile", action="store_false")
+    ap.add_argument("--out", default=None, help="unused: the results are printed only")
+    ap.add_argument("--smoke", action="store_true", help="one 1-s record (the smoke test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.records = 1
     rollax.configure()
     records = _load("rim_records", ROOT / "tests" / "rim_records.py")
     ref = _load("scipy_rim_fit", ROOT / "benchmarks" / "scipy_rim_fit.py")
@@ -62,7 +69,7 @@ def main() -> None:
     rows = []
     cold = None
     for seed in range(args.seed0, args.seed0 + args.records):
-        rec = records.make_record(seed)
+        rec = records.make_record(seed, **(dict(t_max=1.0) if args.smoke else {}))
         t, v, sig = rec["t"], rec["values"], rec["sigma"]
         truth = np.concatenate([[rec["k_d"], rec["k_r"]], rec["y0"]])
         obs = rim_observations(t, v[:, 0], v[:, 1], v[:, 2], sigma=tuple(sig))

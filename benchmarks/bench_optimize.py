@@ -14,6 +14,10 @@ plain diffrax as the baseline.
 start), both warm (each compiled by a first run), with the best cost of each.
 
     python benchmarks/bench_optimize.py [--starts N]
+
+``--smoke``: 2 SQP iterations per optimisation, 2 starts, one timed run each
+(tests/test_scripts_smoke.py); ``--out DIR`` is accepted and unused (the results are printed
+only).
 """
 
 from __future__ import annotations
@@ -41,15 +45,15 @@ def best(fn, *args, n=5):
     return min(out)
 
 
-def starts_together_and_one_at_a_time(man, n: int) -> None:
+def starts_together_and_one_at_a_time(man, n: int, **kw) -> None:
     rng = np.random.default_rng(0)
     X = np.concatenate([np.zeros((1, 64)), 0.1 * rng.standard_normal((n - 1, 64))])
 
     def together():
-        return optimize(man, knots=16, x0=X)
+        return optimize(man, knots=16, x0=X, **kw)
 
     def alone():
-        return [optimize(man, knots=16, x0=x) for x in X]
+        return [optimize(man, knots=16, x0=x, **kw) for x in X]
 
     together(), alone()  # compile both
     t = time.perf_counter()
@@ -68,14 +72,19 @@ def starts_together_and_one_at_a_time(man, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=4)
+    parser.add_argument("--out", default=None, help="unused: the results are printed only")
+    parser.add_argument("--smoke", action="store_true", help="2 iterations each (the smoke test)")
     args = parser.parse_args()
+    kw, runs = ({}, 5) if not args.smoke else (dict(max_iter=2), 1)  # optimize(), timed runs
+    if args.smoke:
+        args.starts = 2
     rollax.configure()
     man = disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5)
     t = time.perf_counter()
-    opt = optimize(man, knots=16)
+    opt = optimize(man, knots=16, **kw)
     cold = time.perf_counter() - t
     t = time.perf_counter()
-    opt2 = optimize(man, knots=16)
+    opt2 = optimize(man, knots=16, **kw)
     warm = time.perf_counter() - t
     print(
         f"machine: {platform.processor() or platform.machine()}, "
@@ -99,7 +108,7 @@ def main() -> None:
     jac = jax.jit(
         jax.jacfwd(lambda z: jnp.concatenate(evaluate(man, RestToRestControl(z, man.T))[1:]))
     )
-    tf, tg, tj = best(f_fwd, z), best(g_rev, z), best(jac, z)
+    tf, tg, tj = best(f_fwd, z, n=runs), best(g_rev, z, n=runs), best(jac, z, n=runs)
     print(f"one forward solve (values): {tf * 1e3:.2f} ms")
     print(f"one gradient, reverse mode: {tg * 1e3:.2f} ms = {tg / tf:.1f}x forward")
     print(f"one Jacobian (64 directions, forward mode): {tj * 1e3:.2f} ms = {tj / tf:.1f}x forward")
@@ -127,13 +136,13 @@ def main() -> None:
         yT = sol.ys[-1]
         return c.effort() + yT[8] ** 2 + jnp.sum(jnp.maximum(0.5 - N, 0.0) ** 2)
 
-    pf, pg = best(jax.jit(plain), z), best(jax.jit(jax.grad(plain)), z)
+    pf, pg = best(jax.jit(plain), z, n=runs), best(jax.jit(jax.grad(plain)), z, n=runs)
     print(
         f"plain diffrax: forward {pf * 1e3:.2f} ms, gradient {pg * 1e3:.2f} ms = "
         f"{pg / pf:.1f}x forward"
     )
     if args.starts > 1:
-        starts_together_and_one_at_a_time(man, args.starts)
+        starts_together_and_one_at_a_time(man, args.starts, **kw)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ closed-form flow), jitted and vmapped the same way. First call (compile + run, p
 cache off) and warm best of ``--repeat``; impact times compared.
 
     python benchmarks/bench_penny.py [--impacts 20] [--batch 101] [--repeat 5] [--json out.json]
+
+``--smoke``: 2 impacts, a batch of 2, one timed run (tests/test_scripts_smoke.py); ``--out DIR``:
+write the JSON into DIR/bench_penny.json (unless ``--json`` names a file).
 """
 
 from __future__ import annotations
@@ -46,7 +49,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=101)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--out", default=None, help="folder for the JSON (bench_penny.json)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (the smoke test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.impacts, args.batch, args.repeat = 2, 2, 1
+    if args.out and not args.json:
+        os.makedirs(args.out, exist_ok=True)
+        args.json = os.path.join(args.out, "bench_penny.json")
     rollax.configure(cpu_devices=1)
     machine = (
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

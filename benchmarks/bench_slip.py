@@ -7,24 +7,31 @@ continuous extension, 512 lanes, one device) of the rolling ball and of the slip
 lanes in all three modes: the model's share of a kernel step.
 
     python benchmarks/bench_slip.py [--repeat 2] [--preset fig11] [--step-cost] [--json out.json]
+
+``--smoke``: 3 x 3 starts, 16 lanes, no repeat, and ``--step-cost`` on 16 lanes for 2 steps
+(tests/test_scripts_smoke.py); ``--out DIR``: write the JSON into DIR/bench_slip.json (unless
+``--json`` names a file).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
 
 import rollax
-from rollax.analysis.basin import basin_map, preset
+from rollax.analysis.basin import Axis, basin_map, preset
 from rollax.models.slip import SlipSettings
 
 rollax.configure()  # one JAX CPU device per core, compile cache (before any JAX work)
 
 
-def step_cost(lanes: int = 512, n_steps: int = 50, n_samples: int = 4) -> dict[str, float]:
+def step_cost(
+    lanes: int = 512, n_steps: int = 50, n_samples: int = 4, runs: int = 7
+) -> dict[str, float]:
     """ns per lane for one DOPRI5 step (the new state's event values from the fused last
     stage) with and without the ``n_samples - 1`` dense event samples inside the step: the
     model's share of a kernel step, without the queue's bookkeeping. The rolling ball, and
@@ -76,7 +83,7 @@ def step_cost(lanes: int = 512, n_steps: int = 50, n_samples: int = 4) -> dict[s
             )
             jax.block_until_ready(run(y0))
             best = np.inf
-            for _ in range(7):
+            for _ in range(runs):
                 t0 = time.perf_counter()
                 jax.block_until_ready(run(y0))
                 best = min(best, time.perf_counter() - t0)
@@ -97,10 +104,20 @@ def main() -> None:
         "--chunk", type=int, default=1 << 17, help="starts per chunk (the library default)"
     )
     ap.add_argument("--backend", default="auto", help="auto, queue or fused")
+    ap.add_argument("--out", default=None, help="folder for the JSON (bench_slip.json)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (the smoke test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.repeat, args.lanes, args.step_cost = 1, 16, True
+    if args.out and not args.json:
+        os.makedirs(args.out, exist_ok=True)
+        args.json = os.path.join(args.out, "bench_slip.json")
     if args.step_cost:
-        print("ns per lane and step:", json.dumps(step_cost()), flush=True)
+        cost = step_cost(lanes=16, n_steps=2, runs=1) if args.smoke else step_cost()
+        print("ns per lane and step:", json.dumps(cost), flush=True)
     rim, kw = preset(args.preset, "none")
+    if args.smoke:
+        kw["x"], kw["y"] = Axis("beta", 0.8, 1.8, 3), Axis("omega1", -20.0, 20.0, 3)
     rows = {}
     for name, slip in (("no slip", None), ("mu = 1", SlipSettings())):
         t0 = time.perf_counter()

@@ -13,6 +13,9 @@
    ``memory_analysis``: arguments + outputs + temporaries).
 
     python benchmarks/bench_solve.py [--calls 1000] [--starts 10000] [--repeat 3]
+
+``--smoke``: 3 calls, 4 starts, one timed run (tests/test_scripts_smoke.py); ``--out DIR`` is
+accepted and unused (the results are printed only).
 """
 
 from __future__ import annotations
@@ -66,14 +69,14 @@ def eager_loop(calls: int):
         sol = rollax.solve(RimRolling(Rim(k_d=1e-3 * (i % 7))), x0[i], 0.0, 5.0)
         sol.t.block_until_ready()
         times.append(time.perf_counter() - t)
-        if i == 9:
+        if i == min(9, calls - 1):
             rss0 = rss_mb()
     rss1 = rss_mb()
     after = np.array(times[1:])
     print(
         f"eager rollax.solve x {calls}: first {times[0]:.2f} s; after it median "
         f"{1e3 * np.median(after):.2f} ms, max {1e3 * after.max():.2f} ms; "
-        f"RSS growth from call 10 to {calls}: {rss1 - rss0:+.1f} MB"
+        f"RSS growth from call {min(10, calls)} to {calls}: {rss1 - rss0:+.1f} MB"
     )
 
 
@@ -145,7 +148,11 @@ def main():
     p.add_argument("--calls", type=int, default=1000)
     p.add_argument("--starts", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--out", default=None, help="unused: the results are printed only")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes (the smoke test)")
     a = p.parse_args()
+    if a.smoke:
+        a.calls, a.starts, a.repeat = 3, 4, 1
     print(
         f"machine: {platform.machine()}, {jax.device_count()} JAX device(s) "
         f"({jax.devices()[0].platform}), jax {jax.__version__}, diffrax {diffrax.__version__}"

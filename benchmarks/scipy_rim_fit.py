@@ -14,10 +14,14 @@ The model is the numpy one of ``tests/rim_records.py`` (checked against rollax's
 ``rollax.identify`` / ``fit_rim`` is compared against.
 
     python benchmarks/scipy_rim_fit.py [seed ...]      # default seeds 0 1 2
+
+``--smoke``: record 0 cut to 1 s (tests/test_scripts_smoke.py); ``--out DIR`` is accepted and
+unused (the results are printed only).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import math
 import sys
@@ -226,10 +230,10 @@ def scipy_fit(
     }
 
 
-def _main(seeds):
+def _main(seeds, **record_kw):
     for seed in seeds:
         t0 = time.perf_counter()
-        rec = rr.make_record(seed)
+        rec = rr.make_record(seed, **record_kw)
         gen = time.perf_counter() - t0
         print(
             f"record {seed}: {rec['t'].size} samples, {rec['t_end']:.2f} s"
@@ -248,4 +252,12 @@ def _main(seeds):
 
 
 if __name__ == "__main__":
-    _main([int(s) for s in sys.argv[1:]] or [0, 1, 2])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("seeds", type=int, nargs="*", help="records to fit (default 0 1 2)")
+    ap.add_argument("--out", default=None, help="unused: the results are printed only")
+    ap.add_argument("--smoke", action="store_true", help="record 0 cut to 1 s (the smoke test)")
+    args = ap.parse_args()
+    if args.smoke:
+        _main(args.seeds or [0], t_max=1.0)
+    else:
+        _main(args.seeds or [0, 1, 2])

@@ -64,6 +64,13 @@ class BouncingBall(rollax.AbstractSystem):
 
 
 if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # the smoke test's uniform call (tests/test_scripts_smoke.py): already as small as it gets
+    ap.add_argument("--smoke", action="store_true", help="no change: the example is small")
+    ap.add_argument("--out", default=None, help="unused: nothing is written")
+    ap.parse_args()
     ball = BouncingBall(n_bounces=4)
     sol = rollax.solve(ball, jnp.array([1.0, 0.0]), 0.0, 10.0, rtol=1e-10, atol=1e-10)
     print("4th impact at", float(sol.t), "closed form", ball.impact_times(1.0, 4)[-1])

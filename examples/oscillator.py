@@ -38,6 +38,13 @@ class Oscillator(rollax.AbstractSystem):
 
 
 if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # the smoke test's uniform call (tests/test_scripts_smoke.py): already as small as it gets
+    ap.add_argument("--smoke", action="store_true", help="no change: the example is small")
+    ap.add_argument("--out", default=None, help="unused: nothing is written")
+    ap.parse_args()
     osc = Oscillator(omega=2.0, n=6)
     y0 = jnp.array([1.0, 0.0])
     sol = rollax.solve(osc, y0, 0.0, 100.0, rtol=1e-10, atol=1e-10)

@@ -15,9 +15,12 @@ camera data (issue 15), and the sliding disc's mu and pressure model.
 4. The sliding disc (Hertz pressure, mu = 0.3): slide.json with both pressure models' fits
    and slide.png.
 
-Run: python experiments/identify/run.py
+Run: python experiments/identify/run.py [--out DIR] [--smoke]
+(``--out``: the folder written into, default this one; ``--smoke``: records of about 1 s and
+a few iterations per fit, for tests/test_scripts_smoke.py)
 """
 
+import argparse
 import json
 import os
 import warnings
@@ -27,8 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import rollax
-from rollax.friction import exact_law
-from rollax.friction.sliding import SlidingBody
+from rollax.friction import SlidingBody, exact_law
 from rollax.analysis.identification import (
     fit_rim,
     fit_slide,
@@ -42,18 +44,20 @@ from rollax.models.rim import Rim
 from rollax.systems import Sliding
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: --smoke: records cut to this length [s], and this many trial steps per fit
+SMOKE_SECONDS, SMOKE_ITER = 1.0, 3
 
 
-def rim():
+def rim(folder=HERE, smoke=False):
     true = Rim(k_d=0.02, k_r=0.0)
     ys = np.asarray(true.steady_state(1.12, 10.0))
     y0 = np.concatenate([ys + np.array([0.002, 0.1, 0.1, 0.02]), [0.0]])
-    t, d, z, a, t_sep = simulate_camera(true, y0, 30.0, seed=0)
-    write_rim_csv(os.path.join(HERE, "rim_obs.csv"), t, d, z, a)
+    t, d, z, a, t_sep = simulate_camera(true, y0, SMOKE_SECONDS if smoke else 30.0, seed=0)
+    write_rim_csv(os.path.join(folder, "rim_obs.csv"), t, d, z, a)
     obs = rim_observations(t, d, z, a)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit = fit_rim(obs, progress=True)
+        fit = fit_rim(obs, progress=True, **(dict(max_iter=SMOKE_ITER) if smoke else {}))
     print(fit_summary(fit))
     res = fit.to_dict()
     res["truth"] = dict(zip(fit.names, np.concatenate([[0.02, 0.0], y0]).tolist()))
@@ -73,31 +77,34 @@ def rim():
         obs.names,
         ("m", "m", "rad"),
         caption,
-        os.path.join(HERE, "fit.png"),
-        os.path.join(HERE, "residuals.png"),
+        os.path.join(folder, "fit.png"),
+        os.path.join(folder, "residuals.png"),
     )
     plot_profiles(
         fit.profile,
-        os.path.join(HERE, "profile.png"),
+        os.path.join(folder, "profile.png"),
         caption=caption.split("\n")[0] + f"\nstatus {fit.status}, chi^2/dof "
         f"{fit.chi2_per_dof:.3f}; noise estimated from the residuals",
         units={"k_d": "1/s", "k_r": "1/s"},
     )
-    with open(os.path.join(HERE, "identify.json"), "w") as fh:
+    with open(os.path.join(folder, "identify.json"), "w") as fh:
         json.dump(res, fh, indent=2)
 
     keep = t < 0.25
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        short = fit_rim(rim_observations(t[keep], d[keep], z[keep], a[keep]))
+        short = fit_rim(
+            rim_observations(t[keep], d[keep], z[keep], a[keep]),
+            **(dict(max_iter=SMOKE_ITER) if smoke else {}),
+        )
     out = short.to_dict()
     out["notes"] = [str(w.message) for w in caught]
-    with open(os.path.join(HERE, "short.json"), "w") as fh:
+    with open(os.path.join(folder, "short.json"), "w") as fh:
         json.dump(out, fh, indent=2)
     print("short record:", out["parameters"]["k_d"], out["notes"])
 
 
-def robust():
+def robust(folder=HERE, smoke=False):
     """Record 0 of the independent generator (tests/rim_records.py: 13.4 s, k_d 0.0272,
     k_r 0.0408, w1 != 0), fitted from a start whose w2 is 30 % off: at once (robust=False)
     and continued over growing windows (the default). robust.json and robust.png."""
@@ -108,7 +115,7 @@ def robust():
     )
     records = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(records)
-    rec = records.make_record(0)
+    rec = records.make_record(0, **(dict(t_max=SMOKE_SECONDS) if smoke else {}))
     t, v = rec["t"], rec["values"]
     obs = rim_observations(t, v[:, 0], v[:, 1], v[:, 2], sigma=tuple(rec["sigma"]))
     y0 = np.asarray(rec["y0"], float).copy()
@@ -119,6 +126,8 @@ def robust():
     for label, kw in (("at once", dict(robust=False, profile=False)), ("robust", {})):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            if smoke:
+                kw["max_iter"] = SMOKE_ITER
             f = fit_rim(obs, y0=y0, y0_candidates=None, **kw)
         fits[label] = f
         out[label] = f.to_dict()
@@ -128,7 +137,7 @@ def robust():
             f"{label}: status {f.status}, chi^2/dof {f.chi2_per_dof:.3g}, k_d "
             f"{f['k_d'][0]:.5f}, k_r {f['k_r'][0]:.5f}"
         )
-    with open(os.path.join(HERE, "robust.json"), "w") as fh:
+    with open(os.path.join(folder, "robust.json"), "w") as fh:
         json.dump(out, fh, indent=2)
     import matplotlib.pyplot as plt
 
@@ -150,11 +159,11 @@ def robust():
         "generated record 0 (240 Hz, noise 1 mm, 2 mrad), start with w2 30 % off", fontsize=8
     )
     fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "robust.png"))
+    fig.savefig(os.path.join(folder, "robust.png"))
     plt.close(fig)
 
 
-def slide():
+def slide(folder=HERE, smoke=False):
     m, g, mu = 1.0, 9.81, 0.3
     body = SlidingBody(exact_law("hertz", mu=mu, P=m * g, R=0.05), m=m, j=0.5, R_bar=0.1)
     system = Sliding(body)
@@ -174,7 +183,7 @@ def slide():
         "chi2": out["chi2"],
         "fits": {k: f.to_dict() for k, f in out["fits"].items()},
     }
-    with open(os.path.join(HERE, "slide.json"), "w") as fh:
+    with open(os.path.join(folder, "slide.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
     best = out["fits"][out["best"]]
     obs = rollax.Observations(t, np.stack([speed, spin], 1), "record", ("speed", "spin"))
@@ -192,14 +201,23 @@ def slide():
         obs.names,
         ("m/s", "rad/s"),
         caption,
-        os.path.join(HERE, "slide.png"),
-        os.path.join(HERE, "slide_residuals.png"),
+        os.path.join(folder, "slide.png"),
+        os.path.join(folder, "slide_residuals.png"),
     )
     print("slide:", out["best"], best["mu"], out["chi2"])
 
 
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--out", default=HERE, help="folder to write into (default: beside this script)"
+    )
+    ap.add_argument(
+        "--smoke", action="store_true", help="short records, few iterations (the smoke test)"
+    )
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
     rollax.configure()
-    rim()
-    robust()
-    slide()
+    rim(args.out, args.smoke)
+    robust(args.out, args.smoke)
+    slide(args.out, args.smoke)

@@ -2,10 +2,11 @@
 rolling resistance (k_r = 0.02 1/s), 360 x 240 starts each, plus the period of periodic rolling
 (it grows without bound at the separatrix-type boundaries, Sect. 5.1).
 
-    python experiments/rim_basins/run.py [--grid NB NW]
+    python experiments/rim_basins/run.py [--grid NB NW] [--out DIR] [--smoke]
 
-Writes, beside this script: <fig>_<dissipation>.png and .npz (outcome, t_end, recontact,
-period), panels.png (all nine), periods.png and summary.json.
+Writes, beside this script (or into ``--out``): <fig>_<dissipation>.png and .npz (outcome,
+t_end, recontact, period), panels.png (all nine), periods.png and summary.json. ``--smoke``: a
+3 x 3 grid, for tests/test_scripts_smoke.py.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--grid", type=int, nargs=2, default=(360, 240))
+    ap.add_argument("--out", type=Path, default=HERE, help="folder to write into (default: here)")
+    ap.add_argument("--smoke", action="store_true", help="a 3 x 3 grid (the smoke test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.grid = (3, 3)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 
@@ -45,9 +52,9 @@ def main() -> None:
             dt = time.perf_counter() - t0
             maps[fig, diss] = m
             name = f"{fig}_{diss}"
-            plot_basin(m, HERE / f"{name}.png")
+            plot_basin(m, out / f"{name}.png")
             np.savez_compressed(
-                HERE / f"{name}.npz",
+                out / f"{name}.npz",
                 outcome=m.outcome,
                 t_end=m.t_end.astype(np.float32),
                 recontact=m.recontact,
@@ -102,7 +109,7 @@ def main() -> None:
         ncol=5,
     )
     fig_.tight_layout(rect=(0, 0.04, 1, 1))
-    fig_.savefig(HERE / "panels.png")
+    fig_.savefig(out / "panels.png")
     plt.close(fig_)
 
     fig_, axes = plt.subplots(1, 3, figsize=(13, 4), dpi=80)
@@ -121,9 +128,9 @@ def main() -> None:
         ax.set_ylabel(r"$\omega_1$ [1/s]")
         fig_.colorbar(im, ax=ax)
     fig_.tight_layout()
-    fig_.savefig(HERE / "periods.png")
+    fig_.savefig(out / "periods.png")
     plt.close(fig_)
-    (HERE / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":

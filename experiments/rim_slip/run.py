@@ -1,13 +1,14 @@
 """The mu = 1 (top-right) panels of Figs. 11-13 of the rim paper: the ball may slip (Sect. 5.2).
 
-    python experiments/rim_slip/run.py [--grid NB NW]
+    python experiments/rim_slip/run.py [--grid NB NW] [--out DIR] [--smoke]
 
 For each section (w2 = 35, 65, 105 1/s; w3 = 10 1/s; beta in [0.8, 1.8]; w1 in [-20, 20]) it
 computes the no-slip map and the mu = 1 map with the hybrid rolling/slipping sweep of
 ``rollax.models.slip`` (delta = 1e-6 m/s), and the mu = 1 map again with delta = 1e-8 m/s to show that
-the onset slip speed does not matter. Writes, beside this script: <fig>_mu1.npz (outcome,
-switches, t_slip, t_end), <fig>.png (no slip | mu = 1 | slipping time), panels.png and
-summary.json (counts, timings, differences, the checks of the paper's observations).
+the onset slip speed does not matter. Writes, beside this script (or into ``--out``):
+<fig>_mu1.npz (outcome, switches, t_slip, t_end), <fig>.png (no slip | mu = 1 | slipping
+time), panels.png and summary.json (counts, timings, differences, the checks of the paper's
+observations). ``--smoke``: a 3 x 3 grid, for tests/test_scripts_smoke.py.
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ def _neighbours(mask: np.ndarray) -> np.ndarray:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--grid", type=int, nargs=2, default=(360, 240))
+    ap.add_argument("--out", type=Path, default=HERE, help="folder to write into (default: here)")
+    ap.add_argument("--smoke", action="store_true", help="a 3 x 3 grid (the smoke test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.grid = (3, 3)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
@@ -67,7 +74,7 @@ def main() -> None:
             runs[name + "_seconds"] = time.perf_counter() - t0
         a, b, c = runs["noslip"], runs["mu1"], runs["mu1_delta1e-8"]
         np.savez_compressed(
-            HERE / f"{fig}_mu1.npz",
+            out / f"{fig}_mu1.npz",
             outcome=b.outcome,
             switches=b.switches,
             t_slip=b.t_slip.astype(np.float32),
@@ -146,7 +153,7 @@ def main() -> None:
             loc="upper right",
         )
         f.tight_layout()
-        f.savefig(HERE / f"{fig}.png")
+        f.savefig(out / f"{fig}.png")
         plt.close(f)
         for row, m in enumerate((a, b)):
             axes_all[row, col].imshow(
@@ -174,9 +181,9 @@ def main() -> None:
         fontsize=8,
     )
     fig_all.tight_layout(rect=(0, 0.05, 1, 1))
-    fig_all.savefig(HERE / "panels.png")
+    fig_all.savefig(out / "panels.png")
     plt.close(fig_all)
-    (HERE / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -31,12 +31,15 @@ T = 6.5 was not tried with this code (with 300 iterations it did not converge, 2
 Run: python experiments/robot_control/run.py [disk] [ball] [curve] [T5] [figures]  (all but
 figures by default; figures redraws the cases' PNGs from their optimize.json). Measured:
 about 44 minutes on 2 shared cores (the curve 36 minutes, the cases 7.5 minutes).
+``--out DIR``: write there instead of beside this script. ``--smoke``: everything (figures
+included) with a few SQP iterations each and one T on the curve, for
+tests/test_scripts_smoke.py.
 """
 
+import argparse
 import json
 import math
 import os
-import sys
 
 import numpy as np
 
@@ -46,11 +49,14 @@ from rollax.plot.robot import optimum_figures
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: SQP iterations allowed to each least-mu solve (docstring: its convergence is slow).
 LEAST_MU_ITER = 1500
+#: --smoke: SQP iterations of every solve, and the sample points of the written results
+SMOKE_ITER, SMOKE_SAMPLES = 2, 101
+CASES = ("disk", "ball", "curve", "T5", "figures")
 
 
-def case(name, opt):
-    res = opt.to_dict(1001)
-    out = os.path.join(HERE, name)
+def case(name, opt, folder=HERE, samples=1001):
+    res = opt.to_dict(samples)
+    out = os.path.join(folder, name)
     os.makedirs(out, exist_ok=True)
     res["figures"] = [os.path.basename(f) for f in optimum_figures(res, out)]
     with open(os.path.join(out, "optimize.json"), "w") as fh:
@@ -88,25 +94,55 @@ def bound(T):
 
 
 def main():
-    which = sys.argv[1:] or ["disk", "ball", "curve", "T5"]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("which", nargs="*", help=f"of {', '.join(CASES)}; default: all but figures")
+    ap.add_argument(
+        "--out", default=HERE, help="folder to write into (default: beside this script)"
+    )
+    ap.add_argument("--smoke", action="store_true", help="a few iterations each (the smoke test)")
+    args = ap.parse_args()
+    if set(args.which) - set(CASES):  # (argparse's choices refuses an empty list in 3.11)
+        ap.error(f"unknown: {' '.join(sorted(set(args.which) - set(CASES)))}")
+    which = args.which or (list(CASES) if args.smoke else ["disk", "ball", "curve", "T5"])
+    folder = args.out
+    os.makedirs(folder, exist_ok=True)
+    # --smoke: every solve stops after SMOKE_ITER iterations
+    it = (lambda _: SMOKE_ITER) if args.smoke else (lambda max_iter: max_iter)
+    samples = SMOKE_SAMPLES if args.smoke else 1001
+
+    def case_(name, opt):
+        return case(name, opt, folder, samples)
+
     if "disk" in which:
-        case("disk", optimize(disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5), starts=3))
-        case("disk_free", optimize(disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf)))
-    if "ball" in which:
-        case(
-            "ball", optimize(ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=0.08, n_min=0.5), knots=12)
+        case_(
+            "disk", optimize(disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5), starts=3, max_iter=it(500))
         )
-        case(
+        case_(
+            "disk_free",
+            optimize(disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf), max_iter=it(500)),
+        )
+    if "ball" in which:
+        case_(
+            "ball",
+            optimize(
+                ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=0.08, n_min=0.5),
+                knots=12,
+                max_iter=it(500),
+            ),
+        )
+        case_(
             "ball_free",
             optimize(
-                ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=math.inf, n_min=-math.inf), knots=12
+                ball_manoeuvre(target=(1.0, 0.5), T=8.0, mu=math.inf, n_min=-math.inf),
+                knots=12,
+                max_iter=it(500),
             ),
         )
     if "curve" in which:
         rows = []
-        for T in (7.0, 8.0, 10.0, 12.0):
-            lm = least_mu(disk_manoeuvre(T=T, n_min=0.5), max_iter=LEAST_MU_ITER)
-            free = optimize(disk_manoeuvre(T=T, mu=math.inf, n_min=-math.inf))
+        for T in (8.0,) if args.smoke else (7.0, 8.0, 10.0, 12.0):
+            lm = least_mu(disk_manoeuvre(T=T, n_min=0.5), max_iter=it(LEAST_MU_ITER))
+            free = optimize(disk_manoeuvre(T=T, mu=math.inf, n_min=-math.inf), max_iter=it(500))
             s = lm.sample()
             rows.append(
                 dict(
@@ -127,7 +163,7 @@ def main():
                 )
             )
             print(rows[-1], flush=True)
-        with open(os.path.join(HERE, "least_mu.json"), "w") as fh:
+        with open(os.path.join(folder, "least_mu.json"), "w") as fh:
             json.dump(
                 _plain(
                     dict(
@@ -136,7 +172,7 @@ def main():
                         n_min=0.5,
                         knots=16,
                         n_grid=201,
-                        max_iter=LEAST_MU_ITER,
+                        max_iter=it(LEAST_MU_ITER),
                         rows=rows,
                     )
                 ),
@@ -175,18 +211,18 @@ def main():
             fontsize=7,
         )
         fig.tight_layout()
-        fig.savefig(os.path.join(HERE, "least_mu.png"), dpi=120)
+        fig.savefig(os.path.join(folder, "least_mu.png"), dpi=120)
     if "T5" in which:
-        case("disk_T5", optimize(disk_manoeuvre(T=5.0, mu=0.3, n_min=0.5), max_iter=150))
+        case_("disk_T5", optimize(disk_manoeuvre(T=5.0, mu=0.3, n_min=0.5), max_iter=it(150)))
     if "figures" in which:  # redraw the cases' PNGs from their optimize.json
         for name in ("disk", "disk_free", "disk_T5", "ball", "ball_free"):
-            with open(os.path.join(HERE, name, "optimize.json")) as fh:
+            with open(os.path.join(folder, name, "optimize.json")) as fh:
                 res = json.load(fh)
             res.update(
                 mu=math.inf if res["mu"] is None else res["mu"],  # JSON: null
                 n_min=-math.inf if res["n_min"] is None else res["n_min"],
             )
-            optimum_figures(res, os.path.join(HERE, name))
+            optimum_figures(res, os.path.join(folder, name))
 
 
 if __name__ == "__main__":

@@ -2,13 +2,15 @@
 summary numbers (beta*, beta-hat, beta-tilde, minimum throw speeds of regions A, B, C, Floquet
 multipliers of the standard ball, conservation of E, P_I, P_II along rolling trajectories).
 
-    python experiments/steady/run.py
+    python experiments/steady/run.py [--out DIR] [--smoke]
 
-Writes fig*.png, fig*.npz and summary.json next to this script.
+Writes fig*.png, fig*.npz and summary.json next to this script (or into ``--out``).
+``--smoke``: a coarse Floquet stability map, for tests/test_scripts_smoke.py.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
@@ -25,6 +27,8 @@ from rollax.models.rim import Rim
 from rollax.analysis.steady import summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: the (rho, j) grid of the Floquet stability map; --smoke: a coarse one
+MAP, SMOKE_MAP = (160, 100), (4, 3)
 
 
 def conservation_check(rim: Rim) -> dict:
@@ -47,15 +51,16 @@ def conservation_check(rim: Rim) -> dict:
     return out
 
 
-def main() -> None:
+def main(folder: str = HERE, smoke: bool = False) -> None:
     t0 = time.time()
+    n_rho, n_j = SMOKE_MAP if smoke else MAP
     rim = Rim()
     for n in steady_figures.FIGURES:
-        steady_figures.write_figure(n, rim, HERE, v_throw=10.0, w3_max=60.0)
+        steady_figures.write_figure(n, rim, folder, v_throw=10.0, w3_max=60.0)
     fsum = floquet.summary(rim)
-    data = floquet.stability_data(160, 100, 1.0)
-    floquet.write_figure(data, fsum, float(rim.a / rim.R), HERE)
-    fsum["map"] = {"n_rho": 160, "n_j": 100, "stable_fraction": float(np.mean(data["stable"]))}
+    data = floquet.stability_data(n_rho, n_j, 1.0)
+    floquet.write_figure(data, fsum, float(rim.a / rim.R), folder)
+    fsum["map"] = {"n_rho": n_rho, "n_j": n_j, "stable_fraction": float(np.mean(data["stable"]))}
     out = {
         "parameters": {k: float(getattr(rim, k)) for k in ("r", "a", "R", "j", "g", "mu")},
         "steady": summary(rim),
@@ -71,10 +76,17 @@ def main() -> None:
         "conservation": conservation_check(rim),
         "wall_s": round(time.time() - t0, 1),
     }
-    with open(os.path.join(HERE, "summary.json"), "w") as f:
+    with open(os.path.join(folder, "summary.json"), "w") as f:
         json.dump(out, f, indent=2)
     print(json.dumps(out["steady"], indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--out", default=HERE, help="folder to write into (default: beside this script)"
+    )
+    ap.add_argument("--smoke", action="store_true", help="a coarse stability map (the smoke test)")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    main(args.out, args.smoke)

@@ -1,0 +1,107 @@
+"""Every benchmark, experiment and example script runs, at a tiny size, as a subprocess.
+
+``tests/test_scripts_import.py`` checks that the names the scripts import exist; this runs them:
+a renamed keyword, a changed return value or a crash anywhere in a script is caught here, not
+when someone next regenerates its results. The convention, which every script must follow (a
+new one without it fails below):
+
+* ``--smoke``: the smallest sizes (grids, repeats, iterations, records) that still take every
+  path through the script; without it the script behaves exactly as before;
+* ``--out DIR``: write data and figures into DIR, never over the committed results beside the
+  script (benchmarks whose results are only printed accept it and write nothing).
+
+Each script runs as ``python script --smoke --out TMP`` with ``JAX_PLATFORMS=cpu``; an
+experiment must write at least one PNG there, and no script may touch the files committed
+beside it. Most of a smoke run is JAX compiling the script's solvers, which no size reduces:
+the scripts that still take more than about 30 s are marked ``slow`` (left out of CI, run with
+``pytest -m slow``), with the measured time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = (
+    sorted(ROOT.glob("benchmarks/*.py"))  # not benchmarks/gpu/: those need a GPU
+    + sorted(ROOT.glob("experiments/*/run.py"))
+    + sorted(ROOT.glob("examples/*.py"))
+)
+TIMEOUT_S = 900
+
+# Smoke runs over about 30 s, left out of CI: CPU seconds of the smoke run (user + system, cold
+# compile cache, 2 cores shared with other work), nearly all of it JAX compiling, which no size
+# cuts. The rest take 1-31 s each, about 200 CPU seconds together.
+SLOW = {
+    "benchmarks/bench_gradients.py": "102 s: one process per case and integrator, each compiling",
+    "benchmarks/bench_optimize.py": "93 s: the SQP's solves, Jacobians and plain diffrax compile",
+    "benchmarks/bench_penny.py": "144 s: five impact searches per law compile",
+    "benchmarks/bench_slip.py": "55 s: the rolling and the slipping kernels, and the step costs",
+    "examples/bouncing_ball.py": "39 s: the gradient through the impacts compiles",
+    "experiments/identify/run.py": "73 s: the windowed fits, profiles and the slide fit compile",
+    "experiments/penny/run.py": "136 s: the impact searches and the FTLEs compile",
+    "experiments/rim_slip/run.py": "54 s: the rolling and the slipping kernels compile",
+    "experiments/robot/run.py": "124 s: each robot model and solver compiles its own solves",
+    "experiments/robot_control/run.py": "110-120 s: the disk's and the ball's SQP solves compile",
+}
+# Scripts that fail for a reason inside src/ (to be fixed there): script -> the error.
+XFAIL: dict[str, str] = {}
+
+
+def _params():
+    out = []
+    for path in SCRIPTS:
+        rel = path.relative_to(ROOT).as_posix()
+        marks = [pytest.mark.slow] if rel in SLOW else []
+        if rel in XFAIL:
+            marks.append(pytest.mark.xfail(reason=XFAIL[rel], strict=False))
+        out.append(pytest.param(rel, marks=marks, id=rel))
+    return out
+
+
+def test_the_scripts_are_found():
+    rel = {p.relative_to(ROOT).as_posix() for p in SCRIPTS}
+    assert "benchmarks/bench_basin.py" in rel and "benchmarks/scipy_rim_fit.py" in rel
+    assert "experiments/steady/run.py" in rel and "examples/oscillator.py" in rel
+
+
+def _committed(folder: Path) -> dict[str, int]:
+    """The data files beside a script (not its source), with their modification times."""
+    return {
+        str(p): p.stat().st_mtime_ns
+        for p in folder.rglob("*")
+        if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts
+    }
+
+
+@pytest.mark.parametrize("script", _params())
+def test_script_runs_at_smoke_size(script, tmp_path):
+    path = ROOT / script
+    assert "--smoke" in path.read_text(), (
+        f"{script} has no --smoke mode: give it one (argparse: --smoke shrinks every size to the "
+        "minimum that still runs all of the script, --out DIR writes there instead of beside "
+        "the script), as the other scripts do; see tests/test_scripts_smoke.py"
+    )
+    out = tmp_path / "out"
+    before = _committed(path.parent)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "MPLBACKEND": "Agg"}
+    r = subprocess.run(
+        [sys.executable, str(path), "--smoke", "--out", str(out)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert r.returncode == 0, (
+        f"{script} --smoke failed (exit {r.returncode})\n--- stdout (tail) ---\n"
+        f"{r.stdout[-1500:]}\n--- stderr (tail) ---\n{r.stderr[-4000:]}"
+    )
+    if script.startswith("experiments/"):
+        assert list(out.rglob("*.png")), f"{script} --smoke wrote no PNG into --out"
+    assert _committed(path.parent) == before, f"{script} --smoke wrote beside the script"
