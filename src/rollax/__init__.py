@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from rollax._core import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
 
-try:  # the installed distribution's version (pyproject.toml), not a copy of it
-    from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, version
 
+try:  # the installed distribution's version (pyproject.toml), not a copy of it
     __version__ = version("rollax")
 except PackageNotFoundError:  # run from a source tree that is not installed
     __version__ = "0.0.0+unknown"

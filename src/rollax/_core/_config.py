@@ -104,7 +104,7 @@ def configure(cpu_devices: int | None = None, cache_dir: str | os.PathLike | Non
     if cache_dir is None:
         env = os.environ.get("ROLLAX_CACHE_DIR")
         if env is None:
-            path, explicit_cache = _DEFAULT_CACHE, False
+            path, explicit_cache, cache_source = _DEFAULT_CACHE, False, "default"
         else:
             path, explicit_cache = _cache_path(env, "ROLLAX_CACHE_DIR"), True
             cache_source = "ROLLAX_CACHE_DIR"

@@ -10,6 +10,8 @@ record the run ends with). Rows past K are dropped and counted (``EventLog.n``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -87,9 +89,10 @@ def write(n, rows, on, t, event, mode, y, t_after, mode_after, y_after):
 def read(n, rows, d: int) -> EventLog:
     """The :class:`EventLog` of flat logs ``rows`` (``(..., K w)``) and counts ``n``."""
     rows = jnp.asarray(rows) if not isinstance(rows, np.ndarray) else rows
-    xp = np if isinstance(rows, np.ndarray) else jnp
+    # NumPy on the host, JAX on the device: the log's fields are arrays of either
+    xp: Any = np if isinstance(rows, np.ndarray) else jnp
     w = width(d)
-    grid = rows.reshape(rows.shape[:-1] + (rows.shape[-1] // w, w))
+    grid: Any = rows.reshape(rows.shape[:-1] + (rows.shape[-1] // w, w))
 
     def index(col):
         return xp.where(xp.isnan(col), -1, xp.nan_to_num(col, nan=-1.0)).astype(xp.int32)

@@ -21,7 +21,7 @@ class Status(enum.IntEnum):
     MAX_STEPS = 3  # the step limit (per segment) or the reset limit was hit
 
 
-def code_names(codes, enum_type: type[enum.IntEnum]):
+def code_names(codes, enum_type: type[enum.IntEnum]) -> str | np.ndarray:
     """The member names of integer ``codes`` of ``enum_type``: a ``str`` for one code, a NumPy
     array of ``str`` of the same shape for an array (a code the enumeration lacks reads
     ``"<code>?"``). Concrete values only (not inside ``jax.jit``)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -150,9 +150,9 @@ def _as_array(value: Any):
 
 def _is_tracer(value: Any) -> bool:
     try:
-        import jax
+        from jax.core import Tracer
 
-        return isinstance(value, jax.core.Tracer)
+        return isinstance(value, Tracer)
     except Exception:  # pragma: no cover
         return False
 
@@ -282,6 +282,10 @@ def check_jump_ts(jump_ts: Any):
     return tuple(float(x) for x in np.unique(ts))
 
 
+@overload
+def past_jump(t0: float, jump_ts: tuple[float, ...] | None) -> float: ...
+@overload
+def past_jump(t0: Any, jump_ts: Any) -> Any: ...
 def past_jump(t0, jump_ts):
     """``t0``, or the first time after the jump time ``J`` when ``t0`` lies before it by less
     than the integrators' smallest step (``1e-14 * max(1, |t0|)``): no step fits between them,

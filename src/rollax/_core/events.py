@@ -173,7 +173,8 @@ class Scan(NamedTuple):
     fired: Bool[Array, " n"]  # the event fires at one of the samples
     first: Int[Array, " n"]  # the first sample at which it fires (K if none)
     sign: Float[Array, " n"]  # last non-zero sign after the samples
-    count: Int[Array, " n"]  # crossings counted after the samples
+    # crossings counted after the samples (the field shadows tuple.count, as it may)
+    count: Int[Array, " n"]  # pyright: ignore[reportIncompatibleMethodOverride]
     t_zero: Float[Array, " n"]  # start of the run of exact zeros the samples end in (nan: none)
     t_exact: Float[Array, " n"]  # for fired events: the root when it lies exactly on a sample
     nonfinite: Bool[Array, ""]  # some sampled event value is NaN or infinite
@@ -309,7 +310,8 @@ class Located(NamedTuple):
     found: Bool[Array, ""]
     event: Int[Array, ""]  # which event fires first
     t: Float[Array, ""]  # its root
-    count: Int[Array, " n"]  # crossings counted before the root, the ending crossing included
+    # crossings counted before the root, the ending crossing included (shadows tuple.count)
+    count: Int[Array, " n"]  # pyright: ignore[reportIncompatibleMethodOverride]
 
 
 def locate_in_step(

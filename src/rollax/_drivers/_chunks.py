@@ -45,7 +45,7 @@ import signal
 import threading
 import warnings
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -116,13 +116,13 @@ def code_fingerprint() -> str:
     the source of every module of the installed rollax package: anything that may change what a
     chunk contains."""
     import jax
-    import jaxlib
+    from jaxlib import version as jaxlib_version
 
     import rollax
 
     h = hashlib.sha256()
     h.update(
-        f"rollax {rollax.__version__} jax {jax.__version__} jaxlib {jaxlib.__version__} "
+        f"rollax {rollax.__version__} jax {jax.__version__} jaxlib {jaxlib_version.__version__} "
         f"numpy {np.__version__}\n".encode()
     )
     root = Path(rollax.__file__).resolve().parent
@@ -165,7 +165,8 @@ def save_chunk(path: Path, part: Mapping[str, np.ndarray], meta: Mapping) -> Non
     )
     try:
         with open(tmp, "wb") as f:
-            np.savez(f, **part, **{_META: np.array(json.dumps(meta, sort_keys=True))})
+            # (pyright: a ** mapping might hold allow_pickle; these hold field names only)
+            np.savez(f, **part, **{_META: np.array(json.dumps(meta, sort_keys=True))})  # pyright: ignore[reportArgumentType]
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -339,7 +340,7 @@ def chunk_width(n: int, chunk_size: int) -> int:
 
 
 def run_chunked(
-    fn: Callable[[np.ndarray, np.ndarray], Mapping[str, np.ndarray]],
+    fn: Callable[[Any, np.ndarray, Callable[[int], None]], Mapping[str, Any]],
     starts: np.ndarray | Callable[[int, int], np.ndarray],
     *,
     chunk_size: int,
@@ -382,7 +383,7 @@ def run_chunked(
         make = starts
     else:
         arr = np.asarray(starts)
-        n = arr.shape[0]
+        n = int(arr.shape[0])
         make = lambda lo, hi: arr[lo:hi]  # noqa: E731
     n = int(n)
     if n < 1:
@@ -392,6 +393,7 @@ def run_chunked(
     n_chunks = -(-n // chunk_size)
     width = chunk_width(n, chunk_size)
     folder = None
+    created = False
     if cache_dir is not None:
         root = Path(cache_dir)
         if root.exists() and not root.is_dir():
@@ -504,4 +506,5 @@ def run_chunked(
         if created:  # the cache directory too, if this run made it and it is empty now
             with contextlib.suppress(OSError):
                 folder.parent.rmdir()
+    assert out is not None  # n >= 1: at least one chunk
     return out

@@ -104,7 +104,7 @@ def profile(
     which: Sequence[int],
     names: Sequence[str],
     rj: Callable,
-    cost: Callable,
+    cost: Callable | None,
     *,
     max_iter: int = 100,
     tol: float = 1e-10,

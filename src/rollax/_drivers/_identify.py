@@ -34,7 +34,7 @@ import dataclasses
 import math
 import time
 import warnings
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import diffrax
 import equinox as eqx
@@ -314,7 +314,7 @@ def _check_scalar(name, v):
         raise ValueError(f"params: {name!r} = {v!r} is not a scalar parameter field")
 
 
-def _get(obj, path):
+def _get(obj: Any, path) -> Any:
     for p in path:
         obj = getattr(obj, p)
     return obj
@@ -339,11 +339,11 @@ class _EventlessFlow(AbstractSystem):
     system: AbstractSystem
 
     @property
-    def state_names(self):  # pyright: ignore
+    def state_names(self):
         return self.system.state_names
 
     @property
-    def n_samples(self):  # pyright: ignore
+    def n_samples(self):
         return self.system.n_samples
 
     def vector_field(self, t, y, mode):
@@ -399,7 +399,8 @@ class _FitProblem(eqx.Module):
             max_steps=self.max_steps,
             adjoint=diffrax.ForwardMode(),
         )
-        obs = self.observe
+        # observe(system, t, y), or the name of a method of the system
+        obs = cast("Callable[..., jax.Array] | str", self.observe)
         h = (lambda t, y: obs(system, t, y)) if callable(obs) else getattr(system, obs)
         return jax.vmap(h)(self.t, sol.ys), system, y0
 
@@ -552,7 +553,7 @@ def identify(
     if y0 is None:
         if not hasattr(system, "guess_state"):
             raise ValueError(f"y0 is needed: {type(system).__name__} has no guess_state")
-        y0, cands = system.guess_state(obs)
+        y0, cands = system.guess_state(obs)  # pyright: ignore[reportAttributeAccessIssue]  (hasattr)
         y0_candidates = cands if y0_candidates is None else y0_candidates
     y0 = np.asarray(system.check_state(y0), dtype=float)
     if y0.ndim != 1:
@@ -642,7 +643,7 @@ def identify(
         starts = np.concatenate([starts, xs])
 
     noise_estimated = obs.sigma is None
-    sigma = obs.sigma if not noise_estimated else _noise_guess(obs.values)
+    sigma = obs.sigma if obs.sigma is not None else _noise_guess(obs.values)
 
     def problem_for(sig, with_event):
         p = _problem(system, y0, obs, sig, rtol, atol, paths, y0_index, max_steps)
@@ -736,6 +737,7 @@ def identify(
     resid = r[: obs.values.size].reshape(obs.values.shape) * np.asarray(sigma)
     rms = {n: float(np.sqrt(np.mean(resid[:, k] ** 2))) for k, n in enumerate(obs.names)}
     if obs.t_event is not None:
+        assert obs.sigma_event is not None  # (Observations requires it with t_event)
         rms["t_event"] = float(abs(r[-1]) * float(obs.sigma_event))
     sig = {n: float(s) for n, s in zip(obs.names, np.asarray(sigma))}
     # the residuals of the observations (and the event time), without the padding rows

@@ -52,7 +52,7 @@ def solve(
     max_iter: int = 100,
     tol: float = 1e-10,
     cost_atol: float = 0.0,
-    lam0=1e-3,
+    lam0: float | np.ndarray = 1e-3,
     report: Callable[[dict], None] | None = None,
     stage: str = "",
 ) -> Lanes:
@@ -119,7 +119,7 @@ def solve(
                 if lam[i] >= 1e16:  # no descent left at machine precision
                     done[i] = converged[i] = True
         if cost is None:
-            r[moved], J[moved] = r_try[moved], J_try[moved]
+            r[moved], J[moved] = r_try[moved], J_try[moved]  # pyright: ignore[reportPossiblyUnboundVariable]  (set above: cost is None)
             c = np.where(moved, c_try, c)
         elif moved.any():
             r_new, J_new = (np.asarray(a) for a in rj(x))

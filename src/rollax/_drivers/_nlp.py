@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import equinox as eqx
 import jax
@@ -207,7 +207,7 @@ def minimize(
     kkt_tol: float = 1e-5,
     max_iter: int = 300,
     progress: Callable[[int, dict], None] | None = None,
-    rows: int | None | str = "auto",
+    rows: int | None | Literal["auto"] = "auto",
 ) -> Result | list[Result]:
     """Minimise ``|r|^2`` subject to ``h = 0``, ``g <= 0`` from ``x0`` (module docstring):
     from one point (shape ``(d,)``: one :class:`Result`) or from each row of ``x0`` (shape
@@ -267,7 +267,8 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter, 
     from scipy.optimize import minimize as scipy_minimize
 
     cache: dict = {}
-    best = dict(rank=(True, np.inf), x=None)  # the least f if feasible, else the least violation
+    # the least f if feasible, else the least violation
+    best: dict[str, Any] = dict(rank=(True, np.inf), x=None)
 
     def rank(r, h, g):
         v = _violation(h, g)
@@ -308,7 +309,7 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter, 
     f, v = float(r @ r), _violation(h, g)
     moved = v > tol and best["x"] is not None and best["rank"] < rank(r, h, g)
     if moved:
-        x = best["x"]
+        x = cast(np.ndarray, best["x"])  # (moved: not None)
         r, h, g, Jr, Jh, Jg = ev(x)
         f, v = float(r @ r), _violation(h, g)
     p = h.shape[0]

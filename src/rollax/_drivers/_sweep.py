@@ -19,7 +19,7 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, cast
 
 import equinox as eqx
 import jax
@@ -128,13 +128,14 @@ class SweepResult:
     def outcome_name(self) -> np.ndarray:
         """:attr:`outcome` as the names of the system's ``outcomes`` enumeration (of
         :class:`rollax.Status` if it has none), with the grid's shape."""
-        return code_names(self.outcome, self.system.outcomes or Status)
+        # (an array, not one name: a sweep has at least one axis)
+        return cast(np.ndarray, code_names(self.outcome, self.system.outcomes or Status))
 
     @property
     def status_name(self) -> np.ndarray:
         """Every run's :class:`rollax.Status` as its name, with the grid's shape."""
         self._solution_kept("status_name")
-        return code_names(self.solution["status"], Status)
+        return cast(np.ndarray, code_names(self.solution["status"], Status))
 
     def _solution_kept(self, what: str) -> None:
         if not self.solution:
@@ -147,15 +148,15 @@ class SweepResult:
         """The runs as one :class:`rollax.Solution` with the grid's shape first (for
         :func:`rollax.classify` and the other functions of a solution)."""
         self._solution_kept("as_solution()")
-        return Solution(
-            **{f: self.solution[f] for f in _FIELDS}, ys=self.solution.get("ys"), events=self.events
-        )
+        fields = {f: self.solution[f] for f in _FIELDS}
+        # (NumPy arrays, which Solution's annotations, JAX arrays, leave out)
+        return Solution(**fields, ys=self.solution.get("ys"), events=self.events)  # pyright: ignore[reportArgumentType]
 
     @property
     def events(self) -> EventLog | None:
         """The runs' event logs (``save_events``) with the grid's shape first, or None."""
         log = {k[len("events.") :]: v for k, v in self.solution.items() if k.startswith("events.")}
-        return EventLog(**log) if log else None
+        return EventLog(**log) if log else None  # pyright: ignore[reportArgumentType]  (NumPy arrays)
 
     def counts(self) -> dict[str, int]:
         """Runs per outcome (by the names of the system's ``outcomes`` enumeration)."""
@@ -177,7 +178,8 @@ class SweepResult:
             np.savez_compressed(
                 path,
                 outcome=self.outcome,
-                **self.solution,
+                # (pyright: a ** mapping might hold allow_pickle; this holds field names only)
+                **self.solution,  # pyright: ignore[reportArgumentType]
                 **{f"axis.{a.name}": a.values for a in self.axes},
                 axes=np.array([a.name for a in self.axes]),
                 **{f"param{k}": v for k, v in params.items()},
@@ -549,7 +551,8 @@ def _per_run(fn, system, sol):
     """``fn(system, one run)`` over a batch of runs, each with its own parameters."""
     from rollax._core._solution import Solution
 
-    sol = Solution(**{f: jnp.asarray(getattr(sol, f)) for f in _FIELDS})
+    # (pyright: the ** mapping holds _FIELDS, JAX arrays, not events: an EventLog)
+    sol = Solution(**{f: jnp.asarray(getattr(sol, f)) for f in _FIELDS})  # pyright: ignore[reportArgumentType]
     return eqx.filter_vmap(fn, in_axes=(system.batch_axes(), 0))(system, sol)
 
 

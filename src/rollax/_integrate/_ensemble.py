@@ -23,13 +23,13 @@ import contextvars
 import dataclasses
 import functools
 import math
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import ArrayLike, Float
 
 from rollax._core import _eventlog
 
@@ -137,7 +137,7 @@ def _batched_leaves(system: AbstractSystem, dyn) -> Any:
 
 def solve_ensemble(
     system: AbstractSystem,
-    y0s: Float[Array, "N d"],
+    y0s: Float[ArrayLike, "N d"],
     t0: float = 0.0,
     t1: float = math.inf,
     *,
@@ -364,7 +364,9 @@ def solve_ensemble(
         aux_end = np.ascontiguousarray(aux_end[:, :p])
     elif save_events:  # no reset map: the terminal event is the only one
         log = _terminal_log(save_events, status, res.event, res.t, mode_end, y_end)
-    sol = Solution(
+    # NumPy arrays (JAX arrays on the fused path's device), which Solution's annotations (JAX
+    # arrays) leave out: the call is not checked against them
+    sol: Solution = cast(Any, Solution)(
         t=res.t,
         y=y_end,
         mode=mode_end,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -380,7 +380,7 @@ BLOCK = 32
 
 
 @functools.lru_cache(maxsize=16)
-def _runner(pb, shapes: tuple, mode: str, B: int, num_warps: int) -> Callable:
+def _runner(pb, shapes: tuple, mode: str, B: int, num_warps: int) -> jax.stages.Wrapped:
     """The compiled fused solve of ``pb`` for per-start inputs of ``shapes`` ((d,), (p,), the
     per-start leaves' trailing shapes) and shared inputs ``(sargs, sc)``; ``mode``: "gpu"
     (Pallas, compiled), "interpret" (Pallas in interpret mode) or "vmap".
@@ -399,7 +399,7 @@ def _runner(pb, shapes: tuple, mode: str, B: int, num_warps: int) -> Callable:
         return jax.jit(jax.vmap(fn, in_axes=(0, 0, 0, 0, None, None)))
 
     def run(y0s, aux0s, valid, bl, sargs, sc):
-        kw = dict(interpret=(mode == "interpret"), num_warps=num_warps)
+        kw: dict[str, Any] = dict(interpret=(mode == "interpret"), num_warps=num_warps)
         shared = (sargs, sc)
         lane_example = (y0s[0], aux0s[0], valid[0], tuple(b[0] for b in bl))
 
@@ -409,11 +409,10 @@ def _runner(pb, shapes: tuple, mode: str, B: int, num_warps: int) -> Callable:
         one = jax.tree.map(lambda x: x[0], lane)
         go_run = pallas_map(fns["run"], (one,), shared, B, **kw)
         hybrid = pb.reset is not None
-        if hybrid:
-            go_serve = pallas_map(fns["serve"], (one,), shared, B, **kw)
+        go_serve = pallas_map(fns["serve"], (one,), shared, B, **kw) if hybrid else None
 
         def body(lane):
-            if hybrid:
+            if go_serve is not None:  # (hybrid)
                 lane = go_serve((lane,), shared)
             return go_run((lane,), shared)
 
@@ -547,7 +546,7 @@ def _phase_fns(pb) -> dict:
     }
 
 
-def _phase_program(pb, phase: str, shapes, B: int, num_warps: int) -> Callable:
+def _phase_program(pb, phase: str, shapes, B: int, num_warps: int) -> jax.stages.Wrapped:
     # one phase's kernel alone on lanes as the set-up makes them (rollax.fused_program)
     fns = _phase_fns(pb)
 

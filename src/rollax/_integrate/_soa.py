@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 import numpy as np
 from jax.extend import core as jcore
 
@@ -61,7 +62,7 @@ _CALLS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 def _is_known(e) -> bool:
     return isinstance(e, (np.ndarray, np.generic)) or (
-        isinstance(e, jax.Array) and not isinstance(e, jax.core.Tracer) and np.ndim(e) == 0
+        isinstance(e, jax.Array) and not isinstance(e, Tracer) and np.ndim(e) == 0
     )
 
 
@@ -516,7 +517,8 @@ class _Eval:
         big = np.inf if dtype.kind == "f" else np.iinfo(dtype).max
         return np.asarray(-big if name == "reduce_max" else big, dtype)
 
-    def _reducer(prim):  # noqa: N805 - a rule factory used in the class body
+    # (a rule factory used in the class body, not a method)
+    def _reducer(prim: jcore.Primitive):  # pyright: ignore[reportSelfClsParameterName, reportGeneralTypeIssues]
         def rule(self, ins, p, eqn):
             x = ins[0]
             if any(x.shape[a] == 0 for a in p["axes"]):
@@ -567,7 +569,7 @@ class _Eval:
     def r_argmax(self, ins, p, eqn):
         return self._arg(ins, p, eqn, jax.lax.gt_p)
 
-    def _cum(prim):  # noqa: N805
+    def _cum(prim: jcore.Primitive):  # pyright: ignore[reportSelfClsParameterName, reportGeneralTypeIssues]  (as _reducer)
         def rule(self, ins, p, eqn):
             x = np.moveaxis(ins[0], p["axis"], -1).copy()
             n = x.shape[-1]

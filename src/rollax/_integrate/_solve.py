@@ -47,16 +47,17 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence, cast
 
 import diffrax
 import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 import numpy as np
 import optimistix as optx
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from rollax._core import _eventlog
 
@@ -121,7 +122,8 @@ class _Dopri5(diffrax.Dopri5):
         b_error=np.array(dopri5.E),
         c=np.array(dopri5.C),
     )
-    interpolation_cls = _Contd5
+    # (the kernel's continuous extension; diffrax types this as its own Dopri5 interpolation)
+    interpolation_cls = _Contd5  # pyright: ignore[reportAssignmentType]
 
 
 _SOLVERS = {"dopri5": _Dopri5, "tsit5": diffrax.Tsit5, "dopri8": diffrax.Dopri8}
@@ -131,7 +133,7 @@ class _Ev(NamedTuple):
     """Event bookkeeping carried through diffrax's loop as part of the state (all float)."""
 
     sign: Float[Array, " n"]
-    count: Float[Array, " n"]
+    count: Float[Array, " n"]  # pyright: ignore[reportIncompatibleMethodOverride]  (tuple.count)
     t_zero: Float[Array, " n"]
     stop: Float[Array, ""]  # 1: a terminal event fired in the last accepted step
     bad: Float[Array, ""]  # 1: a sampled event value was not finite
@@ -172,7 +174,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         return getattr(self.solver, "scan_kind", None) or "lax"
 
     @property
-    def interpolation_cls(self):  # pyright: ignore
+    def interpolation_cls(self):  # pyright: ignore[reportIncompatibleMethodOverride]  (a property; diffrax reads it on the instance)
         return self.solver.interpolation_cls
 
     @property
@@ -218,6 +220,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
             sg = jax.lax.stop_gradient
             g0 = sg(system.event_values(t0, yp, mode))
             near = sg(system.event_values(t0 + th * h, _interp_at(interp, t0, h, th), mode))
+            assert err is not None  # (an adaptive Runge-Kutta pair's error estimate)
             err = jnp.where(unresolved_in(vals, g0, near, t0, h), jnp.inf, err)
         stop = jnp.any(sc.fired) | sc.nonfinite
         cx = jnp.asarray(_crossings(self.events), jnp.int32)
@@ -290,7 +293,7 @@ class _ExactFlowSolver(diffrax.AbstractSolver):
     term_structure = diffrax.AbstractTerm
 
     @property
-    def interpolation_cls(self):  # pyright: ignore
+    def interpolation_cls(self):  # pyright: ignore[reportIncompatibleMethodOverride]  (a property; diffrax reads it on the instance)
         return functools.partial(_ExactFlowInterpolation, static=self.static)
 
     def order(self, terms):
@@ -329,7 +332,9 @@ class _ExactFlowSteps(diffrax.AbstractStepSizeController):
     def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
         return t0 + self._h(t0, y0, args), None
 
-    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, state):
+    def adapt_step_size(
+        self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state
+    ):
         return (
             jnp.asarray(True),
             t1,
@@ -377,11 +382,15 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
             return func(terms, t_, (y_, ev), args)[0]
 
         yp = jax.lax.stop_gradient(y0[0])
-        h = dopri5.initial_step(f, t0, yp, f(t0, yp), self.rtol, self.atol, None, error_order)
+        # (diffrax types t0 as a RealScalarLike; diffeqsolve has made it a JAX scalar)
+        h = dopri5.initial_step(f, t0, yp, f(t0, yp), self.rtol, self.atol, None, error_order)  # pyright: ignore[reportArgumentType]
         return t0 + jax.lax.stop_gradient(jnp.minimum(h, self.dtmax)), None
 
-    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, state):
+    def adapt_step_size(
+        self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state
+    ):
         sg = jax.lax.stop_gradient
+        assert y_error is not None  # (init refused a solver without an error estimate)
         y0p, y1p = sg(y0[0]), sg(y1_candidate[0])
         en = dopri5.error_norm(sg(y_error[0]), y0p, y1p, self.rtol, self.atol)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1p))
@@ -422,7 +431,7 @@ def _interp_at(interp, t0, h, theta):
 
 
 def _controller(rtol, atol, dt_max, dt_min, jump_ts):
-    ctrl = _Elementary(rtol, atol, dt_max, dt_min)
+    ctrl = _Elementary(rtol=rtol, atol=atol, dtmax=dt_max, dtmin=dt_min)
     # no step straddles a jump time (diffrax steps to just before it and on from just after)
     return ctrl if jump_ts is None else diffrax.ClipStepSizeController(ctrl, jump_ts=jump_ts)
 
@@ -472,26 +481,26 @@ def _adjoint(adjoint) -> diffrax.AbstractAdjoint:
             f"(or diffrax.RecursiveCheckpointAdjoint(), diffrax.ForwardMode(), "
             f"diffrax.DirectAdjoint())"
         )
-    return adjoint
+    return cast(diffrax.AbstractAdjoint, adjoint)  # (an instance of one of ADJOINTS)
 
 
 def solve(
     system: AbstractSystem,
     y0: Float[Array, " d"],
-    t0: float = 0.0,
-    t1: float = math.inf,
+    t0: float | Array = 0.0,
+    t1: float | Array = math.inf,
     *,
-    mode: int | str | None = None,
+    mode: int | str | Int[Array, ""] | None = None,
     aux: Float[Array, " p"] | None = None,
-    rtol: float = 1e-9,
-    atol: float = 1e-9,
+    rtol: float | Array = 1e-9,
+    atol: float | Array = 1e-9,
     dt_max: float | None = None,
     max_steps: int = 16_384,
     max_resets: int = 1_000,
     n_samples: int | None = None,
     solver: str | diffrax.AbstractSolver | None = None,
     adjoint: str | diffrax.AbstractAdjoint | None = None,
-    jump_ts: Float[Array, " k"] | None = None,
+    jump_ts: Float[ArrayLike, " k"] | Sequence[float] | None = None,
     ts: Float[Array, " m"] | None = None,
     save_events: int = 0,
     dense: bool = False,
@@ -568,7 +577,7 @@ def solve(
             f"aux has shape {tuple(aux.shape)}; {type(system).__name__} needs ({system.n_aux},)"
         )
     system.check_flow_step(dt_max)
-    system.check_functions(y0, 0 if isinstance(mode, jax.core.Tracer) else mode, t0)
+    system.check_functions(y0, 0 if isinstance(mode, Tracer) else mode, t0)
     solver = system.solver if solver is None else solver
     solver = (
         _ExactFlowSolver(eqx.partition(system, eqx.is_array)[1])
@@ -582,7 +591,10 @@ def solve(
     ):
         # what diffrax does for an unwrapped Runge-Kutta solver (JVP-able stages)
         kind = "lax" if isinstance(adjoint, diffrax.ForwardMode) else "bounded"
-        solver = eqx.tree_at(lambda s: s.scan_kind, solver, kind, is_leaf=lambda x: x is None)
+        solver = cast(
+            diffrax.AbstractSolver,
+            eqx.tree_at(lambda s: s.scan_kind, solver, kind, is_leaf=lambda x: x is None),
+        )
     jump_ts = check_jump_ts(system.jump_times() if jump_ts is None else jump_ts)
     if isinstance(jump_ts, tuple):
         jump_ts = jnp.asarray(jump_ts, dtype=float) if jump_ts else None
@@ -598,7 +610,7 @@ def solve(
             f"dense = True is not allowed for {type(system).__name__}: it has a reset map "
             f"(its run is in segments); save states at given times with ts= instead"
         )
-    traced = any(isinstance(v, jax.core.Tracer) for v in (t0, t1, rtol, atol, dt_max))
+    traced = any(isinstance(v, Tracer) for v in (t0, t1, rtol, atol, dt_max))
     opts = _Options(
         solver, adjoint, max_steps, max_resets, n_samples, traced, int(save_events), dense
     )
@@ -629,7 +641,7 @@ def _initial_mode(system, t0, y0):
         raise ValueError(
             f"initial_mode returned {m!r}; it must be one integer index of {list(system.modes)}"
         )
-    if not isinstance(m, jax.core.Tracer) and not 0 <= int(m) < len(system.modes):
+    if not isinstance(m, Tracer) and not 0 <= int(m) < len(system.modes):
         raise ValueError(
             f"initial_mode returned {int(m)}; it must be an index of {list(system.modes)}"
         )
@@ -640,7 +652,7 @@ def _over_the_gap(system, t0, y0, mode, jump_ts):
     """``(t0, y0)``, or, when ``t0`` lies within the smallest step before a jump time, the
     first time after it and the state moved there by one Euler step (``past_jump``)."""
     t0n = past_jump(t0, jump_ts)
-    concrete = not any(isinstance(v, jax.core.Tracer) for v in (t0, t0n, jump_ts))
+    concrete = not any(isinstance(v, Tracer) for v in (t0, t0n, jump_ts))
     if concrete and float(t0n) == float(t0):
         return t0, y0
     t = jnp.asarray(t0, float)
@@ -692,7 +704,7 @@ def _check_concrete(name, v, ok, allowed):
     # a real scalar (a traced one too); its range is checked where it is concrete
     if isinstance(v, (str, bytes, bool)) or v is None:
         raise ValueError(f"{name} = {v!r} is not allowed: it must be a number")
-    if isinstance(v, jax.core.Tracer):
+    if isinstance(v, Tracer):
         if (
             v.ndim != 0
             or not jnp.issubdtype(v.dtype, jnp.floating)
@@ -835,7 +847,10 @@ def _solve(
         jnp.full((m,) + y0.shape, jnp.nan, y0.dtype),
         *_eventlog.empty(opts.save_events, y0.shape[0], y0.dtype),
     )
-    run = lambda s: _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, ts, opts)  # noqa: E731
+
+    def run(s: _State) -> Any:  # the next state; with opts.dense, (it, the dense output)
+        return _segment(system, events, s, t1, rtol, atol, dt_max, jump_ts, ts, opts)
+
     interpolation = None
     if not system.hybrid:
         st = run(st)
@@ -933,7 +948,7 @@ def _implicit(system, mode, interp, t_star, e):
 
 def _segment(
     system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_ts, ts, opts
-) -> _State:
+) -> _State | tuple[_State, Any]:
     """Integrate from the state's time to the next terminal event (or t1); reset if hybrid."""
     n = events.n
     kinds = jnp.asarray(events.kinds, jnp.int32)
@@ -1032,6 +1047,7 @@ def _segment(
         throw=False,
         adjoint=opts.adjoint,
     )
+    assert sol.ys is not None and sol.ts is not None  # (saveat has t1=True)
     sol_ys = sol.ys if ts is None else sol.ys[0]
     y_last = jax.tree_util.tree_map(lambda x: x[-1], sol_ys)
     y_phys, ev = y_last
@@ -1167,6 +1183,7 @@ def _segment(
         return new
     # (its trivial case holds the full state with the event bookkeeping: the physical part)
     ip = sol.interpolation
+    assert ip is not None  # (saveat has dense=True)
     return new, eqx.tree_at(lambda i: i.y0_if_trivial, ip, ip.y0_if_trivial[0])
 
 

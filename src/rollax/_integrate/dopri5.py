@@ -15,7 +15,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float, Real
 
 ORDER = 5  # of the solution, and the step-size controller's exponent 1 / ORDER (as diffrax)
 N_COEF = 4  # vectors of the continuous extension (dense_coefficients)
@@ -57,7 +57,7 @@ def step(
     Float[Array, " d"],
     Float[Array, " d"],
     Float[Array, "7 d"],
-    Float[Array, "7 d"],
+    Float[Array, "7 d"] | None,
     Float[Array, "7 n"] | Float[Array, " n"] | None,
 ]:
     """One DOPRI5 step of ``y' = f(t, y)`` from ``(t, y)`` with ``k1 = f(t, y)``.
@@ -95,13 +95,13 @@ def erk_step(c_nodes, a_rows, e_weights, f, t, y, h, k1, g=None, fg=None, rolled
             ks.append(k)
         else:
             ks.append(f(ti, yi))
-        if g is not None:
+        if g is not None and gs is not None:
             gs.append(g(ti, yi))
     y_new = states[-1]
     err = h * sum(e * k for e, k in zip(e_weights, ks) if e != 0.0)
     if fg is not None:
         return y_new, err, jnp.stack(ks), jnp.stack(states), g_new
-    return y_new, err, jnp.stack(ks), jnp.stack(states), (jnp.stack(gs) if g is not None else None)
+    return y_new, err, jnp.stack(ks), jnp.stack(states), (jnp.stack(gs) if gs is not None else None)
 
 
 def _erk_rolled(c_nodes, a_rows, e_weights, f, t, y, h, k1, fg):
@@ -152,7 +152,10 @@ def interpolate(
 
 
 def dense_coefficients(
-    y0: Float[Array, " d"], y1: Float[Array, " d"], ks: Float[Array, "7 d"], h: Float[Array, ""]
+    y0: Float[Array, " d"],
+    y1: Float[Array, " d"],
+    ks: Float[Array, "7 d"],
+    h: Float[Array, ""] | float,
 ) -> Float[Array, "4 d"]:
     """The continuous extension's coefficients ``(dy, bspl, r4, r5)`` of one step (Hairer's
     contd5), computed once per step so that each sample costs four multiply-adds per component."""
@@ -173,8 +176,8 @@ def error_norm(
     err: Float[Array, " d"],
     y0: Float[Array, " d"],
     y1: Float[Array, " d"],
-    rtol: float,
-    atol: float,
+    rtol: float | Float[Array, ""],
+    atol: float | Float[Array, ""],
     n: int | None = None,
 ) -> Float[Array, ""]:
     """RMS norm of the error scaled by ``atol + rtol * max(|y0|, |y1|)`` (Hairer's, as in diffrax).
@@ -185,7 +188,7 @@ def error_norm(
     return jnp.sqrt(jnp.mean((err / scale) ** 2))
 
 
-def step_factor(en, finite, accept, order: int = 5):
+def step_factor(en, finite, accept, order: Real[ArrayLike, ""] = 5):
     """The factor of the next step after one with error norm ``en`` (the elementary controller
     of both integrators): ``0.9 en^(-1/order)`` within [0.2, 10], at most 1 after a rejected
     step, 0.2 after a non-finite one."""
@@ -198,10 +201,10 @@ def initial_step(
     t0: Float[Array, ""],
     y0: Float[Array, " d"],
     k1: Float[Array, " d"],
-    rtol: float,
-    atol: float,
+    rtol: float | Float[Array, ""],
+    atol: float | Float[Array, ""],
     n: int | None = None,
-    order: int = 5,
+    order: Real[ArrayLike, ""] = 5,
 ) -> Float[Array, ""]:
     """Hairer's starting step-size heuristic for a method of order ``order`` (Solving ODEs I,
     II.4; diffrax's, with its error order), from the first ``n`` components (default: all)."""

@@ -36,7 +36,9 @@ A = tuple(tuple(float(a) for a in row) for row in _T.a_lower)
 E = tuple(float(e) for e in _T.b_error)
 # D[i][j]: the weight of k_i in the coefficient of theta^(6 - j) (diffrax's polynomial rows)
 D = tuple(
-    tuple(float(v) for v in row) for row in np.asarray(diffrax.Dopri8.interpolation_cls.eval_coeffs)
+    tuple(float(v) for v in row)
+    # (a class, which diffrax types as a callable)
+    for row in np.asarray(diffrax.Dopri8.interpolation_cls.eval_coeffs)  # pyright: ignore[reportFunctionMemberAccess]
 )
 
 
@@ -53,7 +55,7 @@ def step(
     Float[Array, " d"],
     Float[Array, " d"],
     Float[Array, "14 d"],
-    Float[Array, "14 d"],
+    Float[Array, "14 d"] | None,
     Float[Array, "14 n"] | Float[Array, " n"] | None,
 ]:
     """One Dopri8 step of ``y' = f(t, y)`` from ``(t, y)`` with ``k1 = f(t, y)``: as

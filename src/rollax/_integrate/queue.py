@@ -118,7 +118,7 @@ class _Lanes(NamedTuple):
     k1: Float[Array, "L d"]
     # the event scan's state (rollax._core.events.scan) at t
     sign: Float[Array, "L n"]
-    count: Int[Array, "L n"]
+    count: Int[Array, "L n"]  # pyright: ignore[reportIncompatibleMethodOverride]  (tuple.count)
     t_zero: Float[Array, "L n"]
     steps: Int[Array, " L"]
     rejected: Int[Array, " L"]
@@ -153,7 +153,7 @@ class _Out(NamedTuple):
     h: Float[Array, " M"]
     k1: Float[Array, "M d"]
     sign: Float[Array, "M n"]
-    count: Int[Array, "M n"]
+    count: Int[Array, "M n"]  # pyright: ignore[reportIncompatibleMethodOverride]  (tuple.count)
     t_zero: Float[Array, "M n"]
     steps: Int[Array, " M"]
     rejected: Int[Array, " M"]
@@ -277,9 +277,11 @@ def _fns(pb: _KernelProblem, shared: tuple) -> _Fns:
         return f(t, y, bl), g(t, y, bl)
 
     def flow(t0, y0, t1, bl):
+        assert pb.flow is not None  # (called along an exact flow only)
         return pb.flow(t0, y0, t1, args_of(bl))
 
     def flow_step(t, y, bl):
+        assert pb.flow_step is not None  # (called along an exact flow only)
         return pb.flow_step(t, y, args_of(bl))
 
     return _Fns(f, g, fg, args_of, flow, flow_step)
@@ -645,6 +647,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
         e = jnp.where(at0, e0, loc.event)
         te = jnp.where(at0, t, loc.t)
         ye = jnp.where(at0, y, y_at)
+        assert reset is not None  # (lanes are parked and served with a reset map only)
         t_n, y_n, aux_n, term = reset(te, ye, aux, e, fn.args(bl))
         term = jnp.asarray(term, bool)
         lost = ~at0 & ~loc.found  # cannot happen (the step that fired): reported if it does
@@ -747,11 +750,11 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             # as one with a non-finite error, in rollax.solve too (events.unresolved)
             if events.n:
                 en = jnp.where(_unresolved(fn, K, t, y, h, vals, at, bl), jnp.inf, en)
-        kept = (
-            (coef, vals)
-            if store
-            else (jnp.zeros((0, y.shape[0]), y.dtype), jnp.zeros((0, vals.shape[1]), y.dtype))
-        )
+        if store:
+            assert coef is not None  # (store: DOPRI5 steps, which have dense coefficients)
+            kept = (coef, vals)
+        else:
+            kept = (jnp.zeros((0, y.shape[0]), y.dtype), jnp.zeros((0, vals.shape[1]), y.dtype))
         return (y1, k7, en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite, h_next) + kept
 
     def step_lanes(ln: _Lanes) -> _Lanes:
@@ -937,13 +940,12 @@ def _locate(
         at = lambda theta, tt: METHODS[pb.method].dense_eval(y, coef, theta)  # noqa: E731
     else:
         y1, _, _, g1, at, _ = _redo(pb, fn, bl, t, y, h, k1)
+        vals, _ = _sample(fn, K, t, y, h, g1, at, bl, pb.rolled)
 
     def g_at(tt):
         # the new state's values are those of the step's last stage, as in the hot loop
         return jnp.where(tt == t_end, g1, fn.g(tt, _dense_at(t, h, y1, at, tt), bl))
 
-    if stored is None:
-        vals, _ = _sample(fn, K, t, y, h, g1, at, bl, pb.rolled)
     loc = locate_in_step(events, g_at, t, h, K, sign, count, t_zero, targets, event_mask, vals=vals)
     return loc, _dense_at(t, h, y1, at, loc.t)
 
@@ -1116,7 +1118,7 @@ _shardy_off = _shardy_workaround()
 def _cpp_log_level(level: int) -> None:
     """Set XLA's minimum C++ log level (2: errors only), where this jax can."""
     try:
-        from jax._src.lib import utils
+        from jax._src.lib import utils  # pyright: ignore[reportPrivateImportUsage]  (guarded)
 
         utils.absl_set_min_log_level(level)
     except (ImportError, AttributeError):  # pragma: no cover - another jaxlib
@@ -1194,7 +1196,8 @@ def _program(
         in_shardings=(tuple(jax.sharding.NamedSharding(mesh, s) for s in spec) if place else None),
         donate_argnums=donate,
     )
-    if _shardy_off is None:
+    shardy_off = _shardy_off
+    if shardy_off is None:
         return kernel
 
     def call(*args):
@@ -1202,7 +1205,7 @@ def _program(
         # devices (its unused-inputs canonicalisation, on the zero-sized arrays that a system
         # without crossing events or aux data has); the GSPMD partitioner compiles it. XLA
         # then logs a deprecation warning for GSPMD on stderr: silenced for this call only.
-        with _shardy_off(False):
+        with shardy_off(False):
             _cpp_log_level(2)
             try:
                 return kernel(*args)

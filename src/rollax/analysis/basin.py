@@ -26,7 +26,7 @@ import dataclasses
 import os
 import secrets
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -110,7 +110,8 @@ class BasinMap:
                 t_slip=self.t_slip,
                 **{
                     f"slip_{f.name}": float(getattr(self.slip, f.name))
-                    for f in dataclasses.fields(self.slip)
+                    # (slip: a SlipSettings, annotated object)
+                    for f in dataclasses.fields(self.slip)  # pyright: ignore[reportArgumentType]
                 },
             )
         tmp = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.tmp.npz"
@@ -189,7 +190,7 @@ def _system(rim: Rim, slip):
     return RimRolling(rim, w1_target=0 if rim.dissipative else 2)
 
 
-def _options(system, max_steps, lanes, devices, rtol, atol):
+def _options(system, max_steps, lanes, devices, rtol, atol) -> dict[str, Any]:
     opts = dict(rtol=rtol, atol=atol, max_steps=max_steps, lanes=lanes, devices=devices)
     if isinstance(system, RimSlipping):
         # max_steps bounds each phase: a slip that does not converge must not hold the kernel's

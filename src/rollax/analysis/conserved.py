@@ -279,4 +279,5 @@ def _trajectory(model, x0, t1, n_save, rtol, atol):
         atol=atol,
         max_steps=200_000,
     )
+    assert sol.ys is not None  # (saved at ts)
     return ts, sol.ys

@@ -19,7 +19,7 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Complex, Float
+from jaxtyping import Array, ArrayLike, Complex, Float
 
 from rollax._core._validate import check_range
 from rollax._drivers._flows import run
@@ -112,8 +112,8 @@ def _traces(rho_R: Float[Array, " n"], j: Float[Array, " n"], rtol: float, atol:
 
 
 def stability_map(
-    rho_R: Float[Array, " nx"],
-    j: Float[Array, " ny"],
+    rho_R: Float[ArrayLike, " nx"],
+    j: Float[ArrayLike, " ny"],
     rtol: float = 1e-9,
     atol: float = 1e-11,
 ) -> Float[Array, "ny nx"]:

@@ -194,6 +194,7 @@ def disc_trajectory(body: SlidingBody, x0, ts, rtol: float = 1e-10, atol: float 
         max_steps=4096,
         solver="dopri5",
     )
+    assert sol.ys is not None  # (saved at ts)
     return sol.ys
 
 

@@ -171,7 +171,7 @@ def fit_slide(
             )
         fits[p] = f
         chi2[p] = 2.0 * f.cost
-    best = min(chi2, key=chi2.get)
+    best = min(chi2, key=lambda p: chi2[p])
     for w in fits[best].warnings:
         warnings.warn(w, stacklevel=2)
     return {"best": best, "fits": fits, "chi2": chi2}

@@ -421,7 +421,7 @@ def figure_data(n: int, rim: Rim, v_throw: float = 10.0, w3_max: float = 60.0) -
     speeds, realisable regions, minimum throw speeds)."""
     B, W = figure_grid(w3_max)
     Bj, Wj = jnp.asarray(B), jnp.asarray(W)
-    d = {"beta0": B, "omega30": W}
+    d: dict[str, np.ndarray | float] = {"beta0": B, "omega30": W}
     if n == 3:
         d["omega20"] = np.asarray(rim.steady_omega2(Bj, Wj))
     elif n == 5:

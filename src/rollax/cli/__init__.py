@@ -91,14 +91,14 @@ def version_line() -> str:
     import diffrax
     import equinox
     import jax
-    import jaxlib
+    from jaxlib import version as jaxlib_version
 
     from rollax import __version__
 
     devs = jax.devices()
     kind = devs[0].device_kind if devs else "none"
     return (
-        f"rollax {__version__} (jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
+        f"rollax {__version__} (jax {jax.__version__}, jaxlib {jaxlib_version.__version__}, "
         f"diffrax {diffrax.__version__}, equinox {equinox.__version__}; "
         f"{jax.default_backend()}: {len(devs)} x {kind})"
     )
@@ -141,8 +141,10 @@ def _quiet_stdout() -> None:
 
 def _main(argv: list[str]) -> int:
     prog = "rollax"
+    # (before the try: its except clauses name SweepInterrupted)
+    from rollax._drivers._chunks import SweepInterrupted, terminate_as_interrupt
+
     try:
-        from rollax._drivers._chunks import SweepInterrupted, terminate_as_interrupt
 
         def on_term(signum, frame):
             _backstop(signum)

@@ -17,6 +17,7 @@ import json
 import math
 import re
 import sys
+from typing import Any, NoReturn
 
 from rollax._core._validate import ATOL_MIN as _ATOL_MIN
 from rollax._core._validate import RTOL_MIN as _RTOL_MIN
@@ -68,10 +69,10 @@ class _Check(abc.ABC):
     kind = "number"
 
     @abc.abstractmethod
-    def __call__(self, text: str):
+    def __call__(self, text: str) -> Any:
         """The value of ``text``, or an ``argparse.ArgumentTypeError``."""
 
-    def fail(self, text: str, why: str):
+    def fail(self, text: str, why: str) -> NoReturn:
         raise argparse.ArgumentTypeError(f"= {text} is not allowed: {why}")
 
 

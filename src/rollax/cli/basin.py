@@ -241,6 +241,7 @@ def run(args) -> int:
         "seconds": round(elapsed, 3),
     }
     if slip is not None:
+        assert bmap.switches is not None and bmap.t_slip is not None  # (kept with slip)
         summary["slipped"] = int(np.sum(bmap.switches > 0))
         summary["max_switches"] = int(bmap.switches.max())
         summary["mean_slip_time"] = float(bmap.t_slip.mean())

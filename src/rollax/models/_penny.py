@@ -179,7 +179,7 @@ class Penny(eqx.Module):
         x: float = 0.0,
         y: float = 0.0,
         theta: float = 0.0,
-        phi: float = math.pi / 2,
+        phi: float | Array = math.pi / 2,
         theta_dot: float = 10.0,
         phi_dot: float = 0.2,
     ) -> Float[Array, "8"]:
@@ -256,8 +256,8 @@ class Penny(eqx.Module):
 def lagrange_dalembert_vector_field(
     lagrangian: Callable,
     coefficients: Callable,
-    r_idx: Sequence[int],
-    s_idx: Sequence[int],
+    r_idx: Sequence[int] | Array,
+    s_idx: Sequence[int] | Array,
 ) -> Callable:
     """Vector field of the dynamic nonholonomic equations (12)-(13) for any Lagrangian.
 
@@ -772,8 +772,7 @@ def sequence_records(billiard: PennyBilliard, state0, seq: ImpactSequence) -> di
     the overall status, initial state, energy and parameters."""
     import numpy as np
 
-    seq = [np.asarray(v) for v in seq]
-    times, taus, states, _, energies, ends, status = seq
+    times, taus, states, _, energies, ends, status = [np.asarray(v) for v in seq]
     recs = []
     for k in range(times.shape[0]):
         recs.append(
@@ -799,8 +798,9 @@ def sequence_records(billiard: PennyBilliard, state0, seq: ImpactSequence) -> di
             "m": float(b.penny.m),
             "I": float(b.penny.I),
             "J": float(b.penny.J),
-            "a": float(b.table.a),
-            "b": float(b.table.b),
+            # (an EllipseTable's: a CustomTable has no a, b, and fails here)
+            "a": float(b.table.a),  # pyright: ignore[reportAttributeAccessIssue]
+            "b": float(b.table.b),  # pyright: ignore[reportAttributeAccessIssue]
             "law": b.law,
             "e": float(b.e),
             "glancing_tol": float(b.glancing_tol),

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from rollax._core._validate import check_range
@@ -44,7 +45,7 @@ __all__ = [
 
 
 def _is_tracer(*xs) -> bool:
-    return any(isinstance(x, jax.core.Tracer) for x in xs)
+    return any(isinstance(x, Tracer) for x in xs)
 
 
 def _as_arrays(M, A, dh, qdot):

@@ -75,6 +75,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
@@ -618,9 +619,9 @@ def check_hybrid_rim(rim: Rim) -> None:
         "mu must be finite and > 0 for slipping (allowed range: (0, inf))",
     )
     try:
-        float(rim.k_d), float(rim.k_r)
+        float(rim.k_d), float(rim.k_r)  # pyright: ignore[reportUnusedExpression]  (may raise)
     except TypeError:  # traced or per-start dissipation: refused only where concrete and > 0
-        k = [np.asarray(v) for v in (rim.k_d, rim.k_r) if not isinstance(v, jax.core.Tracer)]
+        k = [np.asarray(v) for v in (rim.k_d, rim.k_r) if not isinstance(v, Tracer)]
         if any(np.any(v > 0) for v in k):
             raise ValueError(
                 "k_d, k_r > 0: slipping with the dissipative moment (82) is not "

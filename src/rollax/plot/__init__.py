@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
@@ -91,7 +92,7 @@ def plot_basin(
         rasterized=True,
     )
     counts = bmap.counts()
-    handles = [
+    handles: list[Artist] = [
         Patch(color=c, label=f"{n} ({counts[n]})")
         for c, n in zip(OUTCOME_COLOURS, OUTCOMES)
         if counts[n] > 0
@@ -101,7 +102,7 @@ def plot_basin(
             pt = (b0, 0.0) if bmap.x.name == "beta" else (0.0, b0)
             ax.plot(*pt, marker="*", color="yellow", markeredgecolor="k", markersize=14)
         handles.append(
-            plt.Line2D(
+            Line2D(
                 [],
                 [],
                 marker="*",
@@ -251,10 +252,10 @@ def plot_steady_figure(
         bs, bh = d["beta_star"], d["beta_hat"]
         for x in (-bs, bs):
             ax.axvline(x, color="C3", ls="--", lw=1)
-        wh = omega30_h_min
-        ax.plot([bh, bh], [wh, -wh], "ko", ms=5)
+        wh = omega30_h_min  # (None: a TypeError below; rollax.analysis.steady passes it)
+        ax.plot([bh, bh], [wh, -wh], "ko", ms=5)  # pyright: ignore[reportOptionalOperand, reportArgumentType]
         ax.text(bs + 0.05, -0.9 * W.max(), rf"$\beta^*$={bs:.4f}", color="C3", fontsize=8)
-        ax.text(bh + 0.05, wh + 3, rf"$\hat\beta$={bh:.4f}", fontsize=8)
+        ax.text(bh + 0.05, wh + 3, rf"$\hat\beta$={bh:.4f}", fontsize=8)  # pyright: ignore[reportOptionalOperand]
         ax.text(0.02, 0.03, "grey: S (h<0), white: U", transform=ax.transAxes, fontsize=8)
         _steady_axes(ax, "Fig. 5: stability of the steady motions, h of (54)")
     elif n == 6:

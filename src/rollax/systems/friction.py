@@ -81,9 +81,9 @@ class Sliding(AbstractSystem):
 
     def record(self, t, y):
         """``(|u|, omega_z)`` of the state."""
-        return jnp.stack([jnp.sqrt(y[0] ** 2 + y[1] ** 2), y[2] / self.body.law.rho])
+        return jnp.stack([jnp.sqrt(y[0] ** 2 + y[1] ** 2), y[2] / self.body.law.rho])  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)
 
     def guess_state(self, observations):
         """The first record, slipping along x: ``(|u|, 0, rho omega_z)``; no candidates."""
         v = observations.values[0]
-        return np.array([v[0], 0.0, v[1] * float(self.body.law.rho)]), None
+        return np.array([v[0], 0.0, v[1] * float(self.body.law.rho)]), None  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)

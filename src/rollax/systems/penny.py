@@ -33,10 +33,13 @@ not resolved in float64 there), and a start off the table, or on its edge moving
 from __future__ import annotations
 
 import enum
+import typing
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
 
 from rollax._core._solution import Status
 from rollax._core._system import AbstractSystem, crossing
@@ -85,6 +88,14 @@ class PennySystem(AbstractSystem):
                 "be a rollax.analysis.penny.PennyBilliard"
             )
 
+    @typing.overload
+    def check_state(
+        self, y, name: str = ..., valid=..., *, host: typing.Literal[False] = ...
+    ) -> Float[Array, "... d"]: ...
+    @typing.overload
+    def check_state(
+        self, y, name: str = ..., valid=..., *, host: bool
+    ) -> Float[Array, "... d"] | Float[np.ndarray, "... d"]: ...
     def check_state(self, y, name: str = "y0", valid=None, *, host: bool = False):
         """:meth:`AbstractSystem.check_state`, and the rolling constraints (23) on concrete
         rows: the closed-form flight and the impact map assume them."""
@@ -181,7 +192,7 @@ class PennySystem(AbstractSystem):
         y_new = jnp.where(bounce, b.impact(pre, end), pre)
         return t - delta, y_new, mode, aux, stop | (bounce & (n >= self.n_impacts))
 
-    def outcome(self, sol):
+    def outcome(self, sol):  # pyright: ignore[reportIncompatibleMethodOverride]  (called positionally)
         flag = sol.aux[_FLAG]
         return jnp.select(
             [sol.failed, flag == _OUTSIDE, flag == _GLANCING, sol.status == Status.EVENT],

@@ -17,11 +17,13 @@ maps and events of :mod:`rollax.models.slip`), with the extra outcome **chatteri
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import equinox as eqx
 import numpy as np
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 
 from rollax._core._solution import Status
 from rollax._core._system import AbstractSystem, boundary, crossing
@@ -95,7 +97,7 @@ class RimRolling(AbstractSystem):
         # evaluate it at every sample of every step; w1: Proposition 4
         return jnp.stack([_f2_over_m(self.rim, y), y[1]])
 
-    def outcome(self, sol):
+    def outcome(self, sol):  # pyright: ignore[reportIncompatibleMethodOverride]  (called positionally)
         """:class:`RimOutcome` of one run; a separation is classified by the flight of the centre."""
         inside, _, _ = self.rim.flight(sol.y)
         fell = (sol.status == Status.EVENT) & (sol.event == 0)
@@ -247,8 +249,8 @@ class RimSlipping(AbstractSystem):
         _slip.check_hybrid_rim(self.rim)
 
     @staticmethod
-    def _f(x):
-        return x if isinstance(x, jax.core.Tracer) or np.ndim(x) else float(x)
+    def _f(x) -> Any:  # a float, or an array (traced, or per start) as it is
+        return x if isinstance(x, Tracer) or np.ndim(x) else float(x)
 
     @classmethod
     def from_settings(cls, rim: Rim, settings: "_slip.SlipSettings") -> "RimSlipping":
@@ -295,7 +297,7 @@ class RimSlipping(AbstractSystem):
         ).astype(aux.dtype)
         return (t_new, jnp.where(done, y, y_new), jnp.where(done, mode, mode_new), aux_new, done)
 
-    def outcome(self, sol):
+    def outcome(self, sol):  # pyright: ignore[reportIncompatibleMethodOverride]  (called positionally)
         """:class:`RimOutcome` of one run (a failed solve while slipping is chattering)."""
         e = jnp.where(sol.status == Status.EVENT, sol.event, -1)
         outcome, _ = _slip.classify_end(self.rim, sol.mode, e, sol.y, sol.failed)

@@ -22,6 +22,7 @@ no-slip landing map (:func:`rollax.robot.plastic_landing`) gives the rolling sta
 from __future__ import annotations
 
 import enum
+from typing import cast
 
 import jax.numpy as jnp
 
@@ -116,7 +117,7 @@ class Robot(AbstractSystem):
         defaults to ``-r phi``), with the GC velocity of rolling (2.3)."""
         if self.is_ball:
             return self.flight.from_rolling(y_roll)
-        return self.flight.from_rolling(y_roll, x)
+        return cast(DiskFlight, self.flight).from_rolling(y_roll, x)
 
     # ----------------------------------------------------------------- dynamics
     def vector_field(self, t, y, mode):
@@ -170,7 +171,7 @@ class Robot(AbstractSystem):
         aux_new = aux + jnp.stack([detach, ~detach]).astype(aux.dtype)
         return t, y_new, mode_new, aux_new, detach & ~lifts
 
-    def outcome(self, sol):
+    def outcome(self, sol):  # pyright: ignore[reportIncompatibleMethodOverride]  (called positionally)
         return jnp.select(
             [sol.failed, sol.status == Status.EVENT, sol.mode == FLYING],
             [RobotOutcome.FAILED, RobotOutcome.NO_LIFTOFF, RobotOutcome.FLYING],
@@ -192,7 +193,7 @@ class RollingRobot(AbstractSystem):
     control: Control
 
     def __check_init__(self):
-        Robot.__check_init__(self)
+        Robot.__check_init__(self)  # pyright: ignore[reportArgumentType]  (model and control)
 
     @property
     def state_names(self):

@@ -62,11 +62,12 @@ import dataclasses
 import functools
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Float
 
@@ -137,7 +138,7 @@ class Manoeuvre(eqx.Module):
             raise ValueError(f"target has shape {jnp.shape(self.target)}; allowed: {what}")
         check_range("target", self.target, -math.inf, math.inf, lo_open=True, hi_open=True)
         check_range("mu", self.mu, 0.0, math.inf)
-        if not isinstance(self.model.total_mass, jax.core.Tracer):
+        if not isinstance(self.model.total_mass, Tracer):
             W = float(self.model.total_mass * self.model.g)
             v = check_range("n_min", self.n_min, -math.inf, math.inf)
             if not v < W:
@@ -209,7 +210,7 @@ class _Normalised(AbstractSystem):
     def jump_times(self):
         return self.kinks
 
-    def vector_field(self, s, y, mode):
+    def vector_field(self, s, y, mode):  # pyright: ignore[reportIncompatibleMethodOverride]  (s: t / T)
         return self.T * self.system.vector_field(self.T * s, y, mode)
 
 
@@ -454,6 +455,7 @@ class Optimum(eqx.Module):
             _rolling(man.model, c), man.y0, 0.0, man.T, ts=ts, rtol=rtol, atol=rtol, max_steps=65536
         )
         ys = sol.ys
+        assert ys is not None  # (saved at ts)
         N, F_h = jax.vmap(lambda t, y: man.model.contact_forces(t, y, c))(ts, ys)
         fs = jnp.sqrt(jnp.sum(F_h**2, axis=1))
         m = man.model.n
@@ -617,15 +619,20 @@ def _run(
     x0 = _starts(first, starts, seed) if x0 is None else np.atleast_2d(x0)
     t_start = time.perf_counter()
     show = _progress_printer(progress, range(len(x0)), len(x0), max_iter)
-    results = _nlp.minimize(
-        _fun, x0, first, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=show
+    # (a list: one Result per row of the 2-d starts, here and below)
+    results = cast(
+        list[_nlp.Result],
+        _nlp.minimize(_fun, x0, first, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=show),
     )
     if prob.cost != first.cost:
         X = np.stack([r.x for r in results])
         if prob.cost == "time":
             X = np.concatenate([X, np.zeros((len(X), 1))], axis=1)  # T = T_0
-        results = _nlp.minimize(
-            _fun, X, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=show
+        results = cast(
+            list[_nlp.Result],
+            _nlp.minimize(
+                _fun, X, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=show
+            ),
         )
     # between the grid's times a constraint can dip below its bound: check on an 8x finer
     # grid and, if it does by more than tol, solve again from there on a 4x finer grid (once)
@@ -635,14 +642,17 @@ def _run(
     redo = [i for i, r in enumerate(results) if r.feasible and dips[i] > tol]
     if redo:
         finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
-        again = _nlp.minimize(
-            _fun,
-            X[redo],
-            finer,
-            tol=tol,
-            kkt_tol=kkt_tol,
-            max_iter=max_iter,
-            progress=_progress_printer(progress, redo, len(x0), max_iter),
+        again = cast(
+            list[_nlp.Result],
+            _nlp.minimize(
+                _fun,
+                X[redo],
+                finer,
+                tol=tol,
+                kkt_tol=kkt_tol,
+                max_iter=max_iter,
+                progress=_progress_printer(progress, redo, len(x0), max_iter),
+            ),
         )
         for i, r in zip(redo, again):
             results[i] = r

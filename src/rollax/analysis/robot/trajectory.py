@@ -16,6 +16,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 from jaxtyping import Array, Float
 
 from rollax._core._solution import Solution
@@ -50,17 +51,17 @@ class Trajectory(eqx.Module):
 
     def forces(self):
         """``(N, F_h)`` on the saved grid."""
-        return jax.vmap(lambda t, y: self.model.contact_forces(t, y, self.control))(
+        return jax.vmap(lambda t, y: self.model.contact_forces(t, y, self.control))(  # pyright: ignore[reportAttributeAccessIssue]  (model: a Ball or Disk)
             self.ts, self.ys
         )
 
     def ratio_at(self, t) -> Float[Array, ""]:
         """``f_s/N`` at any time (dense output)."""
-        return self.model.friction_ratio(t, self.state(t), self.control)
+        return self.model.friction_ratio(t, self.state(t), self.control)  # pyright: ignore[reportAttributeAccessIssue]  (model: a Ball or Disk)
 
     def normal_at(self, t) -> Float[Array, ""]:
         """N at any time (dense output)."""
-        return self.model.contact_forces(t, self.state(t), self.control)[0]
+        return self.model.contact_forces(t, self.state(t), self.control)[0]  # pyright: ignore[reportAttributeAccessIssue]  (model: a Ball or Disk)
 
 
 def _kinks_inside(control, t0, t1):
@@ -99,7 +100,7 @@ def _check_run(model, control, y0, t0, t1, n_save, rtol, atol, max_steps, dt_max
             f"y0 has {y.shape[0]} components, which {type(model).__name__} cannot "
             f"take: build it with {type(model).__name__}.initial_state(...)"
         )
-    if not isinstance(y, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(y))):
+    if not isinstance(y, Tracer) and not bool(jnp.all(jnp.isfinite(y))):
         raise ValueError(f"y0 = {y.tolist()} must be finite")
 
 
@@ -146,12 +147,13 @@ def simulate(
         ts=ts,
         dense=True,
     )
+    assert sol.ys is not None  # (saved at ts)
     return Trajectory(model, control, ts, sol.ys, sol)
 
 
 def _objectives(traj: Trajectory, t):
     """``(f_s/N, -N)`` at time ``t`` from the dense output: the two quantities maximised."""
-    N, F_h = traj.model.contact_forces(t, traj.state(t), traj.control)
+    N, F_h = traj.model.contact_forces(t, traj.state(t), traj.control)  # pyright: ignore[reportAttributeAccessIssue]  (model: a Ball or Disk)
     return jnp.stack([jnp.sqrt(F_h @ F_h) / N, -N])
 
 
@@ -237,6 +239,6 @@ def min_normal_force(traj: Trajectory):
 @eqx.filter_jit
 def quaternion_drift(traj: Trajectory) -> Float[Array, ""]:
     """``max | |q| - 1 |`` over the saved grid (ball trajectories only)."""
-    n = traj.model.n
+    n = traj.model.n  # pyright: ignore[reportAttributeAccessIssue]  (model: a Ball or Disk)
     q = traj.ys[:, 2 * n : 2 * n + 4]
     return jnp.max(jnp.abs(jnp.linalg.norm(q, axis=1) - 1.0))

@@ -91,7 +91,7 @@ _C2 = 2.0 / (3.0 * jnp.pi)
 
 
 @jax.custom_jvp
-def _uniform_closed(m):
+def _uniform_closed(m) -> tuple[Array, Array, Array]:
     """(E + K - D, (4 - 2m) E + (m - 1) K, (4E - 5K + 3mK + 2D)/m) scaled as in (59)-(60), m in [0, 1].
 
     The third is used only for m >= _M_CLOSED (finite filler below). m = 1: the limits.
@@ -142,7 +142,7 @@ def hertz_small(eps: Float[Array, "..."]) -> tuple[Float[Array, "..."], Float[Ar
 
 
 @jax.custom_jvp
-def _hertz_closed(x):
+def _hertz_closed(x) -> tuple[Array, Array]:
     """(Q_eps2, T_eps2 * eps) of (62)-(63) at x = y = 1/eps in (0, 1], by the closed forms."""
     return _hertz_closed_jvp((x,), (jnp.zeros_like(x),))[0]
 

@@ -24,6 +24,7 @@ F_P = |a C(0) - b S(0)| (133), and folds where d/dz [k^2 (1 - z)] = 0 inside (0,
 from __future__ import annotations
 
 import math
+from typing import cast
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -75,7 +76,7 @@ def classify(F, w, tol: float = 1e-9) -> dict:
     """R*, the sphere eigenvalues and the type of a limit direction (Definition 2, (118)-(120))."""
     rdot = float(_radial_and_jacobian(F, jnp.asarray(w, dtype=jnp.float64))[0])
     lam = sphere_eigenvalues(F, w)
-    re, im = lam.real, lam.imag
+    re, im = np.real(lam), np.imag(lam)
     if np.any(np.abs(im) > tol):
         kind = "focus"
     elif np.any(np.abs(re) <= tol):
@@ -190,19 +191,19 @@ class PlanarBody(eqx.Module):
 
     def F(self, w):
         """x_o' in units of mu g: (-a w1 C + f, -a w2 C, -b w3 S), (126)/(139)."""
-        c = self.law.C_w(w[2])
-        s = self.law.S_w(w[2])
+        c = self.law.C_w(w[2])  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)
+        s = self.law.S_w(w[2])  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)
         return jnp.stack([-self.a * w[0] * c + self.f, -self.a * w[1] * c, -self.b * w[2] * s])
 
     def k(self, w3):
         """k(w3) = a C(w3) - b S(w3) of (131) / (141); (137) for N = 2."""
         w3 = jnp.asarray(w3, dtype=jnp.float64)
-        return self.a * self.law.C_w(w3) - self.b * self.law.S_w(w3)
+        return self.a * self.law.C_w(w3) - self.b * self.law.S_w(w3)  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)
 
     # --- bifurcations ---------------------------------------------------------------------
     def F_T(self) -> float:
         """Tangency bifurcation force F_T/(mu m g) = a C(0), (130)."""
-        return float(self.a * self.law.C_w(0.0))
+        return float(self.a * self.law.C_w(0.0))  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)
 
     def F_P(self) -> float:
         """Pitchfork bifurcation force F_P/(mu m g) = |a C(0) - b S(0)|, (133)."""
@@ -218,7 +219,11 @@ class PlanarBody(eqx.Module):
         dh = np.asarray(_dh_grid(self, jnp.asarray(z)))
         out = []
         for i in np.nonzero(np.sign(dh[:-1]) * np.sign(dh[1:]) < 0)[0]:
-            zs = brentq(lambda v: float(_dh(self, jnp.float64(v))), z[i], z[i + 1], xtol=1e-15)
+            # (the root: scipy's inferred return type includes full_output's tuple)
+            zs = cast(
+                float,
+                brentq(lambda v: float(_dh(self, jnp.float64(v))), z[i], z[i + 1], xtol=1e-15),
+            )
             F = math.sqrt(max(float(_h(self, jnp.float64(zs))), 0.0))
             if F > 1e-9:
                 out.append({"w3": math.sqrt(zs), "F": F})
@@ -241,7 +246,9 @@ class PlanarBody(eqx.Module):
         gz = g(z)
         out = []
         for i in np.nonzero(np.sign(gz[:-1]) * np.sign(gz[1:]) < 0)[0]:
-            zs = brentq(lambda v: float(g(np.array([v, v]))[0]), z[i], z[i + 1], xtol=1e-15)
+            zs = cast(
+                float, brentq(lambda v: float(g(np.array([v, v]))[0]), z[i], z[i + 1], xtol=1e-15)
+            )
             w3 = math.sqrt(zs)
             if f == 0.0:
                 w1 = math.sqrt(1 - zs)  # a circle of directions; report its w2 = 0, w1 > 0 point

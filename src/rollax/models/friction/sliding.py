@@ -48,12 +48,12 @@ class SlidingBody(eqx.Module):
 
     def rhs(self, x_o: Float[Array, "3"]) -> Float[Array, "3"]:
         """x_o' of (13) (disc) or (18) (ball)."""
-        Q = self.law.force(x_o)
-        rho = self.law.rho
+        Q = self.law.force(x_o)  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)
+        rho = self.law.rho  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)
         lin = 1.0 / self.m if self.kind == "disc" else (1.0 + self.j) / (self.j * self.m)
         rot = rho**2 / (self.j * self.m * self.R_bar**2)
         return jnp.stack([lin * Q[0] + self.F / self.m, lin * Q[1], rot * Q[2]])
 
     def eps(self, x_o: Float[Array, "3"]) -> Float[Array, ""]:
         """Slip-spin ratio (35): |u| / (R |omega_z|)."""
-        return jnp.hypot(x_o[0], x_o[1]) / (self.law.R * jnp.abs(x_o[2]) / self.law.rho)
+        return jnp.hypot(x_o[0], x_o[1]) / (self.law.R * jnp.abs(x_o[2]) / self.law.rho)  # pyright: ignore[reportAttributeAccessIssue]  (law: annotated object)

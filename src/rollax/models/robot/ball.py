@@ -24,6 +24,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Float
 
@@ -40,7 +41,7 @@ def _arr(x):
 
 
 def _concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
+    return not isinstance(x, Tracer)
 
 
 class ConstantForce(eqx.Module):
@@ -77,7 +78,7 @@ def _check_inside(r, rails, zeta0) -> None:
     r = np.min(np.asarray(r))  # per-start radii (a leading batch axis): the smallest
     for i, rail in enumerate(rails):
         leaves = jax.tree_util.tree_leaves(rail)
-        if any(isinstance(x, jax.core.Tracer) for x in leaves):
+        if any(isinstance(x, Tracer) for x in leaves):
             continue
         rho = rail.max_norm()
         if rho > float(r) * (1 + 1e-12):

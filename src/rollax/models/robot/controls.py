@@ -40,7 +40,7 @@ class Control(eqx.Module):
 
     @property
     @abc.abstractmethod
-    def kinks(self) -> tuple[float, ...]:
+    def kinks(self) -> tuple[float | Float[Array, ""], ...] | Float[Array, " k"]:
         """Times at which ``u`` is not smooth (integration stops and restarts there)."""
 
 

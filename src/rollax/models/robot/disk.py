@@ -17,6 +17,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Float
 
@@ -32,13 +33,14 @@ def _arr(x):
 
 def _check_planar(rails, zeta0) -> None:
     for i, rail in enumerate(rails):
-        if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(rail)):
+        if any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(rail)):
             continue
-        ths = jnp.linspace(*rail.domain, 65)
+        lo, hi = rail.domain
+        ths = jnp.linspace(lo, hi, 65)
         off = float(jnp.max(jnp.abs(jax.vmap(lambda t: rail(t)[0][1])(ths))))
         if off > 1e-12:
             raise ValueError(f"rail {i} leaves the disk's E1-E3 plane (|zeta_2| up to {off:.3g})")
-    if not isinstance(zeta0, jax.core.Tracer) and abs(float(zeta0[1])) > 0:
+    if not isinstance(zeta0, Tracer) and abs(float(zeta0[1])) > 0:
         raise ValueError(f"zeta0 = {np.asarray(zeta0).tolist()} must lie in the E1-E3 plane")
 
 

@@ -21,7 +21,7 @@ BALL_RAIL_V = ((0.0, 0.0, 1.0), (np.pi / 2, 0.0, 1.0), (np.pi / 4, np.pi / 4, 1.
 class Example(NamedTuple):
     """A model with its control, initial state, final time and the paper's tolerance."""
 
-    model: object
+    model: Ball | Disk
     control: RampControl
     y0: jnp.ndarray
     t1: float

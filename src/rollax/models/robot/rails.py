@@ -18,6 +18,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Float
 
@@ -29,7 +30,7 @@ def _arr(x):
 
 
 def _concrete(*xs) -> bool:
-    return not any(isinstance(x, jax.core.Tracer) for x in xs)
+    return not any(isinstance(x, Tracer) for x in xs)
 
 
 class Rail(eqx.Module):
