@@ -347,7 +347,7 @@ class _ExactFlowSteps(diffrax.AbstractStepSizeController):
 
 def _norm(x):
     # the error norm of the physical state only (the event bookkeeping has no error)
-    return optx.rms_norm(x[0])
+    return optx.rms_norm(x[0] if isinstance(x, tuple) else x)
 
 
 class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
@@ -376,12 +376,13 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
                 "the solver gives no error estimate to control the step with "
                 "(use an adaptive Runge-Kutta solver: dopri5, tsit5, dopri8)"
             )
-        ev = y0[1]
+        plain = not isinstance(y0, tuple)  # a system without events: the state alone (_plain)
+        ev = None if plain else y0[1]
 
         def f(t_, y_):
-            return func(terms, t_, (y_, ev), args)[0]
+            return func(terms, t_, y_, args) if plain else func(terms, t_, (y_, ev), args)[0]
 
-        yp = jax.lax.stop_gradient(y0[0])
+        yp = jax.lax.stop_gradient(y0 if plain else y0[0])
         # (diffrax types t0 as a RealScalarLike; diffeqsolve has made it a JAX scalar)
         h = dopri5.initial_step(f, t0, yp, f(t0, yp), self.rtol, self.atol, None, error_order)  # pyright: ignore[reportArgumentType]
         return t0 + jax.lax.stop_gradient(jnp.minimum(h, self.dtmax)), None
@@ -391,8 +392,9 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
     ):
         sg = jax.lax.stop_gradient
         assert y_error is not None  # (init refused a solver without an error estimate)
-        y0p, y1p = sg(y0[0]), sg(y1_candidate[0])
-        en = dopri5.error_norm(sg(y_error[0]), y0p, y1p, self.rtol, self.atol)
+        first = (lambda x: x[0]) if isinstance(y0, tuple) else (lambda x: x)
+        y0p, y1p = sg(first(y0)), sg(first(y1_candidate))
+        en = dopri5.error_norm(sg(first(y_error)), y0p, y1p, self.rtol, self.atol)
         finite = jnp.isfinite(en) & jnp.all(jnp.isfinite(y1p))
         accept = finite & (en <= 1.0)
         h = jnp.minimum((t1 - t0) * dopri5.step_factor(en, finite, accept, error_order), self.dtmax)
@@ -458,6 +460,8 @@ class _Options(eqx.Module):
     traced: bool = eqx.field(static=True, default=False)
     save_events: int = eqx.field(static=True, default=0)  # rows of the event log
     dense: bool = eqx.field(static=True, default=False)  # keep the dense output
+    # no events, no resets, no saving, no exact flow: one plain diffrax solve (_plain)
+    plain: bool = eqx.field(static=True, default=False)
 
 
 #: ``adjoint`` by name: reverse mode, forward mode, both (``jax.hessian``)
@@ -465,6 +469,7 @@ ADJOINTS = {
     "reverse": diffrax.RecursiveCheckpointAdjoint,
     "forward": diffrax.ForwardMode,
     "direct": diffrax.DirectAdjoint,
+    "backsolve": diffrax.BacksolveAdjoint,
 }
 
 
@@ -479,7 +484,7 @@ def _adjoint(adjoint) -> diffrax.AbstractAdjoint:
         raise ValueError(
             f"adjoint = {adjoint!r} is not allowed: it must be one of {sorted(ADJOINTS)} "
             f"(or diffrax.RecursiveCheckpointAdjoint(), diffrax.ForwardMode(), "
-            f"diffrax.DirectAdjoint())"
+            f"diffrax.DirectAdjoint(), diffrax.BacksolveAdjoint())"
         )
     return cast(diffrax.AbstractAdjoint, adjoint)  # (an instance of one of ADJOINTS)
 
@@ -611,8 +616,35 @@ def solve(
             f"(its run is in segments); save states at given times with ts= instead"
         )
     traced = any(isinstance(v, Tracer) for v in (t0, t1, rtol, atol, dt_max))
+    back = isinstance(adjoint, diffrax.BacksolveAdjoint)
+    plain = (
+        system.event_set.n == 0
+        and not system.hybrid
+        and not system.has_flow
+        and not dense
+        and not save_events
+    )
+    if back and not plain:
+        why = (
+            "events"
+            if system.event_set.n
+            else "a reset map"
+            if system.hybrid
+            else "an exact flow"
+            if system.has_flow
+            else "dense = True"
+            if dense
+            else "save_events"
+        )
+        raise ValueError(
+            f"adjoint = 'backsolve' is not allowed with {why} ({type(system).__name__}): the "
+            f"continuous adjoint needs one smooth solve without events, resets, dense output "
+            f"or an event log (use 'reverse')"
+        )
+    # the plain route also needs t0 < t1 known now (a zero-length run is the segment loop's)
+    plain = plain and (back or (not traced and ts is None and float(t1) > float(t0)))
     opts = _Options(
-        solver, adjoint, max_steps, max_resets, n_samples, traced, int(save_events), dense
+        solver, adjoint, max_steps, max_resets, n_samples, traced, int(save_events), dense, plain
     )
     if jump_ts is not None:
         t0, y0 = _over_the_gap(system, t0, y0, mode, jump_ts)
@@ -813,6 +845,8 @@ def _solve(
     events = system.event_set
     n = events.n
     m = 0 if ts is None else ts.shape[0]
+    if opts.plain:
+        return _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
     if opts.traced:  # the checks of check_options, on values known only now; a traced
         # t1 = t0 is allowed (a phase of length 0 ends at once: rollax.robot.fly uses it)
         ok = (
@@ -886,6 +920,68 @@ def _solve(
         ys=None if ts is None else st.ys,
         events=_eventlog.read(st.log_n, st.log, y0.shape[0]) if opts.save_events else None,
         interpolation=interpolation,
+    )
+
+
+def _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts):
+    """A run without events, resets, saving or an exact flow: one plain diffrax solve (no
+    event samples or bookkeeping in the loop), with the same solver and controller, so the
+    same steps and values as the event route (``tests/test_adjoints.py``). Differentiated by
+    ``opts.adjoint``; with ``diffrax.BacksolveAdjoint`` (``adjoint="backsolve"``, the
+    continuous adjoint) the adjoint ODE is integrated backwards from ``t1`` in memory
+    independent of the number of steps, with diffrax's Dopri5 and PID controller (the
+    backward state is a pytree): its gradient is that of the exact solution, not of the
+    discrete one, and differs from reverse mode's by about the tolerances (below 1e-6
+    relative at rtol = 1e-10 on ``tests/test_adjoints.py``'s cases)."""
+    term = diffrax.ODETerm(lambda t, y, args: args[0].vector_field(t, y, args[1]))
+    back = isinstance(opts.adjoint, diffrax.BacksolveAdjoint)
+    # diffrax's controller: the backward solve's state is the augmented (state, adjoint) pytree
+    if back:
+        pid = diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dt_max)
+        ctrl = pid if jump_ts is None else diffrax.ClipStepSizeController(pid, jump_ts=jump_ts)
+    else:
+        ctrl = _controller(rtol, atol, dt_max, 1e-14 * jnp.maximum(1.0, jnp.abs(t0)), jump_ts)
+    # (and diffrax's Dopri5 for the kernel's: contd5 takes arrays, the backward state is a tuple)
+    solver = diffrax.Dopri5() if back and isinstance(opts.solver, _Dopri5) else opts.solver
+    sol = diffrax.diffeqsolve(
+        term,
+        solver,
+        t0,
+        jnp.where(jnp.isfinite(t1), t1, jnp.finfo(y0.dtype).max),
+        None,
+        y0,
+        args=(system, mode),
+        stepsize_controller=ctrl,
+        saveat=diffrax.SaveAt(t1=True) if ts is None else diffrax.SaveAt(t1=True, ts=ts),
+        max_steps=opts.max_steps,
+        throw=False,
+        adjoint=opts.adjoint,
+    )
+    assert sol.ys is not None and sol.ts is not None  # (saved: t1, and ts if given)
+    y = sol.ys[-1]
+    ok = sol.result == diffrax.RESULTS.successful
+    # a run that stopped early: diffrax fills the save slots after its end with inf
+    finite = jnp.all(jnp.isfinite(y))
+    status = jnp.where(
+        ok & finite,
+        Status.T_MAX,
+        jnp.where(
+            sol.result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.NONFINITE
+        ),
+    ).astype(jnp.int32)
+    return Solution(
+        t=sol.ts[-1],
+        y=y,
+        mode=jnp.asarray(mode, jnp.int32),
+        aux=aux,
+        status=status,
+        event=jnp.int32(-1),
+        counts=jnp.zeros(0, jnp.int32),
+        t_first=jnp.zeros(0, y0.dtype),
+        steps=jnp.asarray(sol.stats["num_steps"], jnp.int32),
+        resets=jnp.int32(0),
+        rejected=jnp.asarray(sol.stats["num_rejected_steps"], jnp.int32),
+        ys=None if ts is None else sol.ys[:-1],
     )
 
 

@@ -1,0 +1,142 @@
+"""``rollax.solve``'s differentiation methods by name, its route for systems without events
+(plain diffrax: the same steps and values as the event route), and the continuous adjoint
+(``adjoint="backsolve"``) against reverse mode, finite differences and a closed form.
+
+Cases are drawn around the damped, driven oscillator ``x'' = -k x - c x' + a sin x``
+(fixed seeds): other stiffnesses, dampings, drives, starts and horizons."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+
+
+class Pendulum(rollax.AbstractSystem):
+    """``x'' = -k x - c x' + a sin x``: no events, no resets."""
+
+    state_names = ("x", "v")
+    k: jax.Array = rollax.parameter(1.0)
+    c: jax.Array = rollax.parameter(0.1)
+    a: jax.Array = rollax.parameter(0.3)
+
+    def vector_field(self, t, y, mode):
+        return jnp.stack([y[1], -self.k * y[0] - self.c * y[1] + self.a * jnp.sin(y[0])])
+
+
+class PendulumWatched(Pendulum):
+    """The same field with a count-only crossing (x = 10, never reached): the event route."""
+
+    @property
+    def events(self):
+        return (rollax.crossing("far", target=0),)
+
+    def event_values(self, t, y, mode):
+        return y[:1] - 10.0
+
+
+def _cases(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        yield (
+            dict(k=rng.uniform(0.5, 3.0), c=rng.uniform(0.0, 0.5), a=rng.uniform(-0.5, 0.5)),
+            np.array([rng.uniform(-1.5, 1.5), rng.uniform(-1.0, 1.0)]),
+            float(rng.uniform(2.0, 30.0)),
+        )
+
+
+def _objective(params, y0, T, adjoint, cls=Pendulum, rtol=1e-10):
+    sol = rollax.solve(cls(**params), y0, 0.0, T, rtol=rtol, atol=rtol, adjoint=adjoint)
+    return sol.y[0] + 0.5 * sol.y[1]
+
+
+def test_the_route_without_events_takes_the_event_routes_steps():
+    # a system without events runs on plain diffrax; a never-firing event must change nothing
+    for params, y0, T in _cases(8, seed=0):
+        a = rollax.solve(Pendulum(**params), y0, 0.0, T, rtol=1e-9, atol=1e-9)
+        b = rollax.solve(PendulumWatched(**params), y0, 0.0, T, rtol=1e-9, atol=1e-9)
+        assert int(a.status) == int(b.status) == rollax.Status.T_MAX
+        assert int(a.steps) == int(b.steps) and int(a.rejected) == int(b.rejected)
+        np.testing.assert_allclose(np.asarray(a.y), np.asarray(b.y), rtol=0, atol=1e-13)
+        assert float(a.t) == pytest.approx(T, abs=0)
+
+
+def test_the_route_without_events_reports_its_limits():
+    sol = rollax.solve(Pendulum(), jnp.array([1.0, 0.0]), 0.0, 1e4, max_steps=20)
+    assert int(sol.status) == rollax.Status.MAX_STEPS
+    sol = rollax.solve(Pendulum(), jnp.array([1.0, 0.0]), 0.0, jnp.inf, max_steps=50)
+    assert int(sol.status) == rollax.Status.MAX_STEPS
+
+
+@pytest.mark.parametrize("adjoint", ["reverse", "direct"])
+def test_reverse_gradients_without_events_match_forward_mode(adjoint):
+    for params, y0, T in _cases(4, seed=1):
+        k = params.pop("k")
+        rev = jax.grad(lambda k_: _objective({**params, "k": k_}, y0, T, adjoint))(k)
+        fwd = jax.jacfwd(lambda k_: _objective({**params, "k": k_}, y0, T, "forward"))(k)
+        assert float(rev) == pytest.approx(float(fwd), rel=1e-9, abs=1e-12)
+
+
+def test_backsolve_gradient_agrees_with_reverse_mode_and_finite_differences():
+    worst = 0.0
+    for params, y0, T in _cases(6, seed=2):
+        p = {k: jnp.asarray(v) for k, v in params.items()}
+        f = lambda q: _objective(q, y0, T, "backsolve")  # noqa: E731
+        g_back = jax.grad(f)(p)
+        g_rev = jax.grad(lambda q: _objective(q, y0, T, "reverse"))(p)
+        for name in p:
+            h = 1e-6
+            up = _objective({**p, name: p[name] + h}, y0, T, "reverse")
+            dn = _objective({**p, name: p[name] - h}, y0, T, "reverse")
+            fd = float(up - dn) / (2 * h)
+            scale = max(1.0, abs(float(g_rev[name])))
+            assert abs(float(g_back[name]) - float(g_rev[name])) < 1e-6 * scale, name
+            assert abs(float(g_rev[name]) - fd) < 1e-5 * scale, name
+            worst = max(worst, abs(float(g_back[name]) - float(g_rev[name])) / scale)
+    assert worst > 0  # the continuous adjoint is not the discrete one: they differ, slightly
+
+
+def test_backsolve_gradient_of_the_initial_state_is_the_closed_form():
+    # x'' = -k x: x(T) = x0 cos(w T) + v0 sin(w T) / w, w = sqrt(k)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        k, T = rng.uniform(0.5, 4.0), rng.uniform(1.0, 20.0)
+        sys_ = Pendulum(k=k, c=0.0, a=0.0)
+        g = jax.grad(
+            lambda y: rollax.solve(sys_, y, 0.0, T, rtol=1e-11, atol=1e-11, adjoint="backsolve").y[
+                0
+            ]
+        )(jnp.array([0.3, -0.2]))
+        w = np.sqrt(k)
+        np.testing.assert_allclose(np.asarray(g), [np.cos(w * T), np.sin(w * T) / w], atol=1e-7)
+
+
+def test_backsolve_saves_states_at_given_times():
+    ts = jnp.linspace(0.0, 5.0, 11)
+    a = rollax.solve(Pendulum(), jnp.array([1.0, 0.0]), 0.0, 5.0, ts=ts, adjoint="backsolve")
+    b = rollax.solve(Pendulum(), jnp.array([1.0, 0.0]), 0.0, 5.0, ts=ts)
+    np.testing.assert_allclose(np.asarray(a.ys), np.asarray(b.ys), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "cls, kw, what",
+    [
+        (PendulumWatched, {}, "events"),
+        (Pendulum, {"dense": True}, "dense"),
+        (Pendulum, {"save_events": 4}, "save_events"),
+    ],
+)
+def test_backsolve_is_refused_where_it_cannot_apply(cls, kw, what):
+    with pytest.raises(ValueError, match="backsolve") as info:
+        rollax.solve(cls(), jnp.array([1.0, 0.0]), 0.0, 1.0, adjoint="backsolve", **kw)
+    msg = str(info.value)
+    assert "\n" not in msg and what in msg
+
+
+def test_an_unknown_adjoint_is_refused_by_name():
+    with pytest.raises(ValueError, match="adjoint = 'sideways' is not allowed") as info:
+        rollax.solve(Pendulum(), jnp.array([1.0, 0.0]), 0.0, 1.0, adjoint="sideways")
+    assert "backsolve" in str(info.value) and "\n" not in str(info.value)
