@@ -333,7 +333,7 @@ def test_batched_simulation_matches_single_runs(runs):
     )
 
 
-def test_custom_smooth_table():
+def test_custom_smooth_table(tmp_path):
     """A user-given quartic table: impacts on its edge, energy conserved, penny inside in between."""
     tab = CustomTable(
         lambda x, y: (x / 0.15) ** 4 + (y / 0.2) ** 4 - 1.0, diameter=2 * math.hypot(0.15, 0.2)
@@ -346,6 +346,18 @@ def test_custom_smooth_table():
     assert (_time_off_edge(b, seq) <= 2e-13 * np.maximum(1.0, np.asarray(seq.taus))).all()
     path = np.asarray(b.path(s0, seq, 50))[:, 1:-1].reshape(-1, 8)
     assert np.asarray(jax.vmap(b.edge_values)(path)).max() < 0
+    # its records and its figure (a custom table has no semi-axes: its diameter is recorded,
+    # its edge drawn as the zero contour of fn; both once raised AttributeError)
+    from rollax.analysis.penny import sequence_records
+    from rollax.plot import plot_penny_sequence
+
+    rec = sequence_records(b, s0, seq)
+    assert rec["parameters"]["table"] == "custom"
+    assert rec["parameters"]["diameter"] == pytest.approx(2 * math.hypot(0.15, 0.2))
+    assert rec["n_completed"] == 8 and "a" not in rec["parameters"]
+    png = tmp_path / "custom.png"
+    plot_penny_sequence(b, s0, b.path(s0, seq, 20), seq.pre_states, png, "custom table")
+    assert png.stat().st_size > 1000
 
 
 def test_bad_inputs_raise():

@@ -798,9 +798,12 @@ def sequence_records(billiard: PennyBilliard, state0, seq: ImpactSequence) -> di
             "m": float(b.penny.m),
             "I": float(b.penny.I),
             "J": float(b.penny.J),
-            # (an EllipseTable's: a CustomTable has no a, b, and fails here)
-            "a": float(b.table.a),  # pyright: ignore[reportAttributeAccessIssue]
-            "b": float(b.table.b),  # pyright: ignore[reportAttributeAccessIssue]
+            # the table: an ellipse's semi-axes, or a custom table's bounding diameter
+            **(
+                {"a": float(b.table.a), "b": float(b.table.b)}
+                if isinstance(b.table, EllipseTable)
+                else {"table": "custom", "diameter": float(b.table.diameter)}
+            ),
             "law": b.law,
             "e": float(b.e),
             "glancing_tol": float(b.glancing_tol),

@@ -124,8 +124,19 @@ def plot_basin(
 
 # ------------------------------------------------------------------------ bouncing penny
 def _table_outline(ax, billiard) -> None:
-    u = np.linspace(0, 2 * np.pi, 400)
-    ax.plot(float(billiard.table.a) * np.cos(u), float(billiard.table.b) * np.sin(u), "k-", lw=1.2)
+    table = billiard.table
+    if hasattr(table, "a"):  # an ellipse
+        u = np.linspace(0, 2 * np.pi, 400)
+        ax.plot(float(table.a) * np.cos(u), float(table.b) * np.sin(u), "k-", lw=1.2)
+    else:  # a custom table: its edge h(x, y) = 0, drawn as a contour over its diameter
+        r = float(table.diameter)
+        import jax
+        import jax.numpy as jnp
+
+        x, y = np.meshgrid(np.linspace(-r, r, 301), np.linspace(-r, r, 301))
+        pts = jnp.stack([x.ravel(), y.ravel()], axis=1)
+        h = np.asarray(jax.vmap(table.h)(pts)).reshape(x.shape)
+        ax.contour(x, y, h, levels=[0.0], colors="k", linewidths=1.2)
     ax.set_aspect("equal")
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
