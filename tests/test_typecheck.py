@@ -53,3 +53,28 @@ def test_basedpyright_reports_no_errors():
         f"basedpyright: {report['summary']['errorCount']} errors; the first:\n" + "\n".join(lines)
     )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_shape_checks_are_on_in_the_test_run():
+    # pyproject's addopts switch jaxtyping's checks (beartype) on for rollax._core: a Solution
+    # whose fields disagree on their named axes is refused where it is built
+    import jax.numpy as jnp
+    import jaxtyping
+
+    from rollax._core._solution import Solution
+
+    good = dict(
+        t=jnp.zeros(3),
+        y=jnp.zeros((3, 2)),
+        mode=jnp.zeros(3, int),
+        aux=jnp.zeros((3, 0)),
+        status=jnp.zeros(3, int),
+        event=jnp.zeros(3, int),
+        counts=jnp.zeros((3, 1), int),
+        t_first=jnp.zeros((3, 1)),
+        steps=jnp.zeros(3, int),
+        resets=jnp.zeros(3, int),
+    )
+    Solution(**good)
+    with pytest.raises(jaxtyping.TypeCheckError):
+        Solution(**{**good, "y": jnp.zeros((4, 2))})  # 4 runs against 3

@@ -17,6 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+# a field holds JAX arrays (rollax.solve) or NumPy ones (solve_ensemble's results, on the host)
+Arr = Array | np.ndarray
+
 #: at most this many events are kept per run (each row is 5 + 2 d numbers per start)
 SAVE_EVENTS_MAX = 1 << 16
 
@@ -31,14 +34,14 @@ class EventLog(eqx.Module):
     by an event is its terminal event (``t_after``, ``y_after``: the record the run ends with).
     """
 
-    t: Float[Array, "*b K"]  # the event's located time
-    event: Int[Array, "*b K"]  # which event (an index of system.events)
-    mode: Int[Array, "*b K"]  # the mode before the event
-    y: Float[Array, "*b K d"]  # the state at the event, before the reset map
-    t_after: Float[Array, "*b K"]  # the time the reset map returned
-    mode_after: Int[Array, "*b K"]  # the mode it returned
-    y_after: Float[Array, "*b K d"]  # the state it returned
-    n: Int[Array, "*b"]  # events in the run (kept or not)
+    t: Float[Arr, "*b K"]  # the event's located time
+    event: Int[Arr, "*b K"]  # which event (an index of system.events)
+    mode: Int[Arr, "*b K"]  # the mode before the event
+    y: Float[Arr, "*b K d"]  # the state at the event, before the reset map
+    t_after: Float[Arr, "*b K"]  # the time the reset map returned
+    mode_after: Int[Arr, "*b K"]  # the mode it returned
+    y_after: Float[Arr, "*b K d"]  # the state it returned
+    n: Int[Arr, "*b"]  # events in the run (kept or not)
 
     @property
     def overflow(self):

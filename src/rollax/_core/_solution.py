@@ -9,7 +9,7 @@ import equinox as eqx
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from rollax._core._eventlog import EventLog
+from rollax._core._eventlog import Arr, EventLog
 
 
 class Status(enum.IntEnum):
@@ -43,20 +43,20 @@ class Solution(eqx.Module):
     the time of the first counted crossing (nan if none; boundaries: nan).
     """
 
-    t: Float[Array, "*b"]  # time at the end (event root, or t1)
-    y: Float[Array, "*b d"]  # state there (after a terminal reset: the state it returned)
-    mode: Int[Array, "*b"]  # discrete mode at the end
-    aux: Float[Array, "*b p"]  # the reset map's bookkeeping at the end
-    status: Int[Array, "*b"]  # a Status code
-    event: Int[Array, "*b"]  # the event that ended the run (-1: none)
-    counts: Int[Array, "*b n"]  # crossings counted per event in the last segment
-    t_first: Float[Array, "*b n"]  # first counted crossing per event in the last segment
-    steps: Int[Array, "*b"]  # steps attempted (accepted and rejected), all segments
-    resets: Int[Array, "*b"]  # non-terminal resets
+    t: Float[Arr, "*b"]  # time at the end (event root, or t1)
+    y: Float[Arr, "*b d"]  # state there (after a terminal reset: the state it returned)
+    mode: Int[Arr, "*b"]  # discrete mode at the end
+    aux: Float[Arr, "*b p"]  # the reset map's bookkeeping at the end
+    status: Int[Arr, "*b"]  # a Status code
+    event: Int[Arr, "*b"]  # the event that ended the run (-1: none)
+    counts: Int[Arr, "*b n"]  # crossings counted per event in the last segment
+    t_first: Float[Arr, "*b n"]  # first counted crossing per event in the last segment
+    steps: Int[Arr, "*b"]  # steps attempted (accepted and rejected), all segments
+    resets: Int[Arr, "*b"]  # non-terminal resets
     # steps rejected (error above tolerance, a non-finite state, or samples that may hide a
     # pair of event crossings: rollax._core.events.unresolved), all segments; None where not kept
-    rejected: Int[Array, "*b"] | None = None
-    ys: Float[Array, "*b m d"] | None = None  # states at the save times ``ts`` (rollax.solve)
+    rejected: Int[Arr, "*b"] | None = None
+    ys: Float[Arr, "*b m d"] | None = None  # states at the save times ``ts`` (rollax.solve)
     events: EventLog | None = None  # the first events of the run (``save_events``)
     # the run's dense output (rollax.solve(..., dense=True)): read it with evaluate()
     interpolation: Any = None
@@ -87,13 +87,13 @@ class Solution(eqx.Module):
         return code_names(self.status, Status)
 
     @property
-    def accepted(self) -> Int[Array, "*b"]:
+    def accepted(self) -> Int[Arr, "*b"]:
         """Steps accepted, all segments: ``steps - rejected`` (``steps`` counts attempts)."""
         if self.rejected is None:
             raise ValueError("this Solution does not keep its rejected steps (rejected is None)")
         return self.steps - self.rejected
 
     @property
-    def failed(self) -> Bool[Array, "*b"]:
+    def failed(self) -> Bool[Arr, "*b"]:
         """Runs that did not end normally (non-finite values or a step/reset limit)."""
         return (self.status == Status.NONFINITE) | (self.status == Status.MAX_STEPS)

@@ -29,7 +29,7 @@ import enum
 import inspect
 import functools
 import typing
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -203,7 +203,10 @@ class AbstractSystem(eqx.Module):
 
     def field_and_events(self, t, y, mode) -> tuple[Float[Array, " d"], Float[Array, " n"]]:
         """``(vector_field, event_values)`` at one point; override to share work between them."""
-        return self.vector_field(t, y, mode), self.event_values(t, y, mode)
+        # (as arrays: a vector_field may return a list of scalars)
+        return jnp.asarray(self.vector_field(t, y, mode)), jnp.asarray(
+            self.event_values(t, y, mode)
+        )
 
     # ------------------------------------------------------------------ an exact flow
     def flow(
@@ -599,7 +602,7 @@ def _to_parameter(x):
     return jnp.asarray(a, dtype=float)
 
 
-def parameter(default=None, *, shape: tuple = (), **kwargs):
+def parameter(default=None, *, shape: Any = (), **kwargs):  # (shape: checked below, by name)
     """A parameter field: stored as a float64 array (so that it is traced, not static).
 
     ``shape`` is the shape of one system's value (``()``: a scalar, ``(3,)``: a 3-vector);
