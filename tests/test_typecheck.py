@@ -56,7 +56,7 @@ def test_basedpyright_reports_no_errors():
 
 
 def test_shape_checks_are_on_in_the_test_run():
-    # pyproject's addopts switch jaxtyping's checks (beartype) on for rollax._core: a Solution
+    # pyproject's addopts switch jaxtyping's checks (beartype) on for the result types: a Solution
     # whose fields disagree on their named axes is refused where it is built
     import jax.numpy as jnp
     import jaxtyping

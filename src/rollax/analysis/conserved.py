@@ -280,4 +280,4 @@ def _trajectory(model, x0, t1, n_save, rtol, atol):
         max_steps=200_000,
     )
     assert sol.ys is not None  # (saved at ts)
-    return ts, sol.ys
+    return ts, jnp.asarray(sol.ys)  # (rollax.solve's: a JAX array)

@@ -60,8 +60,9 @@ def simulate_stop(
         max_steps=8192,
         n_samples=16,
     )
-    x = sol.y[:3]
-    return Stop(sol.y[3], x, body.eps(x), sol.status == Status.EVENT)
+    y = jnp.asarray(sol.y)  # (rollax.solve's: a JAX array)
+    x = y[:3]
+    return Stop(y[3], x, body.eps(x), jnp.asarray(sol.status == Status.EVENT))
 
 
 LAW_NAMES = "exact-uniform, exact-hertz, linear, pade or harmonic-N"

@@ -48,7 +48,8 @@ def _phase_solve(
         n_samples=16,
         jump_ts=kinks or None,
     )
-    return PhaseEnd(sol.t, sol.y, sol.status == Status.EVENT, sol.failed)
+    a = jnp.asarray  # (rollax.solve's fields: JAX arrays)
+    return PhaseEnd(a(sol.t), a(sol.y), a(sol.status == Status.EVENT), a(sol.failed))
 
 
 def _solver(solver):

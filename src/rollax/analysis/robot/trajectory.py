@@ -148,7 +148,7 @@ def simulate(
         dense=True,
     )
     assert sol.ys is not None  # (saved at ts)
-    return Trajectory(model, control, ts, sol.ys, sol)
+    return Trajectory(model, control, ts, jnp.asarray(sol.ys), sol)
 
 
 def _objectives(traj: Trajectory, t):
