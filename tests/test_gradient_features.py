@@ -21,6 +21,7 @@ from _gradcheck import assert_finite_gradients  # noqa: E402
 from bouncing_ball import BouncingBall  # noqa: E402
 
 
+@pytest.mark.slow  # 70-145 s: a whole hybrid identification; hybrid gradients stay in CI (test_solve_gradients)
 def test_identify_hybrid_record_ending_between_impacts():
     # heights of a bouncing ball up to a time between its 2nd and 3rd impacts: the model's
     # run ends at t1 with its impact event declared (the fit's Jacobian is forward mode; the

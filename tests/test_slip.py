@@ -304,6 +304,7 @@ def test_plane_like_slip_sticks_when_udot_star_predicts():
     assert np.all(r["y_end"][:, 4:] == 0.0)
 
 
+@pytest.mark.slow  # 50-110 s: hundreds of switches to the cap; CI's budget (25 min on 2 cores)
 def test_switch_cap_and_dwell_are_reported_as_chattering():
     """Repeated switching is cut off and reported: a switch cap of 1 on starts that switch
     more often, and a minimum dwell longer than the phases."""
