@@ -23,8 +23,9 @@ class LinearEllipsoidal(eqx.Module):
     Pi_hat: Float[Array, "3 3"]
 
     def __check_init__(self):
-        if jnp.shape(self.Pi_hat) != (3, 3):
-            raise ValueError(f"Pi_hat must have shape (3, 3), got {jnp.shape(self.Pi_hat)}")
+        # (np.shape: jnp.shape(None) is deprecated in JAX)
+        if np.shape(self.Pi_hat) != (3, 3):
+            raise ValueError(f"Pi_hat must have shape (3, 3), got {np.shape(self.Pi_hat)}")
 
     @staticmethod
     def from_law(law) -> "LinearEllipsoidal":
