@@ -79,3 +79,10 @@ def test_least_squares_multipliers_measure_kkt_with_dependent_active_constraints
     assert (
         _nlp._kkt(np.zeros(2), np.zeros((0, 2)), Jg[2:], g[2:], np.zeros(0), np.array([1.0])) == 5.5
     )  # lam |g| = 5.5 > |J_g^T lam| = 1
+
+
+@pytest.mark.parametrize("rows", ["other", 0, -2, 1.5, True])
+def test_a_bad_rows_is_refused_by_name(rows):
+    with pytest.raises(ValueError, match="rows = .* is not allowed") as info:
+        _nlp.minimize(_fun, X0, 10.0, rows=rows)
+    assert "\n" not in str(info.value)

@@ -229,3 +229,11 @@ def test_bad_inputs():
         S.beta_hat(Rim(R=0.2))
     with pytest.raises(ValueError):
         Rim(R=0.1)  # rho = 0.13 > R
+
+
+def test_fig5_without_its_minimiser_is_refused_by_name(tmp_path):
+    from rollax.plot import plot_steady_figure
+
+    with pytest.raises(ValueError, match="omega30_h_min is needed for Fig. 5") as info:
+        plot_steady_figure(5, {}, tmp_path / "fig5.png", rim_mu=1.0)
+    assert "\n" not in str(info.value) and not (tmp_path / "fig5.png").exists()

@@ -224,6 +224,12 @@ def minimize(
     has_ineq = jax.eval_shape(lambda x: fun(x, args), jnp.asarray(X0[0]))[2].shape[0] > 0
     if rows == "auto":
         rows = 1 if jax.default_backend() == "cpu" else None
+    if rows is not None and (
+        isinstance(rows, (bool, str)) or not isinstance(rows, int) or rows < 1
+    ):
+        raise ValueError(
+            f"rows = {rows!r} is not allowed: it must be 'auto', None or an integer >= 1"
+        )
     batch = _Batch(fun, args, X0.shape[0], rows)
     results: list = [None] * X0.shape[0]
     errors: list = []

@@ -235,6 +235,11 @@ def plot_steady_figure(
     the realisable regions (Fig. 8, :data:`rollax.analysis.steady.REGIONS`); ``omega30_h_min``: the
     |omega30| minimising h at beta-hat (Fig. 5, :func:`rollax.analysis.steady.h_min_omega3`).
     """
+    if n == 5 and omega30_h_min is None:
+        raise ValueError(
+            "omega30_h_min is needed for Fig. 5 (the |omega30| minimising h at beta-hat: "
+            "rollax.analysis.steady.h_min_omega3)"
+        )
     B, W = d["beta0"], d["omega30"]
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=100)
     if n == 3:
@@ -263,7 +268,7 @@ def plot_steady_figure(
         bs, bh = d["beta_star"], d["beta_hat"]
         for x in (-bs, bs):
             ax.axvline(x, color="C3", ls="--", lw=1)
-        wh = omega30_h_min  # (None: a TypeError below; rollax.analysis.steady passes it)
+        wh = omega30_h_min
         ax.plot([bh, bh], [wh, -wh], "ko", ms=5)  # pyright: ignore[reportOptionalOperand, reportArgumentType]
         ax.text(bs + 0.05, -0.9 * W.max(), rf"$\beta^*$={bs:.4f}", color="C3", fontsize=8)
         ax.text(bh + 0.05, wh + 3, rf"$\hat\beta$={bh:.4f}", fontsize=8)  # pyright: ignore[reportOptionalOperand]
