@@ -140,3 +140,100 @@ def test_functions_of_the_wrong_kind_are_named(system, msg, path):
             rollax.solve(system, jnp.array([1.0, 0.0]), 0.0, 1.0)
         else:
             rollax.solve_ensemble(system, np.array([[1.0, 0.0]]), 0.0, 1.0)
+
+
+# ---------------------------------------------------------------- the explicit contract
+class _SharedTable(rollax.AbstractSystem):
+    """x' = -k x + table . (1, x, x^2): ``table`` is a plain array field, not a parameter."""
+
+    table: jax.Array
+    k: jax.Array = rollax.parameter(1.0)
+    state_names = ("x",)
+
+    def vector_field(self, t, y, mode):
+        return -self.k * y + jnp.dot(self.table, jnp.stack([1.0, y[0], y[0] ** 2]))[None] * 0.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_an_undeclared_array_is_shared_whatever_its_length(n):
+    # not declared with rollax.parameter: never a batch axis, even when its length is the
+    # number of starts (3) or the annotation says nothing (jax.Array)
+    rng = np.random.default_rng(n)
+    k = rng.uniform(0.2, 2.0, n)
+    system = _SharedTable(table=rng.normal(size=3), k=k)
+    assert system.batch_shape() == (n,)
+    axes = jax.tree_util.tree_leaves(system.batch_axes(), is_leaf=lambda x: x is None)
+    assert axes.count(0) == 1  # k alone
+    sol = rollax.solve_ensemble(system, np.ones((n, 1)), 0.0, 0.9)
+    np.testing.assert_allclose(sol.y[:, 0], np.exp(-0.9 * k), rtol=1e-7)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_a_named_axis_takes_any_length(n):
+    class Weights(rollax.AbstractSystem):
+        w: jax.Array = rollax.parameter(shape=("n",))
+        state_names = ("x",)
+
+        def vector_field(self, t, y, mode):
+            return -jnp.sum(self.w) * y
+
+    rng = np.random.default_rng(n)
+    w = rng.uniform(0.0, 1.0, n)
+    assert Weights(w=w).batch_shape() == ()
+    per_start = rng.uniform(0.0, 1.0, (4, n))
+    assert Weights(w=per_start).batch_shape() == (4,)
+    sol = rollax.solve_ensemble(Weights(w=per_start), np.ones((4, 1)), 0.0, 0.5)
+    np.testing.assert_allclose(sol.y[:, 0], np.exp(-0.5 * per_start.sum(1)), rtol=1e-7)
+    with pytest.raises(ValueError, match=r"Weights.w has shape \(\)"):
+        Weights(w=1.0)
+
+
+def test_the_built_in_models_declare_their_parameters():
+    from rollax._core._system import parameter_fields
+
+    rim = rollax.systems.RimSlipping()
+    names = set(parameter_fields(rim))
+    assert {"rim.mu", "rim.k_d", "rim.r", "delta", "u_layer"} <= names
+    assert "max_switches" not in names  # static: structure
+    import rollax.robot as robot
+
+    ex = robot.paper_ball()
+    names = set(parameter_fields(rollax.systems.RollingRobot(model=ex.model, control=ex.control)))
+    assert {"model.masses", "model.inertia", "model.rails.0.u", "control.amplitude"} <= names
+
+
+@pytest.mark.parametrize(
+    "make, msg",
+    [
+        (lambda: rollax.systems.RimRolling(rim=_rim(r="x")), r"Rim.r = 'x' is not allowed"),
+        (lambda: _rim(mu=np.nan), r"Rim.mu = nan is not allowed: a parameter must not be NaN"),
+        (lambda: _rim(k_d=np.inf), r"Rim.k_d = inf is not allowed: a parameter must be finite"),
+        (lambda: rollax.systems.RimSlipping(delta=[1e-6, 2e-6, np.inf]), r"delta\[2\] = inf"),
+    ],
+)
+def test_nested_parameters_are_checked_by_name(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        make()
+
+
+def _rim(**kw):
+    from rollax.models.rim import Rim
+
+    return Rim(**kw)
+
+
+def test_mu_inf_is_a_parameter_value_and_batches():
+    rim = _rim(mu=[1.0, np.inf, 0.4])
+    system = rollax.systems.RimRolling(rim=rim)
+    assert system.batch_shape() == (3,)
+
+
+def test_a_sweep_axis_must_be_a_declared_parameter():
+    with pytest.raises(ValueError, match=r"axis name = 'table' is not a state component or scalar"):
+        rollax.sweep(
+            _SharedTable(table=np.zeros(3)),
+            [rollax.Axis("table", 0.0, 1.0, 2)],
+            y0=[1.0],
+            t1=1.0,
+            progress=False,
+        )

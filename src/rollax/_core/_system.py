@@ -1,8 +1,11 @@
 """``AbstractSystem``: what every model in rollax is, and what every integrator consumes.
 
-A system is an equinox module. Its array fields are its parameters (traced, vmappable,
-differentiable; a leading batch axis on any of them gives per-start parameters in
-:func:`rollax.solve_ensemble`); its static fields are its structure. It provides
+A system is an equinox module. Its parameters are the fields declared with
+:func:`parameter` (on the system or on a module it holds): float64 arrays, traced (a new value
+does not recompile), differentiable, and the only fields that may carry per-start values (a
+leading axis beyond the declared ``shape``) in :func:`rollax.solve_ensemble` and
+:func:`rollax.sweep`. Every other field is shared by all starts: static ones are the
+system's structure. It provides
 
 * the vector field ``vector_field(t, y, mode)``;
 * a tuple of :class:`Event` descriptors (``events``) and their values
@@ -27,7 +30,6 @@ import abc
 import dataclasses
 import enum
 import inspect
-import functools
 import typing
 from typing import Any, ClassVar
 
@@ -160,33 +162,9 @@ class AbstractSystem(eqx.Module):
                 f"its state components, e.g. state_names = ('x', 'v') (their "
                 f"number is the state dimension)"
             )
-        # equinox runs this for every subclass too; traced values (under jax transformations)
-        # are checked where they are concrete
-        for f in dataclasses.fields(self):
-            if not f.metadata.get(_PARAMETER):
-                continue
-            v = getattr(self, f.name, None)
-            if isinstance(v, Tracer):
-                continue
-            if not isinstance(v, jax.Array):  # the converter could not make it a real array
-                raise ValueError(
-                    f"{type(self).__name__}.{f.name} = {_show(v)} is not allowed: a "
-                    f"parameter must be a real number or an array of them"
-                )
-            a = np.asarray(v)
-            shape = f.metadata.get(_SHAPE, ())
-            if a.ndim < len(shape) or a.shape[a.ndim - len(shape) :] != shape:
-                raise ValueError(
-                    f"{type(self).__name__}.{f.name} has shape {a.shape}; it is "
-                    f"declared rollax.parameter(shape={shape}): allowed are "
-                    f"{shape} and, for per-start values, (N,) + {shape}"
-                )
-            if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
-                shown = a.tolist() if a.size <= 8 else f"an array of shape {a.shape}"
-                raise ValueError(
-                    f"{type(self).__name__}.{f.name} = {shown} is not allowed: a "
-                    f"parameter must be finite"
-                )
+        # equinox runs this for every subclass too; the modules a system holds (a Rim, a
+        # Ball's rails) are checked with it, so that a bad value is named with its path
+        _check_tree(self, type(self).__name__)
 
     # ------------------------------------------------------------------ dynamics
     @abc.abstractmethod
@@ -493,13 +471,12 @@ class AbstractSystem(eqx.Module):
     def batch_shape(self) -> tuple[int, ...]:
         """The leading batch shape of the parameters (``()`` for one system).
 
-        A leaf is batched when it has more axes than its field declares: the length of
-        ``shape`` of a :func:`rollax.parameter`; for other fields the number of axes of a
-        jaxtyping annotation (``Float[Array, "3"]``: 1), 0 for ``float`` and other scalars
-        (nested modules are read the same way)."""
+        Only fields declared with :func:`rollax.parameter` (on the system or on a module it
+        holds) are batched, when they have more axes than their declared ``shape``; every
+        other array is shared by all starts, whatever its annotation."""
         shapes = set()
         for leaf, core in zip(*_leaves_and_core(self)):
-            if jnp.ndim(leaf) > core:
+            if core is not None and jnp.ndim(leaf) > core:
                 shapes.add(tuple(jnp.shape(leaf))[: jnp.ndim(leaf) - core])
         if len(shapes) > 1:
             raise ValueError(
@@ -512,7 +489,9 @@ class AbstractSystem(eqx.Module):
         """A pytree like the system: 0 on batched parameter leaves, None elsewhere (for
         ``jax.vmap``'s ``in_axes`` over a batch of systems that share their other fields)."""
         leaves, cores = _leaves_and_core(self)
-        marks = iter([0 if jnp.ndim(x) > c else None for x, c in zip(leaves, cores)])
+        marks = iter(
+            [0 if c is not None and jnp.ndim(x) > c else None for x, c in zip(leaves, cores)]
+        )
         return jax.tree_util.tree_map(lambda x: next(marks) if eqx.is_array(x) else None, self)
 
 
@@ -526,30 +505,10 @@ _FUNCTIONS = (
 _CHECKED: set = set()
 
 
-@functools.lru_cache(maxsize=None)
-def _annotation_ndim(cls, name: str) -> int:
-    """Axes of one system's value of field ``name`` of ``cls``, from its annotation (cached:
-    ``typing.get_type_hints``, called 20 times per Fig. 11 basin map, cost 4 ms of it)."""
-    try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # unresolvable annotations: treat as scalars
-        hints = {}
-    return _ndim_of(hints.get(name))
-
-
-def _ndim_of(tp) -> int:
-    dims = getattr(tp, "dims", None)
-    if isinstance(dims, tuple):
-        return len(dims)
-    for arg in typing.get_args(tp) or ():  # Optional[...] / unions: the first array type
-        if isinstance(getattr(arg, "dims", None), tuple):
-            return len(arg.dims)
-    return 0
-
-
 def _leaves_and_core(tree):
     """The array leaves of ``tree`` (in ``jax.tree_util`` order) and each one's number of
-    per-system axes, read from the annotations of the modules that hold them."""
+    per-system axes: the length of its declared :func:`parameter` ``shape``, or ``None`` for
+    a leaf that is not a parameter (shared by every start, never batched)."""
     leaves, cores = [], []
 
     def walk(node, core):
@@ -560,26 +519,93 @@ def _leaves_and_core(tree):
             for f in dataclasses.fields(node):
                 if f.metadata.get("static", False):
                     continue
-                shape = f.metadata.get(_SHAPE)
-                walk(
-                    getattr(node, f.name),
-                    len(shape) if shape is not None else _annotation_ndim(type(node), f.name),
-                )
+                shape = f.metadata.get(_SHAPE) if f.metadata.get(_PARAMETER) else None
+                walk(getattr(node, f.name), None if shape is None else len(shape))
         elif isinstance(node, (tuple, list)):
             for x in node:
-                walk(x, 0)
+                walk(x, None)
         else:
             for x in jax.tree_util.tree_leaves(node):
                 if eqx.is_array(x):
                     leaves.append(x)
-                    cores.append(0)
+                    cores.append(None)
 
-    walk(tree, 0)
+    walk(tree, None)
     ref = [x for x in jax.tree_util.tree_leaves(tree) if eqx.is_array(x)]
     if len(ref) != len(leaves) or any(a is not b for a, b in zip(ref, leaves)):
-        # an exotic pytree: fall back to all scalars, in the canonical order
-        return ref, [0] * len(ref)
+        # an exotic pytree: nothing in it is batched
+        return ref, [None] * len(ref)
     return leaves, cores
+
+
+def parameter_fields(tree) -> dict[str, tuple]:
+    """Every :func:`parameter` field of ``tree`` and of the modules it holds, as
+    ``{"rim.mu": ("rim", "mu"), ...}`` (dotted name: attribute path)."""
+    out: dict[str, tuple] = {}
+
+    def walk(node, path):
+        if isinstance(node, eqx.Module):
+            for f in dataclasses.fields(node):
+                if f.metadata.get("static", False):
+                    continue
+                if f.metadata.get(_PARAMETER):
+                    out[".".join(path + (f.name,))] = path + (f.name,)
+                else:
+                    walk(getattr(node, f.name, None), path + (f.name,))
+        elif isinstance(node, (tuple, list)):
+            for i, x in enumerate(node):
+                walk(x, path + (str(i),))
+
+    walk(tree, ())
+    return out
+
+
+def _check_tree(node, where: str) -> None:
+    """:func:`check_parameters` on ``node`` and on every module it holds (fields, tuples)."""
+    if isinstance(node, eqx.Module):
+        check_parameters(node, where)
+        for f in dataclasses.fields(node):
+            if not f.metadata.get("static", False):
+                _check_tree(getattr(node, f.name, None), f"{where}.{f.name}")
+    elif isinstance(node, (tuple, list)):
+        for i, x in enumerate(node):
+            _check_tree(x, f"{where}[{i}]")
+
+
+def check_parameters(module: eqx.Module, where: str | None = None) -> None:
+    """A ``ValueError`` naming the field unless every :func:`parameter` field of ``module``
+    is a finite real array whose trailing axes are its declared ``shape`` (a named axis, a
+    string, takes any length). Traced values are checked where they are concrete. Systems
+    check themselves and the modules they hold; a model module used on its own calls this
+    from its ``__check_init__``."""
+    where = type(module).__name__ if where is None else where
+    for f in dataclasses.fields(module):
+        if not f.metadata.get(_PARAMETER):
+            continue
+        v = getattr(module, f.name, None)
+        if isinstance(v, Tracer):
+            continue
+        if not isinstance(v, jax.Array):  # the converter could not make it a real array
+            raise ValueError(
+                f"{where}.{f.name} = {_show(v)} is not allowed: a parameter must be a real "
+                f"number or an array of them"
+            )
+        shape = f.metadata.get(_SHAPE, ())
+        a = np.asarray(v)
+        tail = a.shape[a.ndim - len(shape) :] if a.ndim >= len(shape) else None
+        if tail is None or any(isinstance(n, int) and n != m for n, m in zip(shape, tail)):
+            shown = tuple(shape)
+            raise ValueError(
+                f"{where}.{f.name} has shape {a.shape}; it is declared "
+                f"rollax.parameter(shape={shown}): allowed are {shown} and, for per-start "
+                f"values, (N,) + {shown}"
+            )
+        finite = f.metadata.get(_FINITE, True)
+        bad = ~np.isfinite(a) if finite else np.isnan(a)
+        if a.dtype.kind in "fc" and np.any(bad):
+            shown = a.tolist() if a.size <= 8 else f"an array of shape {a.shape}"
+            must = "be finite" if finite else "not be NaN"
+            raise ValueError(f"{where}.{f.name} = {shown} is not allowed: a parameter must {must}")
 
 
 def _no_fn(t, y, args):  # pragma: no cover - the integrators call the system instead
@@ -602,23 +628,33 @@ def _to_parameter(x):
     return jnp.asarray(a, dtype=float)
 
 
-def parameter(default=None, *, shape: Any = (), **kwargs):  # (shape: checked below, by name)
-    """A parameter field: stored as a float64 array (so that it is traced, not static).
+def parameter(default=None, *, shape: Any = (), finite: bool = True, **kwargs):
+    """A parameter field, the one way to declare one: stored as a float64 array (traced under
+    ``jit``, so a new value does not recompile; differentiable; sweepable by name).
 
-    ``shape`` is the shape of one system's value (``()``: a scalar, ``(3,)``: a 3-vector);
-    it alone decides batching: a value with more axes than ``shape`` carries per-start values
-    on its leading axis (:func:`rollax.solve_ensemble`, :func:`rollax.sweep`), whatever the
-    field's annotation says. A value whose trailing axes are not ``shape``, or that is not
-    finite (NaN, inf), is refused when the system is built (a ``ValueError`` naming the
-    field). Fields declared otherwise (plain annotations) are read from their jaxtyping
-    annotation: ``Float[Array, "3"]`` is a 3-vector, anything else a scalar."""
+    ``shape`` is the shape of one system's value: ``()`` a scalar, ``(3,)`` a 3-vector; a
+    string is a named axis of any length (``("n",)``: a vector of any length, ``("K", "n")``).
+    It alone decides batching: a value with more axes than ``shape`` carries per-start values
+    on its leading axis (:func:`rollax.solve_ensemble`, :func:`rollax.sweep`). Fields not
+    declared with ``parameter`` are never batched, whatever their annotation: they are shared
+    by every start. A value whose trailing axes are not ``shape``, or that is not finite
+    (NaN, inf; ``finite=False`` allows +-inf, as ``mu = inf``: no slipping), is refused when
+    the system is built (a ``ValueError`` naming the field)."""
     try:
-        shape = tuple(int(n) for n in shape)
+        if isinstance(shape, (str, bytes)):
+            raise TypeError
+        shape = tuple(n if isinstance(n, str) else int(n) for n in shape)
     except (TypeError, ValueError):
-        raise ValueError(f"shape = {shape!r} must be a tuple of non-negative integers") from None
-    if any(n < 0 for n in shape):
-        raise ValueError(f"shape = {shape!r} must be a tuple of non-negative integers")
-    meta = {**kwargs.pop("metadata", {}), _PARAMETER: True, _SHAPE: shape}
+        raise ValueError(
+            f"shape = {shape!r} must be a tuple of non-negative integers or axis names"
+        ) from None
+    if any(isinstance(n, int) and n < 0 for n in shape):
+        raise ValueError(
+            f"shape = {shape!r} must be a tuple of non-negative integers or axis names"
+        )
+    if not isinstance(finite, bool):
+        raise ValueError(f"finite = {finite!r} must be True or False")
+    meta = {**kwargs.pop("metadata", {}), _PARAMETER: True, _SHAPE: shape, _FINITE: finite}
     if default is None:
         return eqx.field(converter=_to_parameter, metadata=meta, **kwargs)
     if np.ndim(default) > 0:  # an array default (mutable for dataclasses): one copy per system
@@ -631,6 +667,7 @@ def parameter(default=None, *, shape: Any = (), **kwargs):  # (shape: checked be
 
 _PARAMETER = "rollax.parameter"
 _SHAPE = "rollax.parameter.shape"
+_FINITE = "rollax.parameter.finite"
 
 
 def classify(system: AbstractSystem, solution) -> Int[Array, "*b"]:

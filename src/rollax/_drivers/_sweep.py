@@ -29,7 +29,7 @@ import numpy as np
 from rollax._drivers._chunks import run_chunked, sweep_key
 from rollax._core._eventlog import EventLog
 from rollax._core._solution import Solution, Status, code_names
-from rollax._core._system import AbstractSystem, classify
+from rollax._core._system import AbstractSystem, classify, parameter_fields
 from rollax._core._validate import naming_file
 
 _FIELDS = (
@@ -188,24 +188,29 @@ class SweepResult:
 
 
 def _param_path(system: AbstractSystem, name: str):
-    """The accessor of a parameter leaf by name (``mu`` or ``rim.mu``), or a ValueError."""
-    leaves = jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))
-    paths = {".".join(str(getattr(k, "name", k)) for k in p): p for p, _ in leaves}
-    hits = [p for s, p in paths.items() if s == name or s.endswith("." + name)]
+    """The accessor of a scalar parameter (a :func:`rollax.parameter` field) by name (``mu`` or
+    ``rim.mu``), or a ValueError."""
+    fields = {
+        k: p
+        for k, p in parameter_fields(system).items()
+        if jnp.ndim(cast(jax.Array, _get(system, p))) == 0
+    }
+    hits = [p for s, p in fields.items() if s == name or s.endswith("." + name)]
     if len(hits) != 1:
-        allowed = sorted(paths) + list(system.state_names)
-        why = "is ambiguous" if hits else "is not a state component or parameter"
+        allowed = sorted(fields) + list(system.state_names)
+        why = "is ambiguous" if hits else "is not a state component or scalar parameter"
         raise ValueError(
-            f"axis name = {name!r} {why} of {type(system).__name__}; allowed: {allowed}"
+            f"axis name = {name!r} {why} of {type(system).__name__}; allowed: {allowed} "
+            f"(a parameter is a field declared with rollax.parameter)"
         )
+    path = hits[0]
+    return lambda s: _get(s, path)
 
-    def get(s):
-        node = s
-        for k in hits[0]:
-            node = getattr(node, k.name)
-        return node
 
-    return get
+def _get(node, path):
+    for k in path:
+        node = node[int(k)] if isinstance(node, (tuple, list)) else getattr(node, k)
+    return node
 
 
 def _or(value, default):

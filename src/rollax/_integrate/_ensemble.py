@@ -128,7 +128,7 @@ def _adapter(static, d: int, p: int = 0, K: int = 0) -> _Adapter:
 
 def _batched_leaves(system: AbstractSystem, dyn) -> Any:
     """Per array leaf of ``dyn``: whether it carries a leading batch axis (per-start values),
-    by the rule of :meth:`AbstractSystem.batch_shape` (the fields' annotated axes)."""
+    by the rule of :meth:`AbstractSystem.batch_shape` (the declared parameter shapes)."""
     axes = [a for a in jax.tree_util.tree_leaves(system.batch_axes(), is_leaf=lambda x: x is None)]
     leaves = [x for x in jax.tree_util.tree_leaves(system) if x is not None]
     marks = iter([a == 0 for a, x in zip(axes, leaves) if eqx.is_array(x)])

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from rollax._core._system import check_parameters, parameter
 from rollax._core._validate import (
     check_less,
     check_nonnegative,
@@ -81,15 +82,15 @@ class Rim(eqx.Module):
     (rolling resistance) in 1/s of eq. (83).
     """
 
-    r: float = 0.12
-    a: float = 0.01
-    R: float = 0.225
-    j: float = 2.0 / 3.0
-    g: float = 9.81
-    mu: float = 1.0
-    m: float = 0.6
-    k_d: float = 0.0
-    k_r: float = 0.0
+    r: float = parameter(0.12)
+    a: float = parameter(0.01)
+    R: float = parameter(0.225)
+    j: float = parameter(2.0 / 3.0)
+    g: float = parameter(9.81)
+    mu: float = parameter(1.0, finite=False)  # inf: no slipping
+    m: float = parameter(0.6)
+    k_d: float = parameter(0.0)
+    k_r: float = parameter(0.0)
 
     #: physical bounds of the parameters (used by rollax.identify)
     bounds = types.MappingProxyType(
@@ -107,6 +108,7 @@ class Rim(eqx.Module):
     )
 
     def __check_init__(self):
+        check_parameters(self)
         check_positive("r", self.r)
         check_positive("a", self.a)
         check_positive("R", self.R)

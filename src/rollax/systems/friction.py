@@ -9,13 +9,12 @@ the boundary event ``|x_o| = r_stop`` (an absolute slip magnitude).
 
 from __future__ import annotations
 
-import equinox as eqx
-import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 import numpy as np
 
-from rollax._core._system import AbstractSystem, boundary
-from rollax._core._validate import check_positive, real_array
+from rollax._core._system import AbstractSystem, boundary, parameter
+from rollax._core._validate import check_positive
 from rollax.models.friction.sliding import SlidingBody
 
 
@@ -31,7 +30,7 @@ class SlidingStop(AbstractSystem):
     """``body`` sliding from a slip to (nearly) a stop, in the rescaled time of (114)."""
 
     body: SlidingBody
-    r_stop: jax.Array = eqx.field(default=1e-12, converter=real_array("r_stop"))
+    r_stop: Float[Array, ""] = parameter(1e-12)
 
     state_names = ("u_x", "u_y", "rho_omega_z", "t")
     events = (boundary("stop"),)
@@ -63,7 +62,7 @@ class Sliding(AbstractSystem):
     """
 
     body: SlidingBody
-    r_stop: jax.Array = eqx.field(default=1e-6, converter=real_array("r_stop"))
+    r_stop: Float[Array, ""] = parameter(1e-6)
 
     state_names = ("u_x", "u_y", "rho_omega_z")
     events = (boundary("stop"),)

@@ -21,13 +21,11 @@ from typing import Any
 
 import equinox as eqx
 import numpy as np
-import jax
 import jax.numpy as jnp
 from jax.core import Tracer
 
 from rollax._core._solution import Status
-from rollax._core._system import AbstractSystem, boundary, crossing
-from rollax._core._validate import real_array
+from rollax._core._system import AbstractSystem, boundary, crossing, parameter
 from rollax._core.fastmath import sincos
 from rollax.models.outcomes import RimOutcome
 from rollax.models.rim import Rim
@@ -42,16 +40,8 @@ def _arrays(rim: Rim) -> Rim:
             else f"a {type(rim).__name__}"
         )
         raise ValueError(f"rim = {shown} is not allowed: it must be a rollax.models.rim.Rim")
-    # parameters as float64 arrays: traced (not static) under jit, so new values do not recompile;
-    # host values go to the device in one transfer, not one converting program each (17-19 ms of
-    # the 1000 x 1000 panel's 52-60 ms on an H100, benchmarks/RESULTS.md, stop 38)
-    leaves, tree = jax.tree_util.tree_flatten(rim)
-    host = [i for i, x in enumerate(leaves) if not isinstance(x, jax.Array)]
-    put = jax.device_put([np.asarray(leaves[i], dtype=np.float64) for i in host])
-    out = [jnp.asarray(x, dtype=float) if isinstance(x, jax.Array) else x for x in leaves]
-    for i, x in zip(host, put):
-        out[i] = x
-    return jax.tree_util.tree_unflatten(tree, out)
+    # (its fields are rollax.parameter: float64 arrays, traced under jit)
+    return rim
 
 
 class RimRolling(AbstractSystem):
@@ -212,11 +202,11 @@ class RimSlipping(AbstractSystem):
     """
 
     rim: Rim = eqx.field(default_factory=Rim, converter=_arrays)
-    delta: jax.Array = eqx.field(default=1e-6, converter=real_array("delta"))
-    u_layer: jax.Array = eqx.field(default=1e-3, converter=real_array("u_layer"))
-    tau_stick: jax.Array = eqx.field(default=1e-5, converter=real_array("tau_stick"))
-    dir_tol: jax.Array = eqx.field(default=1e-2, converter=real_array("dir_tol"))
-    min_dwell: jax.Array = eqx.field(default=1e-7, converter=real_array("min_dwell"))
+    delta: float = parameter(1e-6)
+    u_layer: float = parameter(1e-3)
+    tau_stick: float = parameter(1e-5)
+    dir_tol: float = parameter(1e-2)
+    min_dwell: float = parameter(1e-7)
     max_switches: int = eqx.field(static=True, default=512)
     max_short: int = eqx.field(static=True, default=4)
 

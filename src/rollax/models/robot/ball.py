@@ -28,7 +28,8 @@ from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._core._validate import check_finite, check_nonnegative, check_positive, real_array
+from rollax._core._system import check_parameters, parameter
+from rollax._core._validate import check_finite, check_nonnegative, check_positive
 from rollax.models.robot.controls import Control
 from rollax.models.robot.quaternion import rotation_matrix, versor_rate
 from rollax.models.robot.rails import Rail
@@ -47,7 +48,10 @@ def _concrete(x) -> bool:
 class ConstantForce(eqx.Module):
     """A constant external force ``F_e`` (spatial frame) acting at the GC."""
 
-    F: Float[Array, "3"] = eqx.field(converter=_arr)
+    F: Float[Array, "3"] = parameter(shape=(3,))
+
+    def __check_init__(self):
+        check_parameters(self)
 
     def __call__(self, t):
         return self.F
@@ -100,17 +104,18 @@ class Ball(eqx.Module):
     ``F_e(t)``: external force at the GC (spatial frame), default zero.
     """
 
-    radius: Float[Array, ""] = eqx.field(converter=real_array("radius"))
-    m0: Float[Array, ""] = eqx.field(converter=real_array("m0"))
-    inertia: Float[Array, "3"] = eqx.field(converter=real_array("inertia"))
-    zeta0: Float[Array, "3"] = eqx.field(converter=real_array("zeta0"))
-    masses: Float[Array, " n"] = eqx.field(converter=real_array("masses"))
-    rails: tuple[Rail, ...] = eqx.field(converter=tuple)
-    g: Float[Array, ""] = eqx.field(converter=real_array("g"), default=9.81)
+    radius: float = parameter()
+    m0: float = parameter()
+    inertia: Float[Array, "3"] = parameter(shape=(3,))
+    zeta0: Float[Array, "3"] = parameter(shape=(3,))
+    masses: Float[Array, " n"] = parameter(shape=("n",))
+    rails: tuple[Rail, ...] = eqx.field(converter=tuple)  # pyright: ignore[reportGeneralTypeIssues]  (the parameters above have no default)
+    g: float = parameter(9.81)
     F_e: Callable = _zero_force
     quat_gain: float = eqx.field(static=True, default=1.0)
 
     def __check_init__(self):
+        check_parameters(self)
         check_positive("radius r", self.radius)
         check_positive("m0", self.m0)
         check_nonnegative("g", self.g)
@@ -144,7 +149,7 @@ class Ball(eqx.Module):
 
     def all_masses(self) -> Float[Array, " n1"]:
         """``(m0, m1, ..., mn)``."""
-        return jnp.concatenate([self.m0[None], self.masses])
+        return jnp.concatenate([jnp.reshape(self.m0, (1,)), self.masses])
 
     def rail_geometry(self, theta: Float[Array, " n"]):
         """``zeta_i, zeta_i', zeta_i''`` for i = 0..n stacked as ``(n+1, 3)`` arrays (3.1);

@@ -14,6 +14,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from rollax._core._system import check_parameters, parameter
 from rollax._core._validate import check_range
 
 
@@ -28,6 +29,9 @@ def _check_increasing(name: str, ts: tuple[float, ...]) -> None:
 
 class Control(eqx.Module):
     """Base class: ``control(t) -> u(t)``, one acceleration per mass."""
+
+    def __check_init__(self):
+        check_parameters(self)
 
     @abc.abstractmethod
     def __call__(self, t: Float[Array, ""]) -> Float[Array, " n"]:
@@ -69,7 +73,7 @@ class RampControl(Control):
     ``t_flat = 0.1``, ``t_end = 0.2``.
     """
 
-    amplitude: Float[Array, " n"] = eqx.field(converter=_as_array)
+    amplitude: Float[Array, " n"] = parameter(shape=("n",))
     t_flat: float = eqx.field(static=True, default=0.1)
     t_end: float = eqx.field(static=True, default=0.2)
     start: float = eqx.field(static=True, default=0.0)
@@ -105,8 +109,8 @@ class PiecewisePolynomialControl(Control):
     """``u(t) = sum_p coeffs[k, p] (t - breaks[k])^p`` on ``[breaks[k], breaks[k+1])``, zero
     outside ``[breaks[0], breaks[-1]]``. ``coeffs`` has shape ``(K, P, n)``."""
 
-    coeffs: Float[Array, "K P n"] = eqx.field(converter=_as_array)
-    breaks: tuple[float, ...] = eqx.field(
+    coeffs: Float[Array, "K P n"] = parameter(shape=("K", "P", "n"))
+    breaks: tuple[float, ...] = eqx.field(  # pyright: ignore[reportGeneralTypeIssues]  (the parameters above have no default)
         static=True, converter=lambda b: tuple(float(x) for x in b)
     )
 
@@ -143,8 +147,8 @@ class SplineControl(Control):
     """Natural cubic spline through ``values[k]`` at ``knots[k]`` (``values`` shape ``(K+1, n)``),
     zero outside ``[knots[0], knots[-1]]``. Differentiable with respect to ``values``."""
 
-    values: Float[Array, "K1 n"] = eqx.field(converter=_as_array)
-    knots: tuple[float, ...] = eqx.field(
+    values: Float[Array, "K1 n"] = parameter(shape=("K1", "n"))
+    knots: tuple[float, ...] = eqx.field(  # pyright: ignore[reportGeneralTypeIssues]  (the parameters above have no default)
         static=True, converter=lambda b: tuple(float(x) for x in b)
     )
 
@@ -293,8 +297,8 @@ class RestToRestControl(Control):
     The effort ``int_0^T sum_i u_i^2 dt`` is the exact quadratic form :meth:`effort`.
     """
 
-    z: Float[Array, "K n"] = eqx.field(converter=_as_array)
-    T: Float[Array, ""] = eqx.field(converter=_as_array)  # traced: one compile for every T
+    z: Float[Array, "K n"] = parameter(shape=("K", "n"))
+    T: Float[Array, ""] = parameter()  # traced: one compile for every T
 
     def __check_init__(self):
         if jnp.ndim(self.z) != 2 or self.z.shape[0] < 2:

@@ -21,7 +21,8 @@ from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Float
 
-from rollax._core._validate import check_finite, check_nonnegative, check_positive, real_array
+from rollax._core._system import check_parameters, parameter
+from rollax._core._validate import check_finite, check_nonnegative, check_positive
 from rollax.models.robot.ball import _check_inside, _check_masses, _zero_force
 from rollax.models.robot.controls import Control
 from rollax.models.robot.rails import Rail
@@ -52,16 +53,17 @@ class Disk(eqx.Module):
     the GC (spatial 3-vector; its e1 and e3 components act).
     """
 
-    radius: Float[Array, ""] = eqx.field(converter=real_array("radius"))
-    m0: Float[Array, ""] = eqx.field(converter=real_array("m0"))
-    d2: Float[Array, ""] = eqx.field(converter=real_array("d2"))
-    zeta0: Float[Array, "3"] = eqx.field(converter=real_array("zeta0"))
-    masses: Float[Array, " n"] = eqx.field(converter=real_array("masses"))
-    rails: tuple[Rail, ...] = eqx.field(converter=tuple)
-    g: Float[Array, ""] = eqx.field(converter=real_array("g"), default=9.81)
+    radius: float = parameter()
+    m0: float = parameter()
+    d2: float = parameter()
+    zeta0: Float[Array, "3"] = parameter(shape=(3,))
+    masses: Float[Array, " n"] = parameter(shape=("n",))
+    rails: tuple[Rail, ...] = eqx.field(converter=tuple)  # pyright: ignore[reportGeneralTypeIssues]  (the parameters above have no default)
+    g: float = parameter(9.81)
     F_e: Callable = _zero_force
 
     def __check_init__(self):
+        check_parameters(self)
         check_positive("radius r", self.radius)
         check_positive("m0", self.m0)
         check_positive("inertia d2", self.d2)
@@ -84,7 +86,7 @@ class Disk(eqx.Module):
         return self.m0 + jnp.sum(self.masses)
 
     def all_masses(self):
-        return jnp.concatenate([self.m0[None], self.masses])
+        return jnp.concatenate([jnp.reshape(self.m0, (1,)), self.masses])
 
     def rail_geometry(self, theta):
         """``(zeta, zeta', zeta'')`` for i = 0..n as ``(n+1, 3)`` arrays (row 0: ``zeta_0``)."""

@@ -37,8 +37,8 @@ def paper_disk() -> Example:
         radius=1.0,
         m0=1.0,
         d2=1.0,
-        zeta0=(0.0, 0.0, 0.0),
-        masses=(1.0,) * 4,
+        zeta0=jnp.zeros(3),
+        masses=jnp.ones(4),
         rails=tuple(CircleRail(r) for r in radii),
         g=1.0,
     )
@@ -57,9 +57,9 @@ def paper_ball(heavy: bool = False) -> Example:
     ball = Ball(
         radius=1.0,
         m0=m0,
-        inertia=(0.9, 1.0, 1.1),
-        zeta0=(0.0, 0.0, -0.05),
-        masses=masses,
+        inertia=jnp.array([0.9, 1.0, 1.1]),
+        zeta0=jnp.array([0.0, 0.0, -0.05]),
+        masses=jnp.array(masses),
         rails=rails,
         g=1.0,
     )

@@ -22,6 +22,7 @@ from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Float
 
+from rollax._core._system import check_parameters, parameter
 from rollax._core._validate import check_positive
 
 
@@ -40,6 +41,9 @@ class Rail(eqx.Module):
     derivatives use forward-mode autodiff. ``domain`` is the parameter interval that the rail
     occupies (used to check that it stays inside the ball).
     """
+
+    def __check_init__(self):
+        check_parameters(self)
 
     @abc.abstractmethod
     def zeta(self, theta: Float[Array, ""]) -> Float[Array, "3"]:
@@ -77,10 +81,10 @@ class CircleRail(Rail):
     :func:`circle_from_spherical`.
     """
 
-    radius: Float[Array, ""] = eqx.field(converter=_arr)
-    u: Float[Array, "3"] = eqx.field(converter=_arr)
-    v: Float[Array, "3"] = eqx.field(converter=_arr)
-    center: Float[Array, "3"] = eqx.field(converter=_arr)
+    radius: float = parameter()
+    u: Float[Array, "3"] = parameter(shape=(3,))
+    v: Float[Array, "3"] = parameter(shape=(3,))
+    center: Float[Array, "3"] = parameter(shape=(3,))
 
     def __init__(self, radius, u=(1.0, 0.0, 0.0), v=(0.0, 0.0, 1.0), center=(0.0, 0.0, 0.0)):
         self.radius, self.u, self.v, self.center = radius, u, v, center
@@ -111,11 +115,11 @@ class CircleRail(Rail):
 class EllipseRail(Rail):
     """Ellipse ``zeta = c + a cos(theta) u + b sin(theta) v`` with orthonormal ``u, v``."""
 
-    a: Float[Array, ""] = eqx.field(converter=_arr)
-    b: Float[Array, ""] = eqx.field(converter=_arr)
-    u: Float[Array, "3"] = eqx.field(converter=_arr)
-    v: Float[Array, "3"] = eqx.field(converter=_arr)
-    center: Float[Array, "3"] = eqx.field(converter=_arr)
+    a: float = parameter()
+    b: float = parameter()
+    u: Float[Array, "3"] = parameter(shape=(3,))
+    v: Float[Array, "3"] = parameter(shape=(3,))
+    center: Float[Array, "3"] = parameter(shape=(3,))
 
     def __init__(self, a, b, u=(1.0, 0.0, 0.0), v=(0.0, 0.0, 1.0), center=(0.0, 0.0, 0.0)):
         self.a, self.b, self.u, self.v, self.center = a, b, u, v, center
@@ -141,8 +145,8 @@ class SegmentRail(Rail):
     the control.
     """
 
-    p0: Float[Array, "3"] = eqx.field(converter=_arr)
-    p1: Float[Array, "3"] = eqx.field(converter=_arr)
+    p0: Float[Array, "3"] = parameter(shape=(3,))
+    p1: Float[Array, "3"] = parameter(shape=(3,))
 
     def __check_init__(self):
         if _concrete(self.p0, self.p1) and float(jnp.linalg.norm(self.p1 - self.p0)) == 0.0:
@@ -165,10 +169,10 @@ class SegmentRail(Rail):
 class FigureEightRail(Rail):
     """Figure-eight (lemniscate of Gerono) ``zeta = c + a (sin(theta) u + sin(theta) cos(theta) v)``."""
 
-    a: Float[Array, ""] = eqx.field(converter=_arr)
-    u: Float[Array, "3"] = eqx.field(converter=_arr)
-    v: Float[Array, "3"] = eqx.field(converter=_arr)
-    center: Float[Array, "3"] = eqx.field(converter=_arr)
+    a: float = parameter()
+    u: Float[Array, "3"] = parameter(shape=(3,))
+    v: Float[Array, "3"] = parameter(shape=(3,))
+    center: Float[Array, "3"] = parameter(shape=(3,))
 
     def __init__(self, a, u=(1.0, 0.0, 0.0), v=(0.0, 0.0, 1.0), center=(0.0, 0.0, 0.0)):
         self.a, self.u, self.v, self.center = a, u, v, center
@@ -223,7 +227,7 @@ class CurveRail(Rail):
 class FixedPoint(Rail):
     """A mass that does not move, ``zeta = p`` (used for the body's own centre of mass zeta_0)."""
 
-    p: Float[Array, "3"] = eqx.field(converter=_arr)
+    p: Float[Array, "3"] = parameter(shape=(3,))
 
     def zeta(self, theta):
         return self.p
