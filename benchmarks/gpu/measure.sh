@@ -175,7 +175,7 @@ elif [ "$what" = fused18 ]; then
   # the integrator, ensemble and sweep tests on the GPU (ts, dense output, the device grid)
   step 90 python3 benchmarks/bench_basin.py --backend queue --panels none --sample 4 --repeat 3 --json "$OUT/basin_queue.json"
   step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
-  step 300 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -m pytest -q -x -p no:cacheprovider tests/test_solve.py tests/test_solve_ensemble.py tests/test_sweep.py tests/test_fused.py
+  step 300 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -m pytest -q -x -p no:cacheprovider tests/integrate/test_solve.py tests/integrate/test_ensemble.py tests/drivers/test_sweep.py tests/integrate/test_fused.py
   rm -f "$OUT/pip.log"
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
@@ -195,6 +195,7 @@ else
   # the whole suite with the image's jax on the CPU (16 workers), then the integrator tests on the GPU
   JAX_PLATFORMS=cpu step 300 python3 -m pytest -n 14 -p no:benchmark -p no:cacheprovider -q --timeout 280 -rf
   step 230 python3 -m pytest -n 4 -p no:benchmark -p no:cacheprovider -q --timeout 200 -rf \
-    tests/test_solve.py tests/test_ensemble.py tests/test_solve_ensemble.py tests/test_events.py \
-    tests/test_conformance.py tests/test_placement.py tests/test_basin.py
+    tests/integrate/test_solve.py tests/integrate/test_queue.py tests/integrate/test_ensemble.py \
+    tests/core/test_events.py tests/test_conformance.py tests/test_placement.py \
+    tests/analysis/test_basin.py
 fi

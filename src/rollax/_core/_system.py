@@ -585,13 +585,16 @@ def check_parameters(module: eqx.Module, where: str | None = None) -> None:
         v = getattr(module, f.name, None)
         if isinstance(v, Tracer):
             continue
-        if not isinstance(v, jax.Array):  # the converter could not make it a real array
+        try:  # (a converted parameter is an array; one declared convert=False may be a number)
+            a = None if isinstance(v, (str, bytes, bool)) or v is None else np.asarray(v)
+        except Exception:
+            a = None
+        if a is None or a.dtype.kind not in "iuf":
             raise ValueError(
                 f"{where}.{f.name} = {_show(v)} is not allowed: a parameter must be a real "
                 f"number or an array of them"
             )
         shape = f.metadata.get(_SHAPE, ())
-        a = np.asarray(v)
         tail = a.shape[a.ndim - len(shape) :] if a.ndim >= len(shape) else None
         if tail is None or any(isinstance(n, int) and n != m for n, m in zip(shape, tail)):
             shown = tuple(shape)
@@ -617,18 +620,34 @@ def _to_parameter(x):
     # that the system's check (which knows the field's name) refuses it by name
     if isinstance(x, Tracer):
         return x
-    if x is None or isinstance(x, (str, bytes)):
+    if x is None or isinstance(x, (str, bytes, bool, np.bool_)):
         return x
     try:
         a = np.asarray(x)
     except Exception:
         return x
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "iuf":
         return x
     return jnp.asarray(a, dtype=float)
 
 
-def parameter(default=None, *, shape: Any = (), finite: bool = True, **kwargs):
+def _to_host_parameter(x):
+    # convert=False: a real Python number stays one (a float), a sequence becomes a NumPy
+    # array; arrays and what cannot be a parameter are kept as given (the check names it)
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return float(x)
+    if isinstance(x, (list, tuple)):
+        try:
+            a = np.asarray(x)
+        except Exception:
+            return x
+        return a.astype(float) if a.dtype.kind in "iuf" else x
+    return x
+
+
+def parameter(
+    default=None, *, shape: Any = (), finite: bool = True, convert: bool = True, **kwargs
+):
     """A parameter field, the one way to declare one: stored as a float64 array (traced under
     ``jit``, so a new value does not recompile; differentiable; sweepable by name).
 
@@ -639,7 +658,12 @@ def parameter(default=None, *, shape: Any = (), finite: bool = True, **kwargs):
     declared with ``parameter`` are never batched, whatever their annotation: they are shared
     by every start. A value whose trailing axes are not ``shape``, or that is not finite
     (NaN, inf; ``finite=False`` allows +-inf, as ``mu = inf``: no slipping), is refused when
-    the system is built (a ``ValueError`` naming the field)."""
+    the system is built (a ``ValueError`` naming the field).
+
+    ``convert=False`` keeps the value as given (a Python number stays one): for a model module
+    that is also used on its own, where Python numbers keep it hashable (``jax.jit`` of its
+    bound methods) and constant-folded; the system that holds it converts its parameters to
+    arrays (:class:`rollax.systems.RimRolling` and its ``rim``)."""
     try:
         if isinstance(shape, (str, bytes)):
             raise TypeError
@@ -652,17 +676,17 @@ def parameter(default=None, *, shape: Any = (), finite: bool = True, **kwargs):
         raise ValueError(
             f"shape = {shape!r} must be a tuple of non-negative integers or axis names"
         )
-    if not isinstance(finite, bool):
-        raise ValueError(f"finite = {finite!r} must be True or False")
+    for name, flag in (("finite", finite), ("convert", convert)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} = {flag!r} must be True or False")
+    kwargs["converter"] = _to_parameter if convert else _to_host_parameter
     meta = {**kwargs.pop("metadata", {}), _PARAMETER: True, _SHAPE: shape, _FINITE: finite}
     if default is None:
-        return eqx.field(converter=_to_parameter, metadata=meta, **kwargs)
+        return eqx.field(metadata=meta, **kwargs)
     if np.ndim(default) > 0:  # an array default (mutable for dataclasses): one copy per system
         value = np.array(default)
-        return eqx.field(
-            default_factory=lambda: value.copy(), converter=_to_parameter, metadata=meta, **kwargs
-        )
-    return eqx.field(default=default, converter=_to_parameter, metadata=meta, **kwargs)
+        return eqx.field(default_factory=lambda: value.copy(), metadata=meta, **kwargs)
+    return eqx.field(default=default, metadata=meta, **kwargs)
 
 
 _PARAMETER = "rollax.parameter"

@@ -36,7 +36,7 @@ def check_range(
     *,
     lo_open: bool = False,
     hi_open: bool = False,
-) -> float:
+) -> Any:  # a float, or the array (several values, or traced) as it came
     """Return ``float(value)`` or raise ``ValueError`` naming ``name``, the value and the range.
 
     Works on Python numbers and concrete (non-traced) arrays; an array of several values (a
@@ -120,18 +120,18 @@ def check_where_concrete(name: str, value: Any, ok, allowed: str) -> None:
         raise ValueError(f"{name}{where} = {float(arr[i])!r} is not allowed: {allowed}")
 
 
-def check_positive(name: str, value: Any) -> float:
+def check_positive(name: str, value: Any) -> Any:  # (check_range's)
     """``value`` must be a finite number > 0."""
     x = check_range(name, value, 0.0, math.inf, lo_open=True, hi_open=True)
     return x
 
 
-def check_finite(name: str, value: Any) -> float:
+def check_finite(name: str, value: Any) -> Any:  # (check_range's)
     """``value`` (or each of its entries) must be a finite real number."""
     return check_range(name, value, -math.inf, math.inf, lo_open=True, hi_open=True)
 
 
-def check_nonnegative(name: str, value: Any) -> float:
+def check_nonnegative(name: str, value: Any) -> Any:  # (check_range's)
     """``value`` must be a finite number >= 0."""
     return check_range(name, value, 0.0, math.inf, hi_open=True)
 

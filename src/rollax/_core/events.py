@@ -122,7 +122,7 @@ def locate_root(
     collapses once the root is pinned. The first point is the secant (regula falsi) point.
     Under ``vmap`` the slowest lane sets the iteration count, so the worst case matters: on
     smooth functions with brackets of 1/16 of a step it reaches ``xtol = 1e-13`` within 10
-    iterations (``tests/test_events.py``), where Illinois regula falsi with a bisection every
+    iterations (``tests/core/test_events.py``), where Illinois regula falsi with a bisection every
     third iterate (used before) needed up to 53; the Fig. 11 slip panel went 4.6 -> 3.9 s.
     """
     sa = ga > 0
@@ -189,6 +189,7 @@ def scan(
     t_zero: Float[Array, " n"],
     targets: Int[Array, " n"] | None = None,
     mask: Bool[Array, " K"] | None = None,
+    unroll: bool = True,
 ) -> Scan:
     """Walk the time-ordered samples ``values[k] = g(times[k])`` of the event functions in a step.
 
@@ -203,7 +204,9 @@ def scan(
       which may lie in an earlier step (``t_zero`` carries it across steps).
 
     ``sign``, ``count`` and ``t_zero`` are the state before the samples; ``mask`` leaves samples
-    out (a masked sample changes nothing).
+    out (a masked sample changes nothing). ``unroll=False`` walks them in a loop (the same
+    arithmetic, a program ~K times smaller: for scans outside the step loop, whose cost is
+    compile time, not time per step).
     """
     kinds = jnp.asarray(events.kinds, dtype=jnp.int32)
     targets = jnp.asarray(events.targets if targets is None else targets, dtype=jnp.int32)
@@ -218,7 +221,9 @@ def scan(
     values = jax.lax.optimization_barrier(values)
     first = jnp.full(sign.shape, n_samples, dtype=jnp.int32)
     t_exact = jnp.full(sign.shape, jnp.nan, dtype=values.dtype)
-    for k in range(n_samples):  # unrolled over the few static samples
+
+    def sample(k, carry):
+        first, t_exact, sign, count, t_zero = carry
         gk = values[k]
         use = True if mask is None else mask[k]
         s = jnp.sign(gk)
@@ -233,6 +238,15 @@ def scan(
         t_zero = jnp.where(
             use, jnp.where(s == 0, jnp.where(jnp.isnan(t_zero), times[k], t_zero), jnp.nan), t_zero
         )
+        return first, t_exact, sign, count, t_zero
+
+    carry = (first, t_exact, sign, count, t_zero)
+    if unroll:  # unrolled over the few static samples: no loop in the step loop
+        for k in range(n_samples):
+            carry = sample(k, carry)
+    else:
+        carry = jax.lax.fori_loop(0, n_samples, sample, carry)
+    first, t_exact, sign, count, t_zero = carry
     nonfinite = ~jnp.all(
         jnp.isfinite(values) if mask is None else jnp.isfinite(values) | ~mask[:, None]
     )
@@ -326,6 +340,7 @@ def locate_in_step(
     targets: Int[Array, " n"] | None = None,
     event_mask: Bool[Array, " n"] | None = None,
     vals: Float[Array, "K n"] | None = None,
+    unroll: bool = True,
 ) -> Located:
     """Locate the earliest firing event root in the step ``[t0, t0 + h]``.
 
@@ -336,6 +351,7 @@ def locate_in_step(
     oriented to be positive before it fires), whose first root is the earliest of theirs. A
     root exactly on a sample is returned exactly. ``event_mask`` leaves events out. ``vals``:
     the samples' values as the integrator computed them (by default ``g_at`` at each sample).
+    ``unroll``: as :func:`scan`'s.
     """
     dtype = jnp.result_type(t0, h)
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=dtype)[1:]
@@ -344,7 +360,7 @@ def locate_in_step(
         # unrolled (as the integrators' samples): a vmap here, nested in the callers' vmaps,
         # is several times slower on a CPU (see rollax._integrate._solve)
         vals = jnp.stack([g_at(times[k]) for k in range(n_samples)])
-    sc = scan(events, vals, times, sign, count, t_zero, targets)
+    sc = scan(events, vals, times, sign, count, t_zero, targets, unroll=unroll)
     fired = sc.fired if event_mask is None else sc.fired & event_mask
     k = jnp.min(jnp.where(fired, sc.first, n_samples))
     cand = fired & (sc.first == k)
@@ -378,6 +394,8 @@ def locate_in_step(
     e_env = jnp.argmin(jnp.where(cand, orient * g_at(root), jnp.inf))
     e = jnp.where(use_exact, jnp.argmin(exact), e_env).astype(jnp.int32)
     # crossings before the root: the samples before the bracket, plus the ending crossing
-    before = scan(events, vals, times, sign, count, t_zero, targets, mask=jnp.arange(n_samples) < k)
+    before = scan(
+        events, vals, times, sign, count, t_zero, targets, jnp.arange(n_samples) < k, unroll
+    )
     onehot = (jnp.arange(kinds.shape[0]) == e) & (kinds == CROSSING) & found
     return Located(found, e, t_root, before.count + onehot.astype(count.dtype))

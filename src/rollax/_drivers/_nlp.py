@@ -25,7 +25,7 @@ asked for its point's values, the calling thread evaluates the posted points in 
 calls of a fixed size, ``n_dev`` devices (one per core after :func:`rollax.configure`) times
 ``rows`` points (``vmap`` over the rows; finished starts padded with a posted point, so each
 problem compiles once), and hands each start its values. The results are those of the
-starts run one at a time: to the bit on the test problem of ``tests/test_nlp.py``, to 1e-12
+starts run one at a time: to the bit on the test problem of ``tests/drivers/test_nlp.py``, to 1e-12
 in the cost on the disk (XLA may round a batched call differently). Measured on the disk of
 Sect. 5 turned by ``-pi`` in ``T = 8`` with ``mu = 0.2``, ``N >= 0.5``, K = 16, 4 starts (no
 motion and 3 random; best J = 1.2394056 in every variant), warm, on a 2-core CPU that another

@@ -446,8 +446,17 @@ def _state_leaves(solver_state, dtype) -> tuple:
 
 
 def _crossings(events: EventSet) -> tuple[int, ...]:
-    """Indices of the crossing events (each has a first-crossing slot)."""
-    return tuple(i for i, k in enumerate(events.kinds) if k == CROSSING)
+    """Indices of the crossing events that need a first-crossing slot: those whose first
+    crossing is not the event itself (a target other than 1). A target-1 crossing fires at its
+    first counted crossing and ends the segment there, so its first time is the event's
+    (or nan when another event ends the segment first): no slot, no second step redone and
+    root search after the loop (the oscillator's gradient program: 16 of the step loop's 86
+    carried values and one of its two root searches; benchmarks/RESULTS.md, issue 36)."""
+    return tuple(
+        i
+        for i, (k, tg) in enumerate(zip(events.kinds, events.targets))
+        if k == CROSSING and tg != 1
+    )
 
 
 class _Options(eqx.Module):
@@ -926,13 +935,13 @@ def _solve(
 def _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts):
     """A run without events, resets, saving or an exact flow: one plain diffrax solve (no
     event samples or bookkeeping in the loop), with the same solver and controller, so the
-    same steps and values as the event route (``tests/test_adjoints.py``). Differentiated by
+    same steps and values as the event route (``tests/integrate/test_solve_adjoints.py``). Differentiated by
     ``opts.adjoint``; with ``diffrax.BacksolveAdjoint`` (``adjoint="backsolve"``, the
     continuous adjoint) the adjoint ODE is integrated backwards from ``t1`` in memory
     independent of the number of steps, with diffrax's Dopri5 and PID controller (the
     backward state is a pytree): its gradient is that of the exact solution, not of the
     discrete one, and differs from reverse mode's by about the tolerances (below 1e-6
-    relative at rtol = 1e-10 on ``tests/test_adjoints.py``'s cases)."""
+    relative at rtol = 1e-10 on ``tests/integrate/test_solve_adjoints.py``'s cases)."""
     term = diffrax.ODETerm(lambda t, y, args: args[0].vector_field(t, y, args[1]))
     back = isinstance(opts.adjoint, diffrax.BacksolveAdjoint)
     # diffrax's controller: the backward solve's state is the augmented (state, adjoint) pytree
@@ -1171,6 +1180,7 @@ def _segment(
             sg(ev.f_count).astype(jnp.int32),
             sg(ev.f_tzero),
             vals=samples(interp, y1_f, ev.f_t0, f_t1 - ev.f_t0),
+            unroll=False,  # once per segment: a smaller program (compile time, issue 36)
         )
         found = fired & loc.found
         t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(f_t1)), loc.event)
@@ -1206,6 +1216,7 @@ def _segment(
             jnp.where(only, 1, 0),
             only,
             vals=samples(ip, y1_c, c0, h),
+            unroll=False,
         )
         tf, _ = _implicit(system, mode, ip, jnp.where(seen & lc.found, lc.t, ct0), i)
         # the crossing that ends the segment is the first when none was seen before it
@@ -1215,11 +1226,15 @@ def _segment(
         )
 
     slot = {i: c for c, i in enumerate(cross)}
-    t_first = (
-        jnp.stack([first_time(slot[i], i) if i in slot else nan_n[0] for i in range(n)])
-        if n
-        else nan_n
-    )
+
+    def first_of(i):
+        if i in slot:
+            return first_time(slot[i], i)
+        if events.kinds[i] == CROSSING:  # target 1 (_crossings): its first crossing is the event
+            return jnp.where(found & (e == i), t_ev, jnp.nan)
+        return nan_n[0]
+
+    t_first = jnp.stack([first_of(i) for i in range(n)]) if n else nan_n
 
     res = sol.result
     reached = res == diffrax.RESULTS.successful

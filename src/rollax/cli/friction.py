@@ -17,7 +17,7 @@ import sys
 from rollax.cli._args import FINITE, NONNEGATIVE, POSITIVE, check_out, dump, dumps, integer
 
 #: rollax.models.friction.harmonic.MAX_DEGREE, written out so that ``rollax --help`` does not load the
-#: friction models (and JAX); tests/test_cli_help.py holds the two equal
+#: friction models (and JAX); tests/cli/test_help.py holds the two equal
 MAX_DEGREE = 32
 
 

@@ -82,15 +82,15 @@ class Rim(eqx.Module):
     (rolling resistance) in 1/s of eq. (83).
     """
 
-    r: float = parameter(0.12)
-    a: float = parameter(0.01)
-    R: float = parameter(0.225)
-    j: float = parameter(2.0 / 3.0)
-    g: float = parameter(9.81)
-    mu: float = parameter(1.0, finite=False)  # inf: no slipping
-    m: float = parameter(0.6)
-    k_d: float = parameter(0.0)
-    k_r: float = parameter(0.0)
+    r: float = parameter(0.12, convert=False)
+    a: float = parameter(0.01, convert=False)
+    R: float = parameter(0.225, convert=False)
+    j: float = parameter(2.0 / 3.0, convert=False)
+    g: float = parameter(9.81, convert=False)
+    mu: float = parameter(1.0, finite=False, convert=False)  # inf: no slipping
+    m: float = parameter(0.6, convert=False)
+    k_d: float = parameter(0.0, convert=False)
+    k_r: float = parameter(0.0, convert=False)
 
     #: physical bounds of the parameters (used by rollax.identify)
     bounds = types.MappingProxyType(
@@ -108,7 +108,6 @@ class Rim(eqx.Module):
     )
 
     def __check_init__(self):
-        check_parameters(self)
         check_positive("r", self.r)
         check_positive("a", self.a)
         check_positive("R", self.R)
@@ -120,6 +119,7 @@ class Rim(eqx.Module):
         check_nonnegative("k_r", self.k_r)
         # per entry for per-start parameters (traced ones are checked where concrete)
         check_less("rho = r + a", _plus(self.r, self.a), "R", self.R, "0 < r + a < R")
+        check_parameters(self)  # (after the checks above, whose messages say more)
 
     @property
     def rho(self) -> float:

@@ -31,7 +31,7 @@ The hybrid simulation follows the algorithm of Sect. 5.2.2, with three modes (``
   :func:`layer_vector_field`, mode ``LEAVING``), where it is not stiff, and then by (42).
   Against (42) integrated from delta = 1e-8 at tolerance 1e-12 this is accurate to ~3e-7 in the
   state after 0.02 s, better than launching (42) itself with delta = 1e-6 (~5e-6), and takes
-  ~70 steps instead of ~1700 (``tests/test_slip.py``);
+  ~70 steps instead of ~1700 (``tests/models/test_slip.py``);
 * **slipping -> rolling** when the slip is 'about to stick' (a boundary event,
   :func:`stick_function`): the direction has converged to a limit direction and the time to
   u = 0 extrapolated from u and u-dot* is below ``tau_stick``; then time advances by that
@@ -61,7 +61,7 @@ layer, delta costs nothing (the layer is not stiff), so it can be far below the 
 what matters: the default 1e-6 m/s is 1e-6 of the slip speeds that develop (~1 m/s) and three
 orders above the absolute tolerance. ``experiments/rim_slip`` shows that delta = 1e-6 and
 1e-8 m/s give identical outcomes on all 86,400 starts of each of Figs. 11-13 (switch counts
-differ on 0, 8 and 0 starts: long roll/slip cycles), and ``tests/test_slip.py`` the same on a
+differ on 0, 8 and 0 starts: long roll/slip cycles), and ``tests/models/test_slip.py`` the same on a
 sample.
 
 Dissipation (82)-(83) is only defined for rolling in the paper; the hybrid refuses a

@@ -21,11 +21,12 @@ from typing import Any
 
 import equinox as eqx
 import numpy as np
+import jax
 import jax.numpy as jnp
 from jax.core import Tracer
 
 from rollax._core._solution import Status
-from rollax._core._system import AbstractSystem, boundary, crossing, parameter
+from rollax._core._system import AbstractSystem, boundary, check_parameters, crossing, parameter
 from rollax._core.fastmath import sincos
 from rollax.models.outcomes import RimOutcome
 from rollax.models.rim import Rim
@@ -40,8 +41,16 @@ def _arrays(rim: Rim) -> Rim:
             else f"a {type(rim).__name__}"
         )
         raise ValueError(f"rim = {shown} is not allowed: it must be a rollax.models.rim.Rim")
-    # (its fields are rollax.parameter: float64 arrays, traced under jit)
-    return rim
+    # parameters as float64 arrays: traced (not static) under jit, so new values do not recompile;
+    # host values go to the device in one transfer, not one converting program each (17-19 ms of
+    # the 1000 x 1000 panel's 52-60 ms on an H100, benchmarks/RESULTS.md, stop 38)
+    leaves, tree = jax.tree_util.tree_flatten(rim)
+    host = [i for i, x in enumerate(leaves) if not isinstance(x, jax.Array)]
+    put = jax.device_put([np.asarray(leaves[i], dtype=np.float64) for i in host])
+    out = [jnp.asarray(x, dtype=float) if isinstance(x, jax.Array) else x for x in leaves]
+    for i, x in zip(host, put):
+        out[i] = x
+    return jax.tree_util.tree_unflatten(tree, out)
 
 
 class RimRolling(AbstractSystem):
@@ -227,6 +236,7 @@ class RimSlipping(AbstractSystem):
     )
 
     def __check_init__(self):
+        check_parameters(self)  # (first: SlipSettings below reads them as numbers)
         _slip.SlipSettings(
             delta=self._f(self.delta),
             u_layer=self._f(self.u_layer),

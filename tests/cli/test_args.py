@@ -21,7 +21,7 @@ import rollax
 from rollax.cli import build_parser, main
 from rollax.cli._args import _Check, dumps, integer, real
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 ENV = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 

@@ -3,13 +3,14 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import pytest
 
 import rollax
 
-SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _python(code: str, **env) -> subprocess.CompletedProcess:

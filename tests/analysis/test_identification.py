@@ -22,7 +22,7 @@ from rollax.analysis.identification import fit_rim, rim_observations
 from rollax.models.rim import Rim
 from rollax.systems import RimTracked
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rim_records import make_record  # noqa: E402
 
 
@@ -106,7 +106,7 @@ def test_thirty_generated_records():
 def _scipy_reference():
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scipy_rim_fit.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "scipy_rim_fit.py"
     spec = importlib.util.spec_from_file_location("scipy_rim_fit", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["scipy_rim_fit"] = mod

@@ -322,7 +322,7 @@ def test_least_time_grows_as_the_envelope_tightens(small_optima):
     _meets_target_rest_and_envelope(tight, 0.18)
 
 
-@pytest.mark.slow  # ~60 s (CI budget); tests/test_nlp.py checks the batching on a toy problem
+@pytest.mark.slow  # ~60 s (CI budget); tests/drivers/test_nlp.py checks the batching on a toy problem
 def test_starts_run_together_give_what_they_give_one_at_a_time():
     # after the tests above: the single start reuses their compiled effort problem
     man = disk_manoeuvre(T=8.0, mu=math.inf, n_min=-math.inf)

@@ -49,7 +49,7 @@ def test_accepted_steps_are_the_attempts_less_the_rejections():
     import jax.numpy as jnp
     import numpy as np
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
     from oscillator import Oscillator
 
     one = rollax.solve(Oscillator(omega=20.0), jnp.array([1.0, 0.0]), 0.0, 5.0)

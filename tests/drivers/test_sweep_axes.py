@@ -12,7 +12,7 @@ import pytest
 
 import rollax
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from bouncing_ball import BouncingBall  # noqa: E402
 
 TOL = dict(rtol=1e-10, atol=1e-10, lanes=16)

@@ -20,8 +20,8 @@ import pytest
 
 import rollax
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _gradcheck import assert_finite_gradients  # noqa: E402
 from bouncing_ball import BouncingBall  # noqa: E402
 

@@ -21,8 +21,8 @@ import pytest
 
 import rollax
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bouncing_ball import BouncingBall  # noqa: E402
 from oscillator import Oscillator  # noqa: E402

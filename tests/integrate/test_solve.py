@@ -13,7 +13,7 @@ import pytest
 
 import rollax
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from bouncing_ball import BouncingBall  # noqa: E402
 from oscillator import Oscillator  # noqa: E402
 
@@ -135,7 +135,7 @@ def test_second_derivatives_through_the_vector_field():
     f = jax.jacfwd(jax.jacfwd(lambda w: t_zero(w, diffrax.ForwardMode())))(w)
     for d2 in (h, f):
         assert abs(float(d2) - 2 * t3 / w**2) < 1e-7 * (2 * t3 / w**2)
-    # the continuous adjoint needs a system without events (tests/test_adjoints.py)
+    # the continuous adjoint needs a system without events (tests/integrate/test_solve_adjoints.py)
     with pytest.raises(ValueError, match="adjoint = 'backsolve' is not allowed with events"):
         rollax.solve(Oscillator(), y0, 0.0, 1.0, adjoint=diffrax.BacksolveAdjoint())
 

@@ -20,7 +20,7 @@ import rollax
 import rollax._drivers._chunks as chunks
 from rollax._drivers._chunks import ChunkWarning, SweepInterrupted, run_chunked
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 N, CHUNK = 53, 10  # six chunks, the last one short
 
 
@@ -144,7 +144,7 @@ def test_a_file_as_cache_dir_is_refused_before_any_work(tmp_path):
 def test_a_sweep_too_large_is_refused_up_front():
     t = time.perf_counter()
     axes = [rollax.Axis("z", 0.5, 2.0, 100_000), rollax.Axis("e", 0.3, 0.9, 100_000)]
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
     from bouncing_ball import BouncingBall
 
     with pytest.raises(MemoryError, match=r"10,000,000,000 starts needs about .* GB") as err:
