@@ -30,6 +30,7 @@ import abc
 import dataclasses
 import enum
 import inspect
+import math
 import typing
 from typing import Any, ClassVar
 
@@ -163,8 +164,9 @@ class AbstractSystem(eqx.Module):
                 f"number is the state dimension)"
             )
         # equinox runs this for every subclass too; the modules a system holds (a Rim, a
-        # Ball's rails) are checked with it, so that a bad value is named with its path
-        _check_tree(self, type(self).__name__)
+        # Ball's rails) check their own parameters when they are built (not again here: an
+        # eager rollax.solve pays each check, 0.1 ms for the rim)
+        check_parameters(self)
 
     # ------------------------------------------------------------------ dynamics
     @abc.abstractmethod
@@ -560,30 +562,25 @@ def parameter_fields(tree) -> dict[str, tuple]:
     return out
 
 
-def _check_tree(node, where: str) -> None:
-    """:func:`check_parameters` on ``node`` and on every module it holds (fields, tuples)."""
-    if isinstance(node, eqx.Module):
-        check_parameters(node, where)
-        for f in dataclasses.fields(node):
-            if not f.metadata.get("static", False):
-                _check_tree(getattr(node, f.name, None), f"{where}.{f.name}")
-    elif isinstance(node, (tuple, list)):
-        for i, x in enumerate(node):
-            _check_tree(x, f"{where}[{i}]")
-
-
 def check_parameters(module: eqx.Module, where: str | None = None) -> None:
     """A ``ValueError`` naming the field unless every :func:`parameter` field of ``module``
     is a finite real array whose trailing axes are its declared ``shape`` (a named axis, a
-    string, takes any length). Traced values are checked where they are concrete. Systems
-    check themselves and the modules they hold; a model module used on its own calls this
-    from its ``__check_init__``."""
+    string, takes any length). Traced values are checked where they are concrete. A system
+    checks its own fields; a module with parameters that a system may hold (a ``Rim``, a
+    ``Ball``) calls this from its own ``__check_init__``."""
     where = type(module).__name__ if where is None else where
     for f in dataclasses.fields(module):
         if not f.metadata.get(_PARAMETER):
             continue
         v = getattr(module, f.name, None)
         if isinstance(v, Tracer):
+            continue
+        if isinstance(v, float) and f.metadata.get(_SHAPE) == ():  # a number (convert=False)
+            if math.isnan(v) or (f.metadata.get(_FINITE, True) and math.isinf(v)):
+                must = "be finite" if f.metadata.get(_FINITE, True) else "not be NaN"
+                raise ValueError(
+                    f"{where}.{f.name} = {v!r} is not allowed: a parameter must {must}"
+                )
             continue
         try:  # (a converted parameter is an array; one declared convert=False may be a number)
             a = None if isinstance(v, (str, bytes, bool)) or v is None else np.asarray(v)

@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 BOUNDARY = 0
 CROSSING = 1
@@ -101,10 +101,10 @@ def scan_samples(
 
 def locate_root(
     g: Callable[[Float[Array, ""]], Float[Array, ""]],
-    a: Float[Array, ""],
-    b: Float[Array, ""],
-    ga: Float[Array, ""],
-    gb: Float[Array, ""],
+    a: Float[ArrayLike, ""],
+    b: Float[ArrayLike, ""],
+    ga: Float[ArrayLike, ""],
+    gb: Float[ArrayLike, ""],
     *,
     xtol: float = 1e-13,
     max_iter: int = 100,
@@ -125,6 +125,7 @@ def locate_root(
     iterations (``tests/core/test_events.py``), where Illinois regula falsi with a bisection every
     third iterate (used before) needed up to 53; the Fig. 11 slip panel went 4.6 -> 3.9 s.
     """
+    a, b, ga, gb = (jnp.asarray(x) for x in (a, b, ga, gb))
     sa = ga > 0
     dtype = jnp.result_type(a, b)
 
@@ -331,8 +332,8 @@ class Located(NamedTuple):
 def locate_in_step(
     events: EventSet,
     g_at: Callable[[Float[Array, ""]], Float[Array, " n"]],
-    t0: Float[Array, ""],
-    h: Float[Array, ""],
+    t0: Float[ArrayLike, ""],
+    h: Float[ArrayLike, ""],
     n_samples: int,
     sign: Float[Array, " n"],
     count: Int[Array, " n"],
@@ -353,6 +354,7 @@ def locate_in_step(
     the samples' values as the integrator computed them (by default ``g_at`` at each sample).
     ``unroll``: as :func:`scan`'s.
     """
+    t0, h = jnp.asarray(t0), jnp.asarray(h)
     dtype = jnp.result_type(t0, h)
     thetas = jnp.linspace(0.0, 1.0, n_samples + 1, dtype=dtype)[1:]
     times = t0 + thetas * h

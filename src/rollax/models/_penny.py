@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from rollax._core._system import parameter
 from rollax._core._validate import check_integer, check_positive, check_range, check_shape
 from rollax.models.impacts import (
     nonholonomic_elastic_root,
@@ -95,10 +96,10 @@ class Penny(eqx.Module):
     """The vertical rolling disk of Sect. V: radius R, mass m, moments of inertia I (about the
     axle, perpendicular to the disk) and J (about a vertical diameter). Defaults: Table I."""
 
-    R: float = 0.01
-    m: float = 0.0025
-    I: float = 1.25e-7  # noqa: E741 (the paper's name)
-    J: float = 6.25e-8
+    R: float = parameter(0.01, convert=False)
+    m: float = parameter(0.0025, convert=False)
+    I: float = parameter(1.25e-7, convert=False)  # noqa: E741 (the paper's name)
+    J: float = parameter(6.25e-8, convert=False)
 
     def __check_init__(self):
         for name in ("R", "m", "I", "J"):
@@ -298,8 +299,8 @@ class EllipseTable(eqx.Module):
     """Elliptical table top h(x, y) = x^2/a^2 + y^2/b^2 - 1, eq. (35) (h < 0 on the table).
     Defaults: the elliptical table of Table I."""
 
-    a: float = 0.15
-    b: float = 0.20
+    a: float = parameter(0.15, convert=False)
+    b: float = parameter(0.20, convert=False)
 
     def __check_init__(self):
         check_positive("a", self.a)
@@ -329,7 +330,7 @@ class CustomTable(eqx.Module):
     against the edge, as in (27) and (34), which suffices for convex tables."""
 
     fn: Callable = eqx.field(static=True)
-    diameter: float = 1.0
+    diameter: float = parameter(1.0, convert=False)
 
     def __check_init__(self):
         if not callable(self.fn):
@@ -445,9 +446,9 @@ class PennyBilliard(eqx.Module):
     penny: Penny = eqx.field(default_factory=Penny)
     table: EllipseTable | CustomTable = eqx.field(default_factory=EllipseTable)
     law: str = eqx.field(static=True, default="elastic")
-    e: float = 1.0
+    e: float = parameter(1.0, convert=False)
     n_samples: int = eqx.field(static=True, default=512)
-    glancing_tol: float = 1e-6
+    glancing_tol: float = parameter(1e-6, convert=False)
 
     def __check_init__(self):
         if self.law not in _LAWS:

@@ -27,6 +27,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from rollax._core._system import parameter
 from rollax._core._validate import check_positive, check_where_concrete
 
 
@@ -66,11 +67,11 @@ class AxisymmetricLaw(eqx.Module):
     length ``rho`` of (5) and the pressure moment ``kappa`` (39).
     """
 
-    mu: float
-    P: float
-    R: float
-    rho: float
-    kappa: float
+    mu: float = parameter(convert=False)
+    P: float = parameter(convert=False)
+    R: float = parameter(convert=False)
+    rho: float = parameter(convert=False)
+    kappa: float = parameter(convert=False)
 
     def __check_init__(self):
         check_positive("mu", self.mu)

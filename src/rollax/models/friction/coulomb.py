@@ -6,6 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from rollax._core._system import parameter
 from rollax._core._validate import check_positive
 
 
@@ -16,8 +17,8 @@ class Coulomb(eqx.Module):
     spin; it is undefined (NaN) where the sliding velocity u = (u_x, u_y) vanishes.
     """
 
-    mu: float = 1.0
-    P: float = 1.0
+    mu: float = parameter(1.0, convert=False)
+    P: float = parameter(1.0, convert=False)
 
     def __check_init__(self):
         check_positive("mu", self.mu)

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from rollax._core._system import parameter
 from rollax._core._validate import check_integer, check_positive
 from rollax.models.friction.base import DirectionLaw
 
@@ -103,8 +104,8 @@ class HarmonicModel(DirectionLaw):
     ``HarmonicModel(c, s, mu=1, P=1, R=1, rho=..., kappa=...)`` or :meth:`from_law`.
     """
 
-    c: Float[Array, " N"]
-    s: Float[Array, " N"]
+    c: Float[Array, " N"] = parameter(shape=("N",), convert=False)
+    s: Float[Array, " N"] = parameter(shape=("N",), convert=False)
 
     def __init__(self, c, s, mu=1.0, P=1.0, R=1.0, rho=None, kappa=None):
         self.c = jnp.asarray(c, dtype=jnp.float64)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import cast
 import equinox as eqx
+from rollax._core._system import parameter
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -166,9 +167,9 @@ class PlanarBody(eqx.Module):
     """
 
     law: object
-    a: float
-    b: float
-    f: float = 0.0
+    a: float = parameter(convert=False)
+    b: float = parameter(convert=False)
+    f: float = parameter(0.0, convert=False)
     name: str = eqx.field(static=True, default="body")
 
     @staticmethod

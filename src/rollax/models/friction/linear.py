@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from rollax._core._system import parameter
 from rollax.models.friction.base import DirectionLaw, kappa_for, resolve_rho
 
 _DIRECTIONS = np.eye(3)  # w_i, w_ii, w_iii of (65); numpy so that import starts no backend
@@ -20,7 +21,7 @@ class LinearEllipsoidal(eqx.Module):
     fit (65)-(66) at the three elementary slip directions with :meth:`from_law`.
     """
 
-    Pi_hat: Float[Array, "3 3"]
+    Pi_hat: Float[Array, "3 3"] = parameter(shape=(3, 3), convert=False)
 
     def __check_init__(self):
         # (np.shape: jnp.shape(None) is deprecated in JAX)

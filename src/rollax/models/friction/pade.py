@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from rollax._core._system import parameter
 from rollax.models.friction.base import EpsLaw
 
 
@@ -71,12 +72,12 @@ def _poly(c, x):
 class PadeModel(EpsLaw):
     """Rational (Pade) law of degree ``n`` in eps, matching values and slopes at both ends."""
 
-    free_q: Float[Array, " k"]
-    free_t: Float[Array, " k"]
-    alpha: float
-    beta: float
-    gamma: float
-    delta: float
+    free_q: Float[Array, " k"] = parameter(shape=("k",), convert=False)
+    free_t: Float[Array, " k"] = parameter(shape=("k",), convert=False)
+    alpha: float = parameter(convert=False)
+    beta: float = parameter(convert=False)
+    gamma: float = parameter(convert=False)
+    delta: float = parameter(convert=False)
 
     def __init__(
         self, free_q, free_t, alpha, beta, gamma, delta, mu=1.0, P=1.0, R=1.0, rho=None, kappa=None

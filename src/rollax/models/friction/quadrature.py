@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from rollax._core._system import parameter
 from rollax._core._validate import check_positive
 
 _EPS_SWITCH = 4.0  # lines through the ICR for eps <= 4, centre-polar above
@@ -54,8 +55,8 @@ _GRADE_MAX = 4.0  # largest: the grading is then nearly uniform
 class UniformPressure(eqx.Module):
     """Uniform pressure p = P/(pi R^2) on the disc of radius R, (56)."""
 
-    P: float = 1.0
-    R: float = 1.0
+    P: float = parameter(1.0, convert=False)
+    R: float = parameter(1.0, convert=False)
 
     def __check_init__(self):
         check_positive("P", self.P)
@@ -69,8 +70,8 @@ class UniformPressure(eqx.Module):
 class HertzPressure(eqx.Module):
     """Hertz pressure p = 3P/(2 pi R^2) sqrt(1 - (x^2 + y^2)/R^2), (61)."""
 
-    P: float = 1.0
-    R: float = 1.0
+    P: float = parameter(1.0, convert=False)
+    R: float = parameter(1.0, convert=False)
 
     def __check_init__(self):
         check_positive("P", self.P)
@@ -97,9 +98,9 @@ class QuadratureLaw(eqx.Module):
     """
 
     p: Callable
-    mu: float = 1.0
-    R: float = 1.0
-    rho: float = 1.0
+    mu: float = parameter(1.0, convert=False)
+    R: float = parameter(1.0, convert=False)
+    rho: float = parameter(1.0, convert=False)
     n_r: int = eqx.field(static=True, default=48)
     n_phi: int = eqx.field(static=True, default=256)
 

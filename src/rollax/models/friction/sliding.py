@@ -21,6 +21,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from rollax._core._system import parameter
 from rollax._core._validate import check_nonnegative, check_positive, check_range
 
 
@@ -32,10 +33,10 @@ class SlidingBody(eqx.Module):
     """
 
     law: object
-    m: float = 1.0
-    j: float = 0.5
-    R_bar: float = 1.0
-    F: float = 0.0
+    m: float = parameter(1.0, convert=False)
+    j: float = parameter(0.5, convert=False)
+    R_bar: float = parameter(1.0, convert=False)
+    F: float = parameter(0.0, convert=False)
     kind: str = eqx.field(static=True, default="disc")
 
     def __check_init__(self):
