@@ -67,6 +67,14 @@ def test_the_route_without_events_takes_the_event_routes_steps():
 def test_the_route_without_events_reports_its_limits():
     sol = rollax.solve(Pendulum(), jnp.array([1.0, 0.0]), 0.0, 1e4, max_steps=20)
     assert int(sol.status) == rollax.Status.MAX_STEPS
+    # where it stopped, as the event route says (it was t = inf, y = inf)
+    for params, y0, _ in _cases(5, seed=4):
+        for n in (7, 20, 33):
+            a = rollax.solve(Pendulum(**params), y0, 0.0, 1e4, max_steps=n)
+            b = rollax.solve(PendulumWatched(**params), y0, 0.0, 1e4, max_steps=n)
+            assert int(a.status) == int(b.status) == rollax.Status.MAX_STEPS
+            assert 0.0 < float(a.t) < 1e4 and float(a.t) == pytest.approx(float(b.t), rel=1e-9)
+            np.testing.assert_allclose(np.asarray(a.y), np.asarray(b.y), rtol=0, atol=1e-8)
     sol = rollax.solve(Pendulum(), jnp.array([1.0, 0.0]), 0.0, jnp.inf, max_steps=50)
     assert int(sol.status) == rollax.Status.MAX_STEPS
 

@@ -385,7 +385,10 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
         yp = jax.lax.stop_gradient(y0 if plain else y0[0])
         # (diffrax types t0 as a RealScalarLike; diffeqsolve has made it a JAX scalar)
         h = dopri5.initial_step(f, t0, yp, f(t0, yp), self.rtol, self.atol, None, error_order)  # pyright: ignore[reportArgumentType]
-        return t0 + jax.lax.stop_gradient(jnp.minimum(h, self.dtmax)), None
+        # the plain route keeps the last accepted time and state: diffrax reports neither for
+        # a run that stops early (max_steps: its final time is inf), the event route does
+        state = (jax.lax.stop_gradient(t0), yp) if plain else None
+        return t0 + jax.lax.stop_gradient(jnp.minimum(h, self.dtmax)), state
 
     def adapt_step_size(
         self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state
@@ -402,7 +405,11 @@ class _Elementary(diffrax.AbstractAdaptiveStepSizeController):
         result = diffrax.RESULTS.where(
             ~(h >= self.dtmin), diffrax.RESULTS.dt_min_reached, diffrax.RESULTS.successful
         )
-        return accept, t_next, t_next + h, jnp.asarray(False), None, result
+        if controller_state is not None:  # (the plain route: the last accepted time and state)
+            controller_state = jax.tree_util.tree_map(
+                lambda new, old: jnp.where(accept, new, old), (sg(t1), y1p), controller_state
+            )
+        return accept, t_next, t_next + h, jnp.asarray(False), controller_state, result
 
 
 def _step_samples(system, mode, interp, y1, t0, h, n: int):
@@ -961,7 +968,9 @@ def _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
         y0,
         args=(system, mode),
         stepsize_controller=ctrl,
-        saveat=diffrax.SaveAt(t1=True) if ts is None else diffrax.SaveAt(t1=True, ts=ts),
+        saveat=diffrax.SaveAt(t1=True, controller_state=not back)
+        if ts is None
+        else diffrax.SaveAt(t1=True, ts=ts, controller_state=not back),
         max_steps=opts.max_steps,
         throw=False,
         adjoint=opts.adjoint,
@@ -969,6 +978,12 @@ def _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
     assert sol.ys is not None and sol.ts is not None  # (saved: t1, and ts if given)
     y = sol.ys[-1]
     ok = sol.result == diffrax.RESULTS.successful
+    t_end = sol.ts[-1]
+    if not back:  # a run that stopped early: where it stopped (diffrax gives inf)
+        assert sol.controller_state is not None  # (saved: SaveAt(controller_state=True))
+        t_acc, y_acc = sol.controller_state
+        t_end = jnp.where(ok, t_end, t_acc)
+        y = jnp.where(ok, y, y_acc)
     # a run that stopped early: diffrax fills the save slots after its end with inf
     finite = jnp.all(jnp.isfinite(y))
     status = jnp.where(
@@ -979,7 +994,7 @@ def _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
         ),
     ).astype(jnp.int32)
     return Solution(
-        t=sol.ts[-1],
+        t=t_end,
         y=y,
         mode=jnp.asarray(mode, jnp.int32),
         aux=aux,
