@@ -980,8 +980,11 @@ def _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
     ok = sol.result == diffrax.RESULTS.successful
     t_end = sol.ts[-1]
     if not back:  # a run that stopped early: where it stopped (diffrax gives inf)
-        assert sol.controller_state is not None  # (saved: SaveAt(controller_state=True))
-        t_acc, y_acc = sol.controller_state
+        cs = sol.controller_state
+        # (ours; with jump times, inside diffrax's ClipStepSizeController's state)
+        cs = getattr(cs, "inner_state", cs)
+        assert cs is not None  # (saved: SaveAt(controller_state=True))
+        t_acc, y_acc = cs
         t_end = jnp.where(ok, t_end, t_acc)
         y = jnp.where(ok, y, y_acc)
     # a run that stopped early: diffrax fills the save slots after its end with inf
