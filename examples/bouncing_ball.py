@@ -25,11 +25,12 @@ class Bounce(enum.IntEnum):
 
 
 class BouncingBall(rollax.AbstractSystem):
-    g: jax.Array = rollax.parameter(9.81)
-    e: jax.Array = rollax.parameter(0.8)
+    g: jax.Array = rollax.parameter(9.81, units="m/s^2")
+    e: jax.Array = rollax.parameter(0.8, units="1")  # coefficient of restitution
     n_bounces: int = 4  # static: the impact that ends the run
 
     state_names = ("z", "v")
+    state_units = ("m", "m/s")  # labels a sweep's dataset
     events = (rollax.crossing("floor", target=1, direction=-1),)
     n_aux = 1  # impacts so far
     outcomes = Bounce

@@ -175,10 +175,8 @@ def test_event_descriptors_refuse(make, match):
             r"y0\['z'\] = 'a' is not allowed",
         ),
         (
-            lambda A: rollax.sweep(
-                BouncingBall(), [A], y0={"z": 1.0, "v": 0.0}, t1=1.0, cache_dir=3
-            ),
-            r"cache_dir = 3 is not allowed",
+            lambda A: rollax.sweep(BouncingBall(), [A], y0={"z": 1.0, "v": 0.0}, t1=1.0, store=3),
+            r"store = 3 is not allowed",
         ),
         (
             lambda A: rollax.sweep(

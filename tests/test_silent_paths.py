@@ -389,45 +389,39 @@ def test_robot_examples_refuse_the_options_of_optimize():
     assert "--T, --mu apply to `rollax robot optimize` only" in r.stderr
 
 
-def _kept_chunks(out):
-    """A 6 x 5 map in chunks of 10, kept: the command's arguments and the chunk files."""
-    args = [
-        "basin",
-        "--grid",
-        "6",
-        "5",
-        "--chunk-size",
-        "10",
-        "--keep-chunks",
-        "--no-progress",
-        "--out",
-        str(out),
-    ]
+def _kept_regions(out):
+    """A 6 x 5 map in regions of at most 10 starts (3 of 2 x 5): the command's arguments and
+    the outcome's chunk files in the store, one per region."""
+    args = ["basin", "--grid", "6", "5", "--chunk-size", "10", "--no-progress", "--out", str(out)]
     assert _cli(*args).returncode == 0
-    return args, sorted((out / ".chunks").rglob("*.npz"))
+    files = [p for p in (out / "basin.zarr" / "outcome" / "c").rglob("*") if p.is_file()]
+    assert len(files) == 3
+    return args, sorted(files, key=str)
 
 
-def test_a_chunk_warning_is_one_line(tmp_path):
-    args, chunks = _kept_chunks(tmp_path / "o")
-    chunk = chunks[0]
-    chunk.write_bytes(b"not a zip")
+def test_a_store_warning_is_one_line(tmp_path):
+    args, chunks = _kept_regions(tmp_path / "o")
+    chunks[0].write_bytes(b"not a zarr chunk")
     r = _cli(*args)
     assert r.returncode == 0
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("rollax basin: warning: ChunkWarning: chunk ")
+    assert lines[0].startswith("rollax basin: warning: StoreWarning: store "), lines[0]
+    assert "1 region(s) cannot be read" in lines[0] and "(regions 0)" in lines[0]
 
 
-def test_a_chunk_that_cannot_be_written_is_named(tmp_path):
-    # a directory where a chunk goes (its file removed): the error names the chunk, not the
-    # private temporary file it was written to
-    args, chunks = _kept_chunks(tmp_path / "o")
+def test_a_region_that_cannot_be_written_is_named(tmp_path):
+    # a directory where a region's chunk goes (its file removed): the error names the store's
+    # chunk, not the private temporary file zarr writes it to
+    args, chunks = _kept_regions(tmp_path / "o")
     chunk = chunks[1]
     chunk.unlink()
     (chunk / "sub").mkdir(parents=True)
     r = _cli(*args)
     assert r.returncode == 2, r.stderr
-    assert chunk.name in r.stderr and ".tmp" not in r.stderr
+    lines = r.stderr.strip().splitlines()  # the region's warning, then the error: a line each
+    assert len(lines) == 2 and "StoreWarning" in lines[0], r.stderr
+    assert "basin.zarr" in lines[1] and ".tmp" not in lines[1], r.stderr
 
 
 def test_a_penny_state_off_its_rolling_constraints_is_refused():
@@ -628,7 +622,9 @@ def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch, ca
     with pytest.raises(OSError) as err:
         dump({"a": 1}, Full())
     assert err.value.filename == str(tmp_path / "x.json")
-    # a basin map's npz: named, and no temporary file left behind
+    # a basin map's dataset: named, and no temporary file left behind
+    import xarray as xr
+
     bmap = basin_map(
         Rim(),
         x=Axis("beta", 0.8, 1.8, 2),
@@ -636,17 +632,21 @@ def test_a_full_disk_names_the_file_it_could_not_write(tmp_path, monkeypatch, ca
         fixed={"omega2": 35.0, "omega3": 10.0},
         progress=False,
     )
-    monkeypatch.setattr(np, "savez_compressed", full)
+    monkeypatch.setattr(xr.Dataset, "to_zarr", full)
     with pytest.raises(OSError) as err:
         bmap.save(tmp_path / "out")
-    assert err.value.filename == str(tmp_path / "out" / "basin.npz")
+    assert err.value.filename == str(tmp_path / "out" / "basin.zarr")
     assert list((tmp_path / "out").iterdir()) == []
+    # the store a sweep writes as it runs: named too
+    import zarr.storage._local
+
+    monkeypatch.setattr(zarr.storage._local, "_put", full)
     # and the command says so in one line
     rc = main(["basin", "--grid", "2", "2", "--no-progress", "--out", str(tmp_path / "cli")])
     assert rc == 2
     msg = capsys.readouterr().err.strip().splitlines()
     assert (
         len(msg) == 1
-        and str(tmp_path / "cli" / "basin.npz") in msg[0]
+        and str(tmp_path / "cli" / "basin.zarr") in msg[0]
         and "No space left" in msg[0]
     )

@@ -48,7 +48,7 @@ def main() -> None:
             kw["x"] = Axis("beta", 0.8, 1.8, args.grid[0])
             kw["y"] = Axis("omega1", -20.0, 20.0, args.grid[1])
             t0 = time.perf_counter()
-            m = basin_map(rim, progress=False, cache_dir=None, **kw)
+            m = basin_map(rim, progress=False, **kw)
             dt = time.perf_counter() - t0
             maps[fig, diss] = m
             name = f"{fig}_{diss}"

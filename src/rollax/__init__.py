@@ -34,7 +34,7 @@ except PackageNotFoundError:  # run from a source tree that is not installed
 
 # public name -> the private module that defines it
 _EXPORTS = {
-    "ChunkWarning": "rollax._drivers._chunks",
+    "StoreWarning": "rollax._drivers._store",
     "SweepInterrupted": "rollax._drivers._chunks",
     "configure": "rollax._core._config",
     "fused_program": "rollax._integrate._ensemble",
@@ -62,7 +62,7 @@ _EXPORTS = {
 __all__ = [
     "AbstractSystem",
     "Axis",
-    "ChunkWarning",
+    "StoreWarning",
     "Event",
     "EventKind",
     "EventLog",
@@ -111,7 +111,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what the loaders above give, for type checkers and editors
-    from rollax._drivers._chunks import ChunkWarning, SweepInterrupted
+    from rollax._drivers._chunks import SweepInterrupted
+    from rollax._drivers._store import StoreWarning
     from rollax._core._config import configure
     from rollax._integrate._ensemble import fused_program, solve_ensemble
     from rollax._core._eventlog import EventLog

@@ -1,12 +1,16 @@
 """Basin maps of the ball on the rim (rollax.analysis.basin): outcomes, sweeps, resumption, CLI."""
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import xarray as xr
 
 import rollax
 import rollax.analysis.basin as basin
+from rollax._drivers._store import region_layout
 from rollax.analysis.basin import IN, OUT, PERIODIC, Axis, basin_map, preset, simulate
 from rollax.cli import main
 from rollax.models.rim import Rim
@@ -118,10 +122,11 @@ def test_resume_and_chunking_do_not_change_results(tmp_path, monkeypatch, fig11)
 
     monkeypatch.setattr(ens, "solve_ensemble", dying)
     with pytest.raises(_Killed):
-        basin_map(RIM, cache_dir=tmp_path, **kw)
+        basin_map(RIM, store=tmp_path / "b.zarr", **kw)
     monkeypatch.setattr(ens, "solve_ensemble", lambda *a, **k: calls.append(1) or real(*a, **k))
-    resumed = basin_map(RIM, cache_dir=tmp_path, **kw)
-    assert len(calls) == 2 + (2400 // 700 + 1) - 2  # only the unfinished chunks were run
+    resumed = basin_map(RIM, store=tmp_path / "b.zarr", **kw)
+    _, regions = region_layout((COARSE["x"].n, COARSE["y"].n), 700)
+    assert len(calls) == 2 + len(regions) - 2  # only the unfinished regions were run
     assert np.array_equal(resumed.outcome, fig11.outcome)
     assert np.allclose(resumed.t_end, fig11.t_end, rtol=0, atol=1e-9)
     one_device = basin_map(RIM, devices=1, chunk_size=2400, progress=False, **COARSE)
@@ -146,18 +151,32 @@ def test_bad_inputs():
         simulate(RIM, np.zeros((1, 4)) + 1.0, rtol=2.0)
 
 
-def test_cli_writes_npz_and_png(tmp_path, capsys):
+def test_cli_writes_a_labelled_dataset_and_png(tmp_path, capsys):
     out = tmp_path / "run"
     rc = main(["basin", "--grid", "12", "8", "--out", str(out), "--no-progress", "--json"])
     assert rc == 0
-    z = np.load(out / "basin.npz")
-    assert z["outcome"].dtype == np.int8 and z["outcome"].shape == (12, 8)
-    assert np.allclose(z["beta"], np.linspace(0.8, 1.8, 12))
-    assert np.allclose(z["omega1"], np.linspace(-20, 20, 8))
-    assert z["recontact"].shape == (12, 8) and z["t_end"].shape == (12, 8)
-    assert float(z["param_R"]) == 0.225 and float(z["t_max"]) == 60.0
+    with xr.open_zarr(out / "basin.zarr") as z:
+        assert z["outcome"].dtype == np.int8 and z["outcome"].dims == ("beta", "omega1")
+        assert np.allclose(z["beta"], np.linspace(0.8, 1.8, 12))
+        assert np.allclose(z["omega1"], np.linspace(-20, 20, 8))
+        assert z["recontact"].shape == (12, 8) and z["t_end"].shape == (12, 8)
+        assert json.loads(z.attrs["rim"])["R"] == 0.225 and z.attrs["t_max"] == 60.0
+        assert z.attrs["command"].startswith("rollax basin --grid 12 8")
+        # everything needed to redraw it
+        again = basin.BasinMap.from_dataset(z.load())
+    assert np.array_equal(
+        again.outcome, basin_map(RIM, x=again.x, y=again.y, progress=False).outcome
+    )
     assert (out / "basin.png").stat().st_size > 1000
     assert '"counts"' in capsys.readouterr().out
+    # netCDF: the same map
+    rc = main(
+        ["basin", "--grid", "12", "8", "--out", str(out), "--no-progress", "--format", "netcdf"]
+    )
+    assert rc == 0 and not (out / ".basin.zarr").exists()
+    with xr.open_dataset(out / "basin.nc", engine="scipy") as nc:
+        assert np.array_equal(nc["outcome"].values, again.outcome)
+        assert nc["t_end"].attrs["units"] == "s"
     assert main(["basin", "--grid", "12", "8", "--r", "-1", "--out", str(out)]) == 2
     assert "--r = -1 is not allowed" in capsys.readouterr().err
 
@@ -193,7 +212,8 @@ def test_basin_map_passes_and_records_its_event_samples(tmp_path):
     assert (m4.n_samples, m8.n_samples) == (4, 8)
     assert m8.t_end[0, 0] == pytest.approx(0.285302, abs=1e-6)
     assert abs(m4.t_end[0, 0] - m8.t_end[0, 0]) < 1e-9
-    assert int(np.load(m8.save(tmp_path, figure=False))["n_samples"]) == 8
+    with xr.open_zarr(m8.save(tmp_path, figure=False)) as saved:
+        assert saved.attrs["n_samples"] == 8
     for bad in (0, 2.5, True):
         with pytest.raises(ValueError, match="n_samples = "):
             basin_map(rim, n_samples=bad, **kw)

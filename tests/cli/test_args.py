@@ -238,7 +238,7 @@ def test_a_broken_pipe_ends_quietly():
     assert p.returncode in (0, 141) and err == "", err
 
 
-def test_sigint_during_a_basin_sweep_keeps_the_chunks_and_resumes(tmp_path):
+def test_sigint_during_a_basin_sweep_keeps_the_regions_and_resumes(tmp_path):
     out = tmp_path / "out"
     args = [
         "basin",
@@ -255,7 +255,8 @@ def test_sigint_during_a_basin_sweep_keeps_the_chunks_and_resumes(tmp_path):
     ]
     p = _rollax(*args)
     t0 = time.monotonic()
-    while not glob.glob(str(out / ".chunks" / "*" / "*.npz")):
+    records = str(out / "basin.zarr" / "_rollax" / "records" / "c" / "*" / "*")
+    while not glob.glob(records):
         assert p.poll() is None, p.communicate()
         assert time.monotonic() - t0 < 240
         time.sleep(0.02)
@@ -268,14 +269,14 @@ def test_sigint_during_a_basin_sweep_keeps_the_chunks_and_resumes(tmp_path):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "interrupted by SIGINT after" in lines[0], err
     assert "rerun the same command to resume" in lines[0]
-    kept = glob.glob(str(out / ".chunks" / "*" / "*.npz"))
+    kept = glob.glob(records)  # the finished regions' records
     assert 1 <= len(kept) < 30
     p = _rollax(*args, "--json")
     stdout, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     summary = json.loads(stdout)
     assert sum(summary["counts"].values()) == 12000
-    assert not (out / ".chunks").exists()  # removed after the successful run
+    assert len(glob.glob(records)) == 30  # the store holds every region now
 
 
 # ------------------------------------------------------------------ public constructors

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import xarray as xr
 
 import rollax
 
@@ -185,8 +186,12 @@ def test_a_sweep_keeps_the_event_logs_and_saves_them(tmp_path):
     ref = np.array([[_impacts(z, e, 9.81, 3) for e in es] for z in zs])
     np.testing.assert_allclose(res.events.t[..., :3], ref, atol=1e-9)
     assert res.as_solution().events.n.shape == (3, 2)
-    saved = np.load(res.save(tmp_path / "ball.npz"))
-    np.testing.assert_array_equal(saved["events.t"], res.events.t)
+    with xr.open_zarr(res.save(tmp_path / "ball.zarr")) as saved:
+        np.testing.assert_array_equal(saved["events_t"].values, res.events.t)
+        np.testing.assert_array_equal(saved["events_y_z"].values, res.events.y[..., 0])
+        assert (
+            saved["events_t"].dims == ("z", "e", "log") and saved["events_t"].attrs["units"] == "s"
+        )
 
 
 @pytest.mark.parametrize("bad", [-1, 2.5, "3", True, 10**9])

@@ -1,10 +1,13 @@
-"""The chunk store of rollax.sweep (rollax._drivers._chunks): verified, atomic, shareable, interruptible.
+"""Chunked sweeps (rollax._drivers._chunks.run_chunked) into their zarr store: verified region
+by region, kept, resumable, shareable, interruptible.
 
 Most tests drive ``run_chunked`` with a cheap NumPy function (in this process, or in
-subprocesses that do no JAX work), and one drives ``rollax.sweep``.
+subprocesses that do no JAX work), and one drives ``rollax.sweep``. The store's own layout
+(regions, records, replacement) is tested in test_store.py.
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,13 +18,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 
 import rollax
 import rollax._drivers._chunks as chunks
-from rollax._drivers._chunks import ChunkWarning, SweepInterrupted, run_chunked
+import rollax._drivers._store as store_mod
+from rollax._drivers._chunks import SweepInterrupted, run_chunked
+from rollax._drivers._store import StoreWarning
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-N, CHUNK = 53, 10  # six chunks, the last one short
+N, CHUNK = 53, 10  # six regions of the grid (53,): rows 0-10, 10-20, ..., 50-53 (short)
 
 
 def _starts(lo, hi):
@@ -38,107 +44,204 @@ def _fn(calls=None):
     return fn
 
 
-def _run(tmp_path, calls=None, **kw):
-    kw = dict(dict(n=N, chunk_size=CHUNK, cache_dir=tmp_path, key="k", progress=False), **kw)
+def _run(store, calls=None, **kw):
+    kw = dict(dict(n=N, chunk_size=CHUNK, store=store, key="k", progress=False), **kw)
     return run_chunked(_fn(calls), _starts, **kw)
 
 
-def _check(out):
-    i = np.arange(N)
+def _check(out, n=N):
+    i = np.arange(n)
     np.testing.assert_array_equal(out["idx"], i)
     np.testing.assert_array_equal(out["sq"], (0.5 * i) ** 2)
 
 
-def _files(tmp_path):
-    return sorted((tmp_path / "chunks-k").glob("*.npz"))
+def _records(store):
+    """The regions whose record is written (zarr writes no chunk of the records' fill value)."""
+    return sorted(int(p.parent.name) for p in Path(store).glob("_rollax/records/c/*/0"))
 
 
-def test_chunks_are_reused_and_removed_unless_kept(tmp_path):
+def test_the_store_is_kept_and_reused(tmp_path):
+    store = tmp_path / "store"
     calls = []
-    _check(_run(tmp_path, calls, keep_chunks=True))
-    assert len(calls) == 6 and len(_files(tmp_path)) == 6
+    _check(_run(store, calls))
+    assert calls == [0, 10, 20, 30, 40, 50] and _records(store) == list(range(6))
+    g = zarr.open_group(str(store), mode="r")  # the store is the result: it stays
+    assert g["sq"].shape == (N,) and g["sq"].chunks == (CHUNK,)
+    _check({k: g[k][...] for k in ("sq", "idx")})
     calls.clear()
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # an intact chunk is used silently
-        _check(_run(tmp_path, calls))
-    assert calls == []  # all six loaded
-    assert not (tmp_path / "chunks-k").exists()  # removed after the successful run
-    assert tmp_path.exists()  # the cache directory existed before: it stays
-    new = tmp_path / "made"
-    _check(_run(new))
-    assert not new.exists()  # created by the run, empty afterwards: removed
+        warnings.simplefilter("error")  # an intact store is used silently
+        _check(_run(store, calls))
+    assert calls == []  # all six regions loaded
+    assert store.exists() and _records(store) == list(range(6))
+    # without a store nothing is written
+    calls.clear()
+    _check(_run(None, calls))
+    assert len(calls) == 6 and sorted(p.name for p in tmp_path.iterdir()) == ["store"]
 
 
-def _rewrite(path, **changes):
-    """Rewrite a chunk file with changed arrays but its old record (valid format, wrong data)."""
-    with np.load(path) as z:
-        arrays = {k: z[k] for k in z.files}
-    arrays.update(changes)
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
+def _chunk_file(store, var, i):
+    """Region i's chunk file of variable var (zarr v3's default keys: <var>/c/<i>)."""
+    path = Path(store) / var / "c" / str(i)
+    assert path.is_file(), sorted(Path(store).rglob("*"))
+    return path
+
+
+def _alter(store, var, row, delta):
+    """Change one value through zarr (a valid chunk, written in the zarr format), without
+    updating the region's record."""
+    g = zarr.open_group(str(store), mode="r+")
+    g[var][row] = g[var][row] + delta
 
 
 @pytest.mark.parametrize(
     "fault, why",
     [
-        ("corrupt", "is corrupt"),
-        ("truncated", "cannot be read"),
-        ("garbage", "cannot be read"),
-        ("empty", "cannot be read"),
-        ("foreign", "has no valid rollax chunk record"),
+        ("altered", "is corrupt (its checksum does not match its contents)"),
+        ("altered idx", "is corrupt (its checksum does not match its contents)"),
+        ("deleted", "is corrupt (its checksum does not match its contents)"),  # fill values
+        ("truncated", "cannot be read (RuntimeError: Zstd decompression error"),
+        ("truncated idx", "cannot be read (RuntimeError: Zstd decompression error"),
+        ("garbage", "cannot be read (RuntimeError: Zstd decompression error"),
+        ("empty", "cannot be read (RuntimeError: Zstd decompression error"),
+        ("bad record", "has an unreadable record (RuntimeError)"),
+        ("record of region 3", "is stale (computed by other code, versions or settings)"),
     ],
 )
-def test_a_bad_chunk_is_redone_with_a_one_line_warning(tmp_path, fault, why):
-    _run(tmp_path, keep_chunks=True)
-    bad = _files(tmp_path)[2]
-    if fault == "corrupt":
-        with np.load(bad) as z:
-            _rewrite(bad, sq=z["sq"] + 1.0)
-    elif fault == "truncated":
+def test_a_bad_region_is_redone_with_a_one_line_warning(tmp_path, fault, why):
+    store = tmp_path / "store"
+    _run(store)
+    var = "idx" if fault.endswith(" idx") else "sq"
+    bad = _chunk_file(store, var, 2)  # region 2: rows 20-30
+    record = store / "_rollax" / "records" / "c" / "2" / "0"
+    if fault.startswith("altered"):
+        _alter(store, var, 25, 1)
+    elif fault == "deleted":
+        bad.unlink()
+    elif fault.startswith("truncated"):
         data = bad.read_bytes()
         bad.write_bytes(data[: len(data) // 2])
     elif fault == "garbage":
         bad.write_bytes(b"not a chunk at all")
     elif fault == "empty":
         bad.write_bytes(b"")
-    else:
-        np.savez(bad, sq=np.zeros(CHUNK), idx=np.zeros(CHUNK, np.int64))
+    elif fault == "bad record":
+        record.write_bytes(b"garbage")
+    else:  # a valid record, of another region
+        shutil.copyfile(record.parent.parent / "3" / "0", record)
     calls = []
-    with pytest.warns(ChunkWarning) as rec:
-        _check(_run(tmp_path, calls, keep_chunks=True))
-    assert calls == [20]  # only that chunk was recomputed
-    (msg,) = [str(w.message) for w in rec if w.category is ChunkWarning]
-    assert str(bad) in msg and why in msg and "\n" not in msg
+    with pytest.warns(StoreWarning) as rec:
+        _check(_run(store, calls))
+    assert calls == [20]  # only that region was recomputed
+    (msg,) = [str(w.message) for w in rec if w.category is StoreWarning]
+    assert msg.startswith(f"store {store}: 1 region(s) {why}"), msg
+    assert msg.endswith("(regions 2); computing them again") and "\n" not in msg
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _check(_run(tmp_path, keep_chunks=True))  # and rewritten: now used silently
+        _check(_run(store, calls))  # and rewritten: now used silently
+    assert calls == [20]
 
 
-def test_a_stale_chunk_is_redone(tmp_path, monkeypatch):
-    _run(tmp_path, keep_chunks=True)
-    monkeypatch.setattr(chunks, "code_fingerprint", lambda: "0123456789abcdef0123")
+def test_faults_of_several_kinds_give_one_line_each(tmp_path):
+    store = tmp_path / "store"
+    _run(store)
+    _alter(store, "sq", 15, 1)
+    _alter(store, "idx", 33, 1)
+    _chunk_file(store, "sq", 4).write_bytes(b"")
     calls = []
-    with pytest.warns(ChunkWarning, match="is stale") as rec:
-        _check(_run(tmp_path, calls, keep_chunks=True))
-    assert len(calls) == 6 and len(rec) == 6
+    with pytest.warns(StoreWarning) as rec:
+        _check(_run(store, calls))
+    assert sorted(calls) == [10, 30, 40]
+    msgs = sorted(str(w.message) for w in rec if w.category is StoreWarning)
+    assert len(msgs) == 2 and all("\n" not in m and str(store) in m for m in msgs)
+    assert "2 region(s) is corrupt" in msgs[1] and "(regions 1, 3)" in msgs[1]
+    assert "1 region(s) cannot be read" in msgs[0] and "(regions 4)" in msgs[0]
+
+
+def test_a_stale_store_is_redone(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    _run(store)
+    monkeypatch.setattr(store_mod, "code_fingerprint", lambda: "0123456789abcdef0123")
+    calls = []
+    with pytest.warns(StoreWarning, match="is stale") as rec:
+        _check(_run(store, calls))
+    assert len(calls) == 6
+    (msg,) = [str(w.message) for w in rec]  # one line for the six regions
+    assert msg.startswith(f"store {store}: 6 region(s) is stale") and "\n" not in msg
+    assert "(regions 0, 1, 2, 3, 4, 5)" in msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check(_run(store, calls))  # recomputed with this code: used silently
+    assert len(calls) == 6
+
+
+def test_a_store_of_another_sweep_is_replaced(tmp_path):
+    store = tmp_path / "store"
+    _run(store)
+    calls = []
+    with pytest.warns(StoreWarning) as rec:
+        _check(_run(store, calls, key="other"))
+    assert len(calls) == 6
+    (msg,) = [str(w.message) for w in rec]
+    assert msg.startswith(f"store {store} holds another sweep (") and "'k'" in msg
+    assert msg.endswith("; replacing it with this sweep's") and "\n" not in msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check(_run(store, calls, key="other"))
+    assert len(calls) == 6
 
 
 def test_the_fingerprint_covers_the_version_and_the_code():
-    fp = chunks.code_fingerprint()
-    assert len(fp) == 20 and fp == chunks.code_fingerprint()
-    chunks.code_fingerprint.cache_clear()
-    assert chunks.code_fingerprint() == fp  # stable
-    # a chunk of another sweep (other key) is not used either
-    assert chunks.checksum({"a": np.arange(3)}) != chunks.checksum({"a": np.arange(3.0)})
+    fp = store_mod.code_fingerprint()
+    assert len(fp) == 20 and fp == store_mod.code_fingerprint()
+    store_mod.code_fingerprint.cache_clear()
+    assert store_mod.code_fingerprint() == fp  # stable
 
 
-def test_a_file_as_cache_dir_is_refused_before_any_work(tmp_path):
+def test_a_grid_shape_cuts_other_regions_with_the_same_results(tmp_path):
+    n = 54
+    flat, grid = [], []
+    out = _run(None, flat, n=n, chunk_size=20)
+    store = tmp_path / "store"
+    out2 = _run(store, grid, n=n, chunk_size=20, shape=(6, 9))
+    assert flat == [0, 20, 40] and grid == [0, 18, 36]  # regions: blocks (2, 9) of the grid
+    assert set(out) == set(out2)
+    for k in out:
+        assert out2[k].shape == (n,) and out2[k].dtype == out[k].dtype
+        np.testing.assert_array_equal(out2[k], out[k])
+    _check(out2, n)
+    g = zarr.open_group(str(store), mode="r")
+    for k in ("sq", "idx"):
+        assert g[k].shape == (6, 9) and g[k].chunks == (2, 9)
+        np.testing.assert_array_equal(g[k][...], out[k].reshape(6, 9))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check(_run(store, grid, n=n, chunk_size=20, shape=(6, 9)), n)
+    assert grid == [0, 18, 36]
+    with pytest.raises(ValueError, match=r"shape = \(6, 8\) does not hold n = 54 starts"):
+        _run(store, n=n, chunk_size=20, shape=(6, 8))
+
+
+def test_a_file_as_store_is_refused_before_any_work(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
     calls = []
-    with pytest.raises(ValueError, match="cache_dir = .* is a file"):
+    with pytest.raises(ValueError, match="^store = .* is a file") as err:
         _run(f, calls)
-    assert calls == []
+    assert calls == [] and "\n" not in str(err.value) and f.read_text() == "x"
+
+
+def test_results_too_large_for_memory_or_disk_are_refused_before_any_work(tmp_path, monkeypatch):
+    store, calls = tmp_path / "store", []
+    monkeypatch.setattr(chunks, "_available_memory", lambda: 10**6)
+    with pytest.raises(MemoryError, match=r"^sweep of 53 starts needs about 53 MB") as err:
+        _run(store, calls, row_bytes=10**6)
+    assert "\n" not in str(err.value)
+    monkeypatch.setattr(chunks, "_available_memory", lambda: None)
+    with pytest.raises(OSError, match=r"^store = .*: the sweep of 53 starts needs up to") as err:
+        _run(store, calls, row_bytes=10**17)  # 5.3 EB
+    assert "\n" not in str(err.value)
+    assert calls == [] and not store.exists()
 
 
 def test_a_sweep_too_large_is_refused_up_front():
@@ -161,7 +264,7 @@ WORKER = textwrap.dedent(
     # Ctrl-C acts (a shell's background job inherits SIGINT ignored, and so would this test)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from rollax._drivers._chunks import run_chunked, SweepInterrupted
-    folder, delay, log, out = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+    store, delay, log, out = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 
     def fn(chunk, valid, report):
         with open(log, "a") as f:
@@ -175,7 +278,7 @@ WORKER = textwrap.dedent(
 
     print("ready", flush=True)
     try:
-        res = run_chunked(fn, starts, n=%d, chunk_size=%d, cache_dir=folder, key="k",
+        res = run_chunked(fn, starts, n=%d, chunk_size=%d, store=store, key="k",
                           progress=False)
     except SweepInterrupted as err:
         print(err, file=sys.stderr)
@@ -204,43 +307,53 @@ def _logged(log):
     return [int(x) for x in log.read_text().split()] if log.exists() else []
 
 
-def test_two_runs_into_one_directory_both_finish_correctly(tmp_path):
+def test_two_runs_into_one_store_both_finish_correctly(tmp_path):
     procs = [_worker(tmp_path, name, 0.1) for name in ("a", "b")]
     for proc, log, out in procs:
         _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
+        assert proc.returncode == 0 and err == "", err  # no warning either
         with np.load(out) as z:
             _check(dict(z))
-    assert not list(tmp_path.glob("store/**/*.tmp"))  # no temporary file left behind
+    assert not list(tmp_path.glob("store/**/*.partial"))  # no temporary file left behind
+    assert _records(tmp_path / "store") == list(range(6))
+    g = zarr.open_group(str(tmp_path / "store"), mode="r")
+    _check({k: g[k][...] for k in ("sq", "idx")})
+    calls = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and every region is trusted
+        _check(_run(tmp_path / "store", calls))
+    assert calls == []
 
 
-def _wait_for_chunks(tmp_path, k, timeout=60):
+def _wait_for_regions(tmp_path, proc, k, timeout=60):
     t = time.monotonic()
-    while len(list((tmp_path / "store" / "chunks-k").glob("*.npz"))) < k:
+    while len(_records(tmp_path / "store")) < k:
+        if proc.poll() is not None:  # the worker ended early: say why
+            pytest.fail(f"worker ended with {proc.returncode}: {proc.communicate()[1]}")
         assert time.monotonic() - t < timeout
         time.sleep(0.02)
 
 
-def test_killed_run_resumes_from_its_finished_chunks(tmp_path):
+def test_killed_run_resumes_from_its_finished_regions(tmp_path):
     proc, log, _ = _worker(tmp_path, "killed", 0.3)
-    _wait_for_chunks(tmp_path, 2)
+    _wait_for_regions(tmp_path, proc, 2)
     proc.kill()  # SIGKILL: no chance to clean up
     proc.communicate()
-    saved = len(list((tmp_path / "store" / "chunks-k").glob("*.npz")))
-    assert 2 <= saved < 6
+    saved = _records(tmp_path / "store")
+    assert 2 <= len(saved) < 6 and saved == list(range(len(saved)))
     proc, log, out = _worker(tmp_path, "resumed", 0.0)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0 and err == "", err
-    assert len(_logged(log)) == 6 - saved  # only the unfinished chunks were run
+    assert proc.returncode == 0 and err == "", err  # resumed silently
+    assert _logged(log) == [10 * i for i in range(len(saved), 6)]  # only the unfinished ones
     with np.load(out) as z:
         _check(dict(z))
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_within_a_second_and_keeps_the_finished_chunks(tmp_path, sig, code):
+def test_a_signal_stops_within_a_second_and_keeps_the_finished_regions(tmp_path, sig, code):
     proc, log, _ = _worker(tmp_path, "stopped", 0.5)
-    _wait_for_chunks(tmp_path, 2)
-    time.sleep(0.1)  # into the next chunk (half a second long)
+    _wait_for_regions(tmp_path, proc, 2)
+    time.sleep(0.1)  # into the next region (half a second long)
     t = time.monotonic()
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
@@ -248,13 +361,16 @@ def test_a_signal_stops_within_a_second_and_keeps_the_finished_chunks(tmp_path, 
     assert proc.returncode == code, err
     assert latency < 1.0, latency
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "rerun the same command to resume" in lines[0], err
-    assert f"by {signal.Signals(sig).name} after" in lines[0]
-    kept = len(list((tmp_path / "store" / "chunks-k").glob("*.npz")))
+    assert len(lines) == 1, err
+    kept = len(_records(tmp_path / "store"))
     assert kept >= 2
+    assert lines[0] == (
+        f"interrupted by {signal.Signals(sig).name} after {kept} of 6 regions: the finished "
+        f"regions are kept in {tmp_path / 'store'}; rerun the same command to resume"
+    )
     proc, log, out = _worker(tmp_path, "resumed", 0.0)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 0 and err == "", err
     assert len(_logged(log)) == 6 - kept
     with np.load(out) as z:
         _check(dict(z))
@@ -273,19 +389,32 @@ def test_an_interrupt_in_process_raises_sweep_interrupted(tmp_path, sigint_acts)
     calls = []
 
     def fn(chunk, valid, report):
-        calls.append(1)
+        calls.append(int(chunk[0, 1]))
         if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during the third chunk
-            time.sleep(5)  # a long chunk: the interrupt must not wait for it
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during the third region
+            time.sleep(5)  # a long region: the interrupt must not wait for it
         return _fn()(chunk, valid)
 
-    t = time.monotonic()
-    with pytest.raises(SweepInterrupted) as err:
-        run_chunked(fn, _starts, n=N, chunk_size=CHUNK, cache_dir=tmp_path, key="k", progress=False)
-    assert time.monotonic() - t < 2.0
-    assert err.value.done == 2 and err.value.total == 6 and err.value.exit_code == 130
-    assert len(_files(tmp_path)) == 2
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    store = tmp_path / "store"
+    for where in (store, None):
+        calls.clear()
+        t = time.monotonic()
+        with pytest.raises(SweepInterrupted) as err:
+            run_chunked(fn, _starts, n=N, chunk_size=CHUNK, store=where, key="k", progress=False)
+        assert time.monotonic() - t < 2.0
+        assert err.value.done == 2 and err.value.total == 6 and err.value.exit_code == 130
+        assert err.value.folder == where
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    assert str(err.value) == (
+        "interrupted by SIGINT after 2 of 6 regions: nothing was saved (no store); rerun the "
+        "same command to start over"
+    )
+    assert _records(store) == [0, 1]  # the store holds the two finished regions
+    calls.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check(_run(store, calls))  # resumed silently, from the third region
+    assert calls == [20, 30, 40, 50]
 
 
 def test_progress_moves_within_a_chunk_and_an_abandoned_chunk_stops(tmp_path, sigint_acts):

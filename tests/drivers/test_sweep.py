@@ -13,6 +13,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from bouncing_ball import BouncingBall  # noqa: E402
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import xarray as xr  # noqa: E402
+
+
+class Clock(rollax.AbstractSystem):
+    """t' = 1 (a state named like the Solution field ``t``)."""
+
+    state_names = ("t",)
+
+    def vector_field(self, t, y, mode):
+        return jnp.ones_like(y)
 
 
 class Decay(rollax.AbstractSystem):
@@ -44,21 +55,28 @@ def test_grid_over_a_state_component_and_a_parameter(tmp_path):
     # the chunking does not change a result, and a rerun into the same directory resumes
     one = rollax.sweep(ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=64, progress=False, **TOL)
     np.testing.assert_array_equal(one.solution["t"], res.solution["t"])
+    store = tmp_path / "ball.zarr"
     first = rollax.sweep(
-        ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False, cache_dir=tmp_path, **TOL
+        ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False, store=store, **TOL
     )
     again = rollax.sweep(
-        ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False, cache_dir=tmp_path, **TOL
+        ball, axes, y0={"v": 0.0}, t1=20.0, chunk_size=16, progress=False, store=store, **TOL
     )
     np.testing.assert_array_equal(first.solution["t"], again.solution["t"])
-    saved = np.load(res.save(tmp_path / "ball.npz"))
-    assert list(saved["axes"]) == ["z", "e"] and saved["outcome"].shape == (7, 5)
-    np.testing.assert_array_equal(saved["axis.e"], axes[1].values)
-    # an axis named like a Solution field (the state "y" of a system) is saved apart from it
-    decay = rollax.sweep(Decay(), [rollax.Axis("y", 1.0, 2.0, 3)], t1=10.0, progress=False)
-    saved = np.load(decay.save(tmp_path / "decay.npz"))
-    np.testing.assert_array_equal(saved["axis.y"], [1.0, 1.5, 2.0])
-    assert saved["y"].shape == (3, 1)
+    with xr.open_zarr(store) as ds:
+        np.testing.assert_array_equal(ds["t"].values, res.solution["t"])
+    for name in ("ball.zarr", "ball.nc"):
+        path = res.save(tmp_path / "saved" / name)
+        with xr.open_zarr(path) if name.endswith(".zarr") else xr.open_dataset(path) as saved:
+            assert saved["outcome"].dims == ("z", "e") and saved["outcome"].shape == (7, 5)
+            np.testing.assert_array_equal(saved["e"].values, axes[1].values)
+            assert saved["z"].attrs["units"] == "m" and saved["y_v"].attrs["units"] == "m/s"
+    # an axis named like a Solution field (the state "t" of a system) is saved apart from it
+    decay = rollax.sweep(Clock(), [rollax.Axis("t", 1.0, 2.0, 3)], t1=10.0, progress=False)
+    with xr.open_dataset(decay.save(tmp_path / "decay.nc")) as saved:
+        np.testing.assert_array_equal(saved["t"].values, [1.0, 1.5, 2.0])
+        assert saved["solution_t"].shape == (3,) and saved["y_t"].shape == (3,)
+    np.testing.assert_allclose(decay.solution["y"][:, 0], [11.0, 11.5, 12.0])
 
 
 def test_per_start_parameters_equal_one_by_one_runs():
@@ -240,7 +258,7 @@ def test_a_sweep_saves_states_at_given_times(tmp_path):
     rng = np.random.default_rng(8)
     ts = np.sort(rng.uniform(0.0, 0.3, 5))  # before the first impact (z >= 0.5 m: t > 0.31 s)
     kw = dict(y0={"v": 0.0}, t1=20.0, chunk_size=5, progress=False, ts=ts, **TOL)
-    res = rollax.sweep(ball, axes, cache_dir=tmp_path, keep_chunks=True, **kw)
+    res = rollax.sweep(ball, axes, store=tmp_path / "s.zarr", **kw)
     assert res.solution["ys"].shape == (4, 3, 5, 2)
     z = axes[0].values[:, None, None]
     np.testing.assert_allclose(
@@ -249,10 +267,11 @@ def test_a_sweep_saves_states_at_given_times(tmp_path):
     np.testing.assert_allclose(
         res.solution["ys"][..., 1], np.broadcast_to(-9.81 * ts, (4, 3, 5)), atol=1e-9
     )
-    again = rollax.sweep(ball, axes, cache_dir=tmp_path, **kw)  # from the chunks
+    again = rollax.sweep(ball, axes, store=tmp_path / "s.zarr", **kw)  # from the store
     np.testing.assert_array_equal(again.solution["ys"], res.solution["ys"])
     assert res.as_solution().ys.shape == (4, 3, 5, 2)
-    other = rollax.sweep(ball, axes, cache_dir=tmp_path, **{**kw, "ts": ts + 0.01})
-    assert not np.array_equal(other.solution["ys"], res.solution["ys"])  # not the old chunks
+    with pytest.warns(rollax.StoreWarning, match="holds another sweep"):
+        other = rollax.sweep(ball, axes, store=tmp_path / "s.zarr", **{**kw, "ts": ts + 0.01})
+    assert not np.array_equal(other.solution["ys"], res.solution["ys"])  # not the old regions
     with pytest.raises(ValueError, match="ts is not allowed with keep_solution=False"):
         rollax.sweep(ball, axes, keep_solution=False, **kw)

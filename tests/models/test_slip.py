@@ -8,6 +8,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import xarray as xr
 import pytest
 
 from rollax.analysis import basin
@@ -451,7 +452,7 @@ def test_cli_basin_with_friction(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["friction"] == 1.0 and sum(summary["counts"].values()) == 256
     assert summary["slipped"] > 20
-    data = np.load(out / "basin.npz")
+    data = xr.open_zarr(out / "basin.zarr").load()
     assert data["switches"].shape == (16, 16) and data["t_slip"].shape == (16, 16)
     assert (out / "basin.png").exists()
     starts = basin.section_starts(
@@ -460,6 +461,7 @@ def test_cli_basin_with_friction(tmp_path, capsys):
         {"omega2": 65.0, "omega3": 10.0},
     )
     ref = _sweep(RIM, starts)
-    assert np.array_equal(data["outcome"].ravel(), ref["outcome"])
-    assert np.array_equal(data["switches"].ravel(), ref["switches"])
-    assert np.all((data["t_slip"] > 0) == (data["switches"] > 0))
+    assert np.array_equal(data["outcome"].values.ravel(), ref["outcome"])
+    assert np.array_equal(data["switches"].values.ravel(), ref["switches"])
+    assert np.all((data["t_slip"].values > 0) == (data["switches"].values > 0))
+    assert data["t_slip"].attrs["units"] == "s" and data["switches"].attrs["units"] == "1"

@@ -123,6 +123,10 @@ class AbstractSystem(eqx.Module):
     """
 
     state_names: ClassVar[tuple[str, ...]] = ()
+    # the units of the state components and of time, for labelled results (rollax.sweep's
+    # dataset); None: not stated ("unspecified" in the dataset)
+    state_units: ClassVar[tuple[str, ...] | None] = None
+    time_units: ClassVar[str] = "s"
     events: ClassVar[tuple[Event, ...]] = ()
     modes: ClassVar[tuple[str, ...]] = ("default",)
     n_aux: ClassVar[int] = 0
@@ -153,6 +157,18 @@ class AbstractSystem(eqx.Module):
                 f"components, e.g. state_names = ('x', 'v') (their number is the state "
                 f"dimension)"
             )
+        units = inspect.getattr_static(cls, "state_units", None)
+        if units is not None and not isinstance(names, property):
+            if not (
+                isinstance(units, tuple)
+                and len(units) == len(tuple(names))
+                and all(isinstance(u, str) for u in units)
+            ):
+                raise TypeError(
+                    f"{cls.__name__}.state_units = {units!r} is not allowed: it must be a "
+                    f"tuple of {len(tuple(names))} strings, one per state component "
+                    f"{tuple(names)}, or None"
+                )
 
     def __check_init__(self):
         # a subclass that forgot state_names once failed later with "vector_field returns
@@ -643,7 +659,13 @@ def _to_host_parameter(x):
 
 
 def parameter(
-    default=None, *, shape: Any = (), finite: bool = True, convert: bool = True, **kwargs
+    default=None,
+    *,
+    shape: Any = (),
+    finite: bool = True,
+    convert: bool = True,
+    units: str | None = None,
+    **kwargs,
 ):
     """A parameter field, the one way to declare one: stored as a float64 array (traced under
     ``jit``, so a new value does not recompile; differentiable; sweepable by name).
@@ -660,7 +682,11 @@ def parameter(
     ``convert=False`` keeps the value as given (a Python number stays one): for a model module
     that is also used on its own, where Python numbers keep it hashable (``jax.jit`` of its
     bound methods) and constant-folded; the system that holds it converts its parameters to
-    arrays (:class:`rollax.systems.RimRolling` and its ``rim``)."""
+    arrays (:class:`rollax.systems.RimRolling` and its ``rim``). ``units``: the value's units
+    (UDUNITS text: ``"m"``, ``"1/s"``, ``"1"`` for a pure number), written on a sweep axis over
+    the parameter and in the sweep's dataset."""
+    if units is not None and not isinstance(units, str):
+        raise ValueError(f"units = {units!r} must be a string (UDUNITS: 'm', '1/s', '1') or None")
     try:
         if isinstance(shape, (str, bytes)):
             raise TypeError
@@ -678,6 +704,8 @@ def parameter(
             raise ValueError(f"{name} = {flag!r} must be True or False")
     kwargs["converter"] = _to_parameter if convert else _to_host_parameter
     meta = {**kwargs.pop("metadata", {}), _PARAMETER: True, _SHAPE: shape, _FINITE: finite}
+    if units is not None:
+        meta[_UNITS] = units
     if default is None:
         return eqx.field(metadata=meta, **kwargs)
     if np.ndim(default) > 0:  # an array default (mutable for dataclasses): one copy per system
@@ -688,6 +716,22 @@ def parameter(
 
 _PARAMETER = "rollax.parameter"
 _SHAPE = "rollax.parameter.shape"
+_UNITS = "rollax.parameter.units"
+
+
+def parameter_units(tree) -> dict[str, str | None]:
+    """The declared units of every :func:`parameter` field of ``tree`` (dotted name: units,
+    None where not stated)."""
+    out = {}
+    for name, path in parameter_fields(tree).items():
+        node = tree
+        for k in path[:-1]:
+            node = node[int(k)] if isinstance(node, (tuple, list)) else getattr(node, k)
+        f = {f.name: f for f in dataclasses.fields(node)}[path[-1]]
+        out[name] = f.metadata.get(_UNITS)
+    return out
+
+
 _FINITE = "rollax.parameter.finite"
 
 

@@ -1,35 +1,26 @@
-"""Chunked, resumable, interruptible sweeps over many starts, with a progress bar.
+"""Chunked, resumable, interruptible, distributable sweeps over many starts, with progress.
 
-:func:`run_chunked` cuts the starts into fixed-size chunks (the last one padded, so one compiled
-kernel serves them all; a sweep that fits in one chunk is padded only to a size class of its
-own, see :func:`chunk_width`), builds each chunk's starts only when it runs it (memory stays
-bounded by the results), runs it, and, when given a directory, saves every finished chunk there
-at once.
-A sweep that is killed or interrupted and restarted with the same arguments loads the finished
-chunks instead of recomputing them.
+:func:`run_chunked` cuts the starts into regions (:func:`rollax._drivers._store.region_layout`:
+blocks of the grid of at most ``chunk_size`` starts, each padded to one width so that one
+compiled kernel serves them all; a sweep that fits in one region is padded only to a size class
+of its own, see :func:`chunk_width`), builds each region's starts only when it runs it (memory
+stays bounded by the results), runs it, and, given a store, writes every finished region into it
+at once (:class:`rollax._drivers._store.RegionStore`: the zarr store that is the sweep's labelled
+dataset). A sweep that is killed or interrupted and restarted with the same arguments reads
+the finished regions back, after verifying them, instead of computing them again.
 
-The chunk store verifies what it finds:
-
-* the folder is named by a hash of everything that defines the result (``key``), so different
-  sweeps never mix;
-* every chunk records that key, the rollax version, the JAX/jaxlib/NumPy versions and a
-  fingerprint of the rollax source code (:func:`code_fingerprint`), and a SHA-256 checksum of
-  its arrays; a chunk that cannot be read (truncated, not a zip), whose checksum does not match
-  (corrupt) or that was computed by other code (stale) is recomputed, with a one-line
-  :class:`ChunkWarning` naming the file;
-* chunks are written to a temporary file with a per-process, per-thread name and moved into
-  place with :func:`os.replace` (atomic), so a killed run never leaves half a chunk and two runs
-  into one directory never write the same file: both finish with the correct result (the
-  second one loads what the first has finished);
-* the chunk folder is removed after a successful run unless ``keep_chunks`` (and the cache
-  directory too if the run created it and nothing else is in it).
+With a Dask client (``client``) each region is one task, run on the cluster's workers
+(:func:`_remote_region`); the results come back through the client and are written to the store
+here. A lost worker's region is run again elsewhere by Dask's scheduler, with the same result
+(a region's result depends on its starts only). The bar counts finished regions.
 
 SIGINT and SIGTERM during :func:`run_chunked` (in the main thread) stop it within about a
-tenth of a second: each chunk runs in a worker thread while the main thread polls a flag, the
-finished chunks are kept, and :class:`SweepInterrupted` (a ``KeyboardInterrupt``) is raised
-with a one-line message saying how to resume. The interrupted chunk's computation is abandoned:
-it stops at its next progress report (within about a second for the ensemble kernel, which
-reports between slices of its loop), and its result is dropped.
+tenth of a second: each region runs in a worker thread (or on the cluster) while the main thread
+polls a flag, the finished regions are kept, and :class:`SweepInterrupted` (a
+``KeyboardInterrupt``) is raised with a one-line message saying how to resume. The interrupted
+region's computation is abandoned: in this process it stops at its next progress report (within
+about a second for the ensemble kernel, which reports between slices of its loop); on a cluster
+its tasks are cancelled.
 """
 
 from __future__ import annotations
@@ -39,7 +30,6 @@ import functools
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import threading
@@ -50,20 +40,14 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from tqdm.auto import tqdm
 
-_FORMAT = 2  # version of the chunk file layout
-_META = "__rollax_chunk__"  # name of the metadata entry inside a chunk file
 _POLL = 0.05  # seconds between looks at the interrupt flag
-
-
-class ChunkWarning(UserWarning):
-    """A stored chunk could not be used (unreadable, corrupt or stale) and is recomputed."""
 
 
 class SweepInterrupted(KeyboardInterrupt):
     """A chunked sweep was stopped by SIGINT or SIGTERM; the finished chunks are kept.
 
-    ``signum``: the signal; ``done``/``total``: chunks finished (saved or loaded) and in all;
-    ``folder``: where the finished chunks are (``None`` without a cache directory).
+    ``signum``: the signal; ``done``/``total``: regions finished (saved or loaded) and in all;
+    ``folder``: the store holding the finished regions (``None`` without a store).
     ``exit_code``: 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
     """
 
@@ -71,10 +55,10 @@ class SweepInterrupted(KeyboardInterrupt):
         self.signum, self.done, self.total, self.folder = signum, done, total, folder
         name = signal.Signals(signum).name
         if folder is None:
-            where = "nothing was saved (no cache directory); rerun the same command to start over"
+            where = "nothing was saved (no store); rerun the same command to start over"
         else:
-            where = f"the finished chunks are kept in {folder}; rerun the same command to resume"
-        super().__init__(f"interrupted by {name} after {done} of {total} chunks: {where}")
+            where = f"the finished regions are kept in {folder}; rerun the same command to resume"
+        super().__init__(f"interrupted by {name} after {done} of {total} regions: {where}")
 
     @property
     def exit_code(self) -> int:
@@ -108,112 +92,6 @@ def _jsonable(x):
     if isinstance(x, (np.floating, np.integer)):
         return x.item()
     return str(x)
-
-
-@functools.lru_cache(maxsize=None)
-def code_fingerprint() -> str:
-    """SHA-256 (hex, 20 digits) of the rollax version, the JAX, jaxlib and NumPy versions and
-    the source of every module of the installed rollax package: anything that may change what a
-    chunk contains."""
-    import jax
-    from jaxlib import version as jaxlib_version
-
-    import rollax
-
-    h = hashlib.sha256()
-    h.update(
-        f"rollax {rollax.__version__} jax {jax.__version__} jaxlib {jaxlib_version.__version__} "
-        f"numpy {np.__version__}\n".encode()
-    )
-    root = Path(rollax.__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()[:20]
-
-
-def checksum(arrays: Mapping[str, np.ndarray]) -> str:
-    """SHA-256 of named arrays (names, dtypes, shapes and bytes, in name order)."""
-    h = hashlib.sha256()
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}\0{a.dtype.str}\0{a.shape}\0".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
-def _meta(key: str, index: int, rows: int, part: Mapping[str, np.ndarray]) -> dict:
-    import rollax
-
-    return dict(
-        format=_FORMAT,
-        key=key,
-        version=rollax.__version__,
-        fingerprint=code_fingerprint(),
-        index=index,
-        rows=rows,
-        sha256=checksum(part),
-    )
-
-
-def save_chunk(path: Path, part: Mapping[str, np.ndarray], meta: Mapping) -> None:
-    """Write ``part`` and ``meta`` to ``path`` atomically (a private temporary file, then
-    :func:`os.replace`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(
-        f".{path.stem}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp"
-    )
-    try:
-        with open(tmp, "wb") as f:
-            # (pyright: a ** mapping might hold allow_pickle; these hold field names only)
-            np.savez(f, **part, **{_META: np.array(json.dumps(meta, sort_keys=True))})  # pyright: ignore[reportArgumentType]
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as err:
-        # name the chunk, not the private temporary file (a directory in the chunk's place, a
-        # full disk, no permission)
-        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
-def load_chunk(path: Path, expect: Mapping) -> tuple[dict[str, np.ndarray] | None, str]:
-    """The arrays of the chunk at ``path`` if it is intact and matches ``expect`` (its key,
-    index, rows, version and code fingerprint); else ``(None, why)``."""
-    try:
-        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
-            part = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        return None, "is missing"
-    except Exception as err:  # noqa: BLE001 - any unreadable file is redone
-        return None, f"cannot be read ({type(err).__name__}: {err})".replace("\n", " ")
-    raw = part.pop(_META, None)
-    try:
-        meta = json.loads(str(raw[()])) if raw is not None else None
-    except (ValueError, TypeError, IndexError):
-        meta = None
-    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-        return None, "has no valid rollax chunk record (written by another rollax version?)"
-    for field in ("key", "index", "rows"):
-        if meta.get(field) != expect[field]:
-            return (
-                None,
-                f"belongs to another sweep ({field} = {meta.get(field)!r}, expected "
-                f"{expect[field]!r})",
-            )
-    if (meta.get("version"), meta.get("fingerprint")) != (expect["version"], expect["fingerprint"]):
-        return None, (
-            f"is stale (computed by rollax {meta.get('version')} with code "
-            f"fingerprint {meta.get('fingerprint')}, now {expect['version']} "
-            f"{expect['fingerprint']})"
-        )
-    if checksum(part) != meta.get("sha256"):
-        return None, "is corrupt (its checksum does not match its contents)"
-    if any(np.shape(v)[:1] != (expect["rows"],) for v in part.values()):
-        return None, "is corrupt (its arrays do not have one row per start)"
-    return part, ""
 
 
 @contextlib.contextmanager
@@ -345,31 +223,39 @@ def run_chunked(
     *,
     chunk_size: int,
     n: int | None = None,
-    cache_dir: str | os.PathLike | None = None,
+    shape: tuple[int, ...] | None = None,
+    store: str | os.PathLike | None = None,
     key: str = "",
-    keep_chunks: bool = False,
+    store_options: Mapping[str, Any] | None = None,
     row_bytes: int | None = None,
     progress: bool = True,
     desc: str = "sweep",
+    client=None,
 ) -> dict[str, np.ndarray]:
-    """Run ``fn(chunk, valid, report)`` over ``starts`` in chunks of ``chunk_size`` rows and
-    concatenate.
+    """Run ``fn(chunk, valid, report)`` over ``starts`` region by region and concatenate.
 
     ``starts``: an ``(n, ...)`` array, or a function ``starts(lo, hi)`` returning rows
-    ``lo:hi`` (then ``n`` is required; each chunk's starts are built only when it runs).
-    ``fn`` receives a ``(width, ...)`` array, ``width = chunk_width(n, chunk_size)`` (the last
-    chunk padded by repeating its first row; a NumPy array, or any array of the array API,
-    such as a JAX array on a device, which is padded there), and the boolean mask of real rows, and returns a
-    dict of arrays with leading axis ``width``; it may call ``report(k)`` with the number of
-    the chunk's starts finished so far, which moves the progress bar within the chunk (and,
-    after an interrupt, raises to stop the abandoned computation). With ``cache_dir``, chunk ``i`` is stored as
-    ``cache_dir/chunks-<key>/<i>.npz`` as soon as it is done and reused on a rerun after it has
-    been verified (module docstring); the folder is removed after a successful run unless
-    ``keep_chunks``. ``row_bytes``: bytes of results per start, to refuse up front (one-line
-    ``MemoryError``) a sweep whose results would not fit in memory.
+    ``lo:hi`` (then ``n`` is required; each region's starts are built only when it runs).
+    ``shape``: the grid the ``n`` starts fill in row-major order (default ``(n,)``); the
+    regions are its blocks (:func:`rollax._drivers._store.region_layout`). ``fn`` receives a
+    ``(width, ...)`` array (the region padded by repeating its first row; a NumPy array, or any
+    array of the array API, such as a JAX array on a device, which is padded there) and the
+    boolean mask of real rows, and returns a dict of arrays with leading axis ``width``; it may
+    call ``report(k)`` with the number of the region's starts finished so far, which moves the
+    progress bar within the region (and, after an interrupt, raises to stop the abandoned
+    computation).
+
+    ``store``: the zarr store to write every finished region into, and to resume from
+    (:class:`rollax._drivers._store.RegionStore`, opened with ``key`` and ``store_options``).
+    ``row_bytes``: bytes of results per start, to refuse up front (one-line ``MemoryError``,
+    or ``OSError`` for the disk) a sweep whose results would not fit. ``client``: a
+    ``dask.distributed.Client`` to run the regions on (``fn`` and ``starts`` are sent to its
+    workers with cloudpickle).
 
     Raises :class:`SweepInterrupted` on SIGINT/SIGTERM (module docstring).
     """
+    from rollax._drivers._store import RegionStore, StoreWarning, region_layout
+
     if (
         isinstance(chunk_size, bool)
         or not isinstance(chunk_size, (int, np.integer))
@@ -384,57 +270,34 @@ def run_chunked(
     else:
         arr = np.asarray(starts)
         n = int(arr.shape[0])
-        make = lambda lo, hi: arr[lo:hi]  # noqa: E731
+        make = _Rows(arr)
     n = int(n)
     if n < 1:
         raise ValueError(f"n = {n!r} is not allowed: a sweep needs at least one start")
+    shape = (n,) if shape is None else tuple(int(s) for s in shape)
+    if int(np.prod(shape)) != n:
+        raise ValueError(f"shape = {shape} does not hold n = {n} starts")
     if row_bytes is not None:
         check_fits(n, row_bytes)
-    n_chunks = -(-n // chunk_size)
-    width = chunk_width(n, chunk_size)
-    folder = None
-    created = False
-    if cache_dir is not None:
-        root = Path(cache_dir)
-        if root.exists() and not root.is_dir():
-            raise ValueError(
-                f"cache_dir = {str(root)!r} is not allowed: it is a file; give a "
-                f"directory (or a path that does not exist yet)"
-            )
-        created = not root.exists()
-        folder = root / f"chunks-{key}"
-        folder.mkdir(parents=True, exist_ok=True)
-    expect = None
+    rs = None
+    if store is not None:
+        if row_bytes is not None:
+            check_disk(store, n, row_bytes)
+        rs = RegionStore.open(store, key, shape, chunk_size, **dict(store_options or {}))
+        regions = [(lo, hi) for lo, hi, _ in rs.regions]
+    else:
+        regions = [(lo, hi) for lo, hi, _ in region_layout(shape, chunk_size)[1]]
+    n_chunks = len(regions)
+    width = chunk_width(n, chunk_size) if n_chunks == 1 else max(hi - lo for lo, hi in regions)
     out: dict[str, np.ndarray] | None = None
     done = 0
+    faults: dict[str, list[int]] = {}
 
     def interrupted():
-        return SweepInterrupted(flag["sig"], done, n_chunks, folder)
+        return SweepInterrupted(flag["sig"], done, n_chunks, None if rs is None else rs.path)
 
-    after = {"solved": False}  # set by the worker when a chunk's solves are all done
-
-    def compute(i, lo, hi, report):
-        chunk = make(lo, hi)
-        if not hasattr(chunk, "__array_namespace__"):
-            chunk = np.asarray(chunk)
-        # a device array (the sweep's grid built on a GPU) is padded where it is: the array
-        # API's namespace, NumPy's or jax.numpy's
-        xp = chunk.__array_namespace__()
-        valid = np.ones(width, bool)
-        if hi - lo < width:
-            fill = xp.broadcast_to(chunk[:1], (width - (hi - lo),) + tuple(chunk.shape[1:]))
-            chunk = xp.concat([chunk, fill])
-            valid[hi - lo :] = False
-
-        def capped(k):
-            # the bar stops one short until the chunk is whole: what follows the solves (the
-            # outcomes, a summary, compiled at the first chunk) is labelled, not shown as 100 %
-            if int(k) >= hi - lo:
-                after["solved"] = True
-            report(min(int(k), hi - lo - 1))
-
-        res = fn(chunk, valid, capped)
-        return {k: np.ascontiguousarray(np.asarray(v)[: hi - lo]) for k, v in res.items()}
+    after = {"solved": False}  # set by the worker when a region's solves are all done
+    compute = _Compute(fn, make, width, after)
 
     bar = tqdm(
         total=n, unit="start", desc=desc, disable=not progress, smoothing=0.1, mininterval=0.5
@@ -449,51 +312,59 @@ def run_chunked(
         bar.update(k)
         if after["solved"]:
             after["solved"] = False
-            bar.set_postfix_str("solved; outcomes and summaries of the chunk", refresh=True)
+            bar.set_postfix_str("solved; outcomes and summaries of the region", refresh=True)
+
+    def place(i, part):
+        nonlocal out, done
+        lo, hi = regions[i]
+        if out is None and n_chunks == 1:  # the part is the whole: no copy
+            out = dict(part)
+        else:
+            if out is None:
+                out = {k: np.empty((n,) + v.shape[1:], v.dtype) for k, v in part.items()}
+            if set(part) != set(out):
+                raise RuntimeError(
+                    f"region {i} has fields {sorted(part)}, region 0 has {sorted(out)}"
+                )
+            for k, v in part.items():
+                out[k][lo:hi] = v
+        done += 1
 
     with _signal_flag() as flag:
         try:
+            todo = []
             for i in range(n_chunks):
-                lo, hi = i * chunk_size, min(n, (i + 1) * chunk_size)
-                path = folder / f"{i:05d}.npz" if folder is not None else None
                 part = None
-                if path is not None:
-                    import rollax
-
-                    expect = dict(
-                        key=key,
-                        index=i,
-                        rows=hi - lo,
-                        version=rollax.__version__,
-                        fingerprint=code_fingerprint(),
-                    )
-                    if path.exists():
-                        part, why = load_chunk(path, expect)
-                        if part is None and why != "is missing":
-                            warnings.warn(
-                                f"chunk {path} {why}; recomputing it", ChunkWarning, stacklevel=3
-                            )
-                seen = 0
+                if rs is not None:
+                    part, why = rs.load(i)
+                    if part is None and why != "is missing":
+                        faults.setdefault(why, []).append(i)
                 if part is None:
-                    if not started:  # the bar stands still while the kernel compiles: say so
-                        bar.set_postfix_str("compiling or loading the kernel", refresh=True)
-                    part, seen = _call_polling(
-                        compute, (i, lo, hi), flag, interrupted, functools.partial(shown, bar)
-                    )
-                    if path is not None:
-                        save_chunk(path, part, _meta(key, i, hi - lo, part))
-                if out is None and n_chunks == 1:  # the part is the whole: no copy
-                    out = dict(part)
+                    todo.append(i)
                 else:
-                    if out is None:
-                        out = {k: np.empty((n,) + v.shape[1:], v.dtype) for k, v in part.items()}
-                    if set(part) != set(out):
-                        raise RuntimeError(
-                            f"chunk {i} has fields {sorted(part)}, chunk 0 has {sorted(out)}"
-                        )
-                    for k, v in part.items():
-                        out[k][lo:hi] = v
-                done += 1
+                    place(i, part)
+                    bar.update(regions[i][1] - regions[i][0])
+            for why, which in faults.items():
+                assert rs is not None
+                listed = ", ".join(map(str, which[:8])) + (" ..." if len(which) > 8 else "")
+                warnings.warn(
+                    f"store {rs.path}: {len(which)} region(s) {why} (regions {listed}); "
+                    f"computing them again",
+                    StoreWarning,
+                    stacklevel=3,
+                )
+            if client is not None and todo:
+                _run_on_cluster(client, compute, regions, todo, rs, place, bar, flag, interrupted)
+            for i in todo if client is None else ():
+                lo, hi = regions[i]
+                if not started:  # the bar stands still while the kernel compiles: say so
+                    bar.set_postfix_str("compiling or loading the kernel", refresh=True)
+                part, seen = _call_polling(
+                    compute, (i, lo, hi), flag, interrupted, functools.partial(shown, bar)
+                )
+                if rs is not None:
+                    rs.save(i, part)
+                place(i, part)
                 after["solved"] = False
                 bar.set_postfix_str("", refresh=False)
                 shown(bar, hi - lo - seen)
@@ -501,10 +372,137 @@ def run_chunked(
                     raise interrupted()
         finally:
             bar.close()
-    if folder is not None and not keep_chunks:
-        shutil.rmtree(folder, ignore_errors=True)
-        if created:  # the cache directory too, if this run made it and it is empty now
-            with contextlib.suppress(OSError):
-                folder.parent.rmdir()
-    assert out is not None  # n >= 1: at least one chunk
+    assert out is not None  # n >= 1: at least one region
     return out
+
+
+class _Rows:
+    """Rows ``lo:hi`` of an array (a picklable ``starts`` function)."""
+
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __call__(self, lo, hi):
+        return self.arr[lo:hi]
+
+
+class _Compute:
+    """One region's results: its starts built, padded to ``width``, run by ``fn`` and cut back
+    to its rows (picklable with cloudpickle, for a Dask worker)."""
+
+    def __init__(self, fn, make, width, after=None):
+        self.fn, self.make, self.width, self.after = fn, make, width, after
+
+    def __call__(self, i, lo, hi, report=None):
+        chunk = self.make(lo, hi)
+        if not hasattr(chunk, "__array_namespace__"):
+            chunk = np.asarray(chunk)
+        # a device array (the sweep's grid built on a GPU) is padded where it is: the array
+        # API's namespace, NumPy's or jax.numpy's
+        xp = chunk.__array_namespace__()
+        width = self.width
+        valid = np.ones(width, bool)
+        if hi - lo < width:
+            fill = xp.broadcast_to(chunk[:1], (width - (hi - lo),) + tuple(chunk.shape[1:]))
+            chunk = xp.concat([chunk, fill])
+            valid[hi - lo :] = False
+
+        def capped(k):
+            # the bar stops one short until the region is whole: what follows the solves (the
+            # outcomes, a summary, compiled at the first region) is labelled, not shown as 100 %
+            if self.after is not None and int(k) >= hi - lo:
+                self.after["solved"] = True
+            if report is not None:
+                report(min(int(k), hi - lo - 1))
+
+        res = self.fn(chunk, valid, capped)
+        return {k: np.ascontiguousarray(np.asarray(v)[: hi - lo]) for k, v in res.items()}
+
+    def __getstate__(self):
+        return dict(fn=self.fn, make=self.make, width=self.width, after=None)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+_REMOTE: dict[str, Any] = {}  # on a Dask worker: the unpickled computations, by digest
+
+
+def _remote_region(payload: bytes, digest: str, cache_dir, i: int, lo: int, hi: int):
+    """A region's results on a Dask worker. The computation is unpickled once per worker and
+    kept (so that its compiled kernels are reused by the next regions), after rollax is
+    imported (float64 on) and the persistent compile cache is set to the client's."""
+    comp = _REMOTE.get(digest)
+    if comp is None:
+        import cloudpickle
+        import jax
+
+        import rollax  # noqa: F401 - float64 before any array is unpickled
+
+        if cache_dir:
+            jax.config.update("jax_compilation_cache_dir", cache_dir)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+        comp = _REMOTE[digest] = cloudpickle.loads(payload)
+    return comp(i, lo, hi)
+
+
+def _run_on_cluster(client, compute, regions, todo, rs, place, bar, flag, interrupted):
+    """The regions ``todo`` as Dask tasks; each result is written to the store and placed as
+    it arrives (in any order)."""
+    import cloudpickle
+    import jax
+    from distributed import as_completed
+
+    payload = cloudpickle.dumps(compute)
+    digest = hashlib.sha256(payload).hexdigest()
+    cache_dir = getattr(jax.config, "jax_compilation_cache_dir", None)
+    data = client.scatter(payload, broadcast=True)
+    bar.set_postfix_str(f"{len(todo)} regions on the cluster", refresh=True)
+    futures = {
+        client.submit(
+            _remote_region,
+            data,
+            digest,
+            cache_dir,
+            i,
+            *regions[i],
+            key=f"rollax-region-{digest[:12]}-{i}",
+            pure=False,
+            retries=2,
+        ): i
+        for i in todo
+    }
+    try:
+        pending = as_completed(list(futures))
+        while not pending.is_empty():
+            batch = pending.next_batch(block=False)
+            for fut in batch:
+                i = futures[fut]
+                part = fut.result()
+                if rs is not None:
+                    rs.save(i, part)
+                place(i, part)
+                bar.update(regions[i][1] - regions[i][0])
+            if flag["sig"] is not None:
+                raise interrupted()
+            if not batch:
+                threading.Event().wait(_POLL)
+    except BaseException:
+        client.cancel(list(futures))
+        raise
+
+
+def check_disk(store, n: int, row_bytes: int) -> None:
+    """Refuse (one-line ``OSError``) a store whose results, uncompressed, would not fit on the
+    disk that holds it."""
+    p = Path(store).resolve()
+    while not p.exists():
+        p = p.parent
+    free = shutil.disk_usage(p).free
+    need = int(n) * int(row_bytes)
+    if need > free:
+        raise OSError(
+            f"store = {str(store)!r}: the sweep of {n:,} starts needs up to {_size(need)} of "
+            f"disk for its results, but only {_size(free)} is free there: use a coarser grid, "
+            f"split the sweep or give a store on a larger disk"
+        )

@@ -4,11 +4,14 @@ Each axis is a state component of the system (``"beta"``) or a parameter field (
 a dotted path such as ``"rim.mu"`` for a nested module). The grid is the Cartesian product of
 the axes (row-major, the first axis slowest); a state component not on an axis comes from
 ``y0``, a parameter not on an axis from ``system``. The runs go through
-:func:`rollax.solve_ensemble` (parameters on an axis become per-start parameters) in chunks of
-``chunk_size`` starts (a grid that fits in one chunk is padded only to a size class,
-:func:`rollax._drivers._chunks.chunk_width`); with ``cache_dir`` every finished chunk is saved and a
-rerun with the same arguments resumes from it (:mod:`rollax._drivers._chunks`). Results do not depend on
-the chunking.
+:func:`rollax.solve_ensemble` (parameters on an axis become per-start parameters) in regions
+of at most ``chunk_size`` starts (blocks of the grid, :func:`rollax._drivers._store.region_layout`;
+a grid that fits in one region is padded only to a size class,
+:func:`rollax._drivers._chunks.chunk_width`), in this process or as tasks on a Dask cluster
+(``client``). The results are a labelled ``xarray.Dataset`` (:mod:`rollax._drivers._labels`);
+with ``store`` every finished region is written into the zarr store that is that dataset, and
+a rerun with the same arguments resumes from it (:mod:`rollax._drivers._store`). Results do not
+depend on the chunking, the devices or the workers beyond the placement bound (README).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence, cast
 
 import equinox as eqx
 import jax
@@ -27,10 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._drivers._chunks import run_chunked, sweep_key
+from rollax._drivers._labels import UNSPECIFIED, Labels, dataset_attrs, state_units
 from rollax._core._eventlog import EventLog
 from rollax._core._solution import Solution, Status, code_names
-from rollax._core._system import AbstractSystem, classify, parameter_fields
-from rollax._core._validate import naming_file
+from rollax._core._system import AbstractSystem, classify, parameter_fields, parameter_units
 
 _FIELDS = (
     "t",
@@ -123,6 +126,7 @@ class SweepResult:
     outcome: np.ndarray  # the system's outcome code per run
     solution: dict[str, np.ndarray]  # the fields of rollax.Solution per run
     summary: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # see sweep()
+    dataset: Any = None  # the labelled results: an xarray.Dataset (see sweep())
 
     @property
     def outcome_name(self) -> np.ndarray:
@@ -163,28 +167,13 @@ class SweepResult:
         names = self.system.outcomes or Status
         return {m.name.lower(): int(np.sum(self.outcome == m.value)) for m in names}
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the arrays, the axes and the parameters to one ``.npz`` file: ``outcome``, the
-        :class:`rollax.Solution` fields by name, ``axes`` (the axis names), each axis's values
-        as ``axis.<name>`` (an axis may be named like a field: ``t``, ``y``) and each
-        parameter as ``param.<path>``."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        params = {
-            jax.tree_util.keystr(k): np.asarray(v)
-            for k, v in jax.tree_util.tree_leaves_with_path(eqx.filter(self.system, eqx.is_array))
-        }
-        with naming_file(path):
-            np.savez_compressed(
-                path,
-                outcome=self.outcome,
-                # (pyright: a ** mapping might hold allow_pickle; this holds field names only)
-                **self.solution,  # pyright: ignore[reportArgumentType]
-                **{f"axis.{a.name}": a.values for a in self.axes},
-                axes=np.array([a.name for a in self.axes]),
-                **{f"param{k}": v for k, v in params.items()},
-            )
-        return path
+    def save(self, path: str | os.PathLike, format: str | None = None) -> Path:
+        """Write :attr:`dataset` to ``path``: a zarr store (``format="zarr"``, or a path ending
+        in ``.zarr``) or a netCDF file (``"netcdf"``, or ``.nc``); ``xarray.open_zarr`` /
+        ``xarray.open_dataset`` read it back."""
+        from rollax._drivers._labels import write_dataset
+
+        return write_dataset(self.dataset, path, format)
 
 
 def _param_path(system: AbstractSystem, name: str):
@@ -226,8 +215,9 @@ def sweep(
     t1: float,
     mode: int | str | None = None,
     chunk_size: int = 1 << 17,
-    cache_dir: str | os.PathLike | None = None,
-    keep_chunks: bool = False,
+    store: str | os.PathLike | None = None,
+    client=None,
+    attrs: Mapping[str, Any] | None = None,
     progress: bool = True,
     summary=None,
     keep_solution: bool = True,
@@ -247,14 +237,25 @@ def sweep(
     empty), for sweeps whose summary says all they need: less memory, smaller chunks and, on a
     GPU, a smaller transfer back.
 
-    With ``cache_dir`` the finished chunks are verified when reused and removed after a
-    successful run unless ``keep_chunks`` (:mod:`rollax._drivers._chunks`). The starts are built chunk
-    by chunk; a grid whose results would not fit in memory is refused up front
-    (``MemoryError``). SIGINT/SIGTERM raise :class:`rollax.SweepInterrupted` within about a
-    tenth of a second, keeping the finished chunks.
-    """
-    from rollax._integrate._ensemble import _ON_DEVICE, solve_ensemble
+    The results are labelled: :attr:`SweepResult.dataset` is an ``xarray.Dataset`` with one
+    dimension per axis (its values and units as the coordinate), one variable per result
+    (units, long names, CF flags for the outcome; :mod:`rollax._drivers._labels`) and the
+    system, its parameters, the settings, the versions, the date and the command line as
+    attributes. A summary function may carry ``summary.units = {"name": "s", ...}`` and
+    ``summary.long_names`` (by default a summary's integers have units ``"1"``, its floats
+    ``"unspecified"``).
 
+    ``store``: a zarr store (a directory, ``.zarr`` by convention) that is the dataset, written
+    region by region as the sweep runs (:mod:`rollax._drivers._store`); a rerun with the same
+    arguments resumes from it, computing only regions missing or not trusted (stale, altered,
+    unreadable: a one-line :class:`rollax.StoreWarning`); ``xarray.open_zarr(store)`` reads
+    the result. ``client``: a ``dask.distributed.Client``: each region is a task on its
+    workers (``pip install "rollax[distributed]"``), with the same results. ``attrs``: more
+    dataset attributes. The starts are built region by region; a grid whose results would not
+    fit in memory (or its store on disk) is refused up front (``MemoryError``, ``OSError``).
+    SIGINT/SIGTERM raise :class:`rollax.SweepInterrupted` within about a tenth of a second,
+    keeping the finished regions.
+    """
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     if isinstance(axes, (str, bytes, Axis)) or not isinstance(axes, Sequence):
@@ -273,9 +274,11 @@ def sweep(
             f"{system.batch_shape()}; rollax.sweep takes one value per parameter "
             f"(a parameter that varies goes on an axis)"
         )
-    if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+    if store is not None and not isinstance(store, (str, os.PathLike)):
+        raise ValueError(f"store = {store!r} is not allowed: it must be a directory path or None")
+    if client is not None and not hasattr(client, "submit"):
         raise ValueError(
-            f"cache_dir = {cache_dir!r} is not allowed: it must be a directory path or None"
+            f"client = {client!r} is not allowed: it must be a dask.distributed.Client or None"
         )
     names = [a.name for a in axes]
     if len(set(names)) != len(names):
@@ -358,6 +361,9 @@ def sweep(
                 sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
         # the fused path's results stay on the device through the classification, and come
         # back in one transfer of what the sweep keeps (benchmarks/RESULTS.md, stop 36)
+        # (imported here: a ContextVar in the closure could not be sent to a Dask worker)
+        from rollax._integrate._ensemble import _ON_DEVICE, solve_ensemble
+
         token = _ON_DEVICE.set(True)
         try:
             sol = solve_ensemble(
@@ -383,8 +389,15 @@ def sweep(
             outcome, extra = _per_run(_with_outcome(summary), sys_b, sol)
             out["outcome"] = outcome
             out.update({f"summary.{k}": v for k, v in extra.items()})
-        return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
+        return labels.label({k: np.asarray(v) for k, v in jax.device_get(out).items()})
 
+    labels = Labels(
+        system,
+        keep_solution,
+        getattr(summary, "units", None),
+        getattr(summary, "long_names", None),
+        tuple(names),
+    )
     key = sweep_key(
         dict(
             kind="rollax.sweep",
@@ -424,14 +437,60 @@ def sweep(
             **({} if keep_solution else {"keep_solution": False}),
         )
     )
+    params = {k: np.asarray(_get(system, p)).tolist() for k, p in parameter_fields(system).items()}
+    units = parameter_units(system)
+    s_units = dict(zip(system.state_names, state_units(system)))
+    coords: dict[str, tuple] = {}
+    for a, v in zip(axes, values):
+        u = s_units.get(a.name) if a.name in state_ix else _axis_units(units, a.name)
+        kind = "state component" if a.name in state_ix else "parameter"
+        coords[a.name] = (
+            (a.name,),
+            np.asarray(v, float),
+            {"units": u or UNSPECIFIED, "long_name": f"{a.name} ({kind}, sweep axis)"},
+        )
+    if keep_solution and system.events:
+        coords["event_name"] = (
+            ("event_name",),
+            np.array([e.name for e in system.events]),
+            {"long_name": "event"},
+        )
+    if keep_solution and solver_options.get("ts") is not None:
+        coords["save_time"] = (
+            ("save_time",),
+            np.asarray(solver_options["ts"], float),
+            {"units": labels.time, "long_name": "save times (ts)"},
+        )
+    meta = dataset_attrs(
+        system,
+        params,
+        {k: u or UNSPECIFIED for k, u in units.items()},
+        dict(
+            axes=[a.name for a in axes],
+            y0=dict(zip(system.state_names, base.tolist())),
+            t0=t0,
+            t1=t1,
+            mode=mode,
+            summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
+            keep_solution=keep_solution,
+            options={
+                k: np.asarray(v).tolist() if isinstance(v, (np.ndarray, jax.Array)) else v
+                for k, v in solver_options.items()
+            },
+        ),
+    )
+    meta.update(dict(attrs or {}))
     out = run_chunked(
         run,
         points,
         n=n,
+        shape=shape,
         chunk_size=chunk_size,
-        cache_dir=cache_dir,
+        store=store,
         key=key,
-        keep_chunks=keep_chunks,
+        store_options=dict(
+            dims=tuple(a.name for a in axes), coords=coords, attrs=meta, describe=labels.describe
+        ),
         row_bytes=_row_bytes(
             system,
             summary,
@@ -441,12 +500,37 @@ def sweep(
         ),
         progress=progress,
         desc=type(system).__name__,
+        client=client,
     )
-    outcome = out.pop("outcome").reshape(shape)
-    grid = {k: v.reshape(shape + v.shape[1:]) for k, v in out.items()}
+    if store is not None:
+        from rollax._drivers._store import finish
+
+        finish(store)
+    dataset = _dataset(out, shape, axes, coords, meta, labels)
+    raw = labels.unlabel(out)
+    outcome = raw.pop("outcome").reshape(shape)
+    grid = {k: v.reshape(shape + v.shape[1:]) for k, v in raw.items()}
     extra = {k[len("summary.") :]: v for k, v in grid.items() if k.startswith("summary.")}
     sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
-    return SweepResult(system, axes, outcome, sol, extra)
+    return SweepResult(system, axes, outcome, sol, extra, dataset)
+
+
+def _axis_units(units: Mapping[str, str | None], name: str) -> str | None:
+    hits = [u for k, u in units.items() if k == name or k.endswith("." + name)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _dataset(out, shape, axes, coords, attrs, labels: Labels):
+    """The labelled results as an ``xarray.Dataset`` (NumPy arrays, no copy)."""
+    import xarray as xr
+
+    dims = tuple(a.name for a in axes)
+    data = {}
+    for k, v in out.items():
+        trailing, vattrs = labels.describe(k, v)
+        data[k] = xr.Variable(dims + trailing, v.reshape(shape + v.shape[1:]), vattrs)
+    cs = {k: xr.Variable(d, v, a) for k, (d, v, a) in coords.items()}
+    return xr.Dataset(data, coords=cs, attrs=attrs)
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "rows"))

@@ -85,6 +85,9 @@ class BasinMap:
     switches: np.ndarray | None = None  # roll/slip switches per start (slipping only)
     t_slip: np.ndarray | None = None  # total slipping time per start (slipping only)
     n_samples: int | None = None  # event samples per step the map was computed with
+    dataset: Any = (
+        None  # the labelled map (xarray.Dataset): the sweep's, with the basin's attributes
+    )
 
     def counts(self) -> dict[str, int]:
         """Number of starts per outcome."""
@@ -98,60 +101,167 @@ class BasinMap:
         ax = self.x if self.x.name == "beta" else self.y
         return steady_beta(self.rim, self.fixed["omega2"], self.fixed["omega3"], ax.lo, ax.hi)
 
-    def save(self, out_dir: str | os.PathLike, figure: bool = True) -> Path:
-        """Write ``basin.npz`` (and ``basin.png``) into ``out_dir``; returns the npz path."""
+    def attrs(self) -> dict[str, Any]:
+        """The section's settings as dataset attributes (JSON text for the mappings)."""
+        import json
+
+        slip = None
+        if self.slip is not None:
+            # (slip: a SlipSettings, annotated object)
+            fs = dataclasses.fields(self.slip)  # pyright: ignore[reportArgumentType]
+            slip = {f.name: float(getattr(self.slip, f.name)) for f in fs}
+        return {
+            "basin_axes": [self.x.name, self.y.name],
+            "fixed": json.dumps(self.fixed, sort_keys=True),
+            "t_max": float(self.t_max),
+            "rtol": float(self.rtol),
+            "atol": float(self.atol),
+            "n_samples": -1 if self.n_samples is None else int(self.n_samples),
+            "slip": json.dumps(slip, sort_keys=True),
+            "rim": json.dumps(
+                {f.name: float(getattr(self.rim, f.name)) for f in dataclasses.fields(self.rim)},
+                sort_keys=True,
+            ),
+        }
+
+    def to_dataset(self):
+        """The map as a labelled ``xarray.Dataset``: dimensions ``(x, y)`` with their values
+        and units, the per-start variables with units and long names (CF flags on
+        ``outcome``), and the section's settings, the rim, the versions and the command line
+        as attributes."""
+        if self.dataset is not None:
+            ds = self.dataset.copy()
+            ds.attrs.pop("rollax_store_path", None)
+            ds.attrs.update(self.attrs())
+            return ds
+        import xarray as xr
+
+        from rollax._drivers._labels import dataset_attrs
+        from rollax.models.outcomes import RimOutcome
+
+        dims = (self.x.name, self.y.name)
+        flags = dict(
+            flag_values=[int(m.value) for m in RimOutcome],
+            flag_meanings=" ".join(m.name.lower() for m in RimOutcome),
+        )
+        data = {
+            "outcome": (dims, self.outcome, dict(units="1", long_name="outcome", **flags)),
+            "t_end": (dims, self.t_end, dict(units="s", long_name=SUMMARY_NAMES["t_end"])),
+            "recontact": (
+                dims,
+                self.recontact,
+                dict(units="1", long_name=SUMMARY_NAMES["recontact"]),
+            ),
+            "period": (dims, self.period, dict(units="s", long_name=SUMMARY_NAMES["period"])),
+            "steps": (dims, self.steps, dict(units="1", long_name=SUMMARY_NAMES["steps"])),
+        }
+        if self.switches is not None:
+            data["switches"] = (
+                dims,
+                self.switches,
+                dict(units="1", long_name=SUMMARY_NAMES["switches"]),
+            )
+        if self.t_slip is not None:
+            data["t_slip"] = (dims, self.t_slip, dict(units="s", long_name=SUMMARY_NAMES["t_slip"]))
+        coords = {
+            a.name: (a.name, a.values, dict(units=UNITS[a.name], long_name=a.name))
+            for a in (self.x, self.y)
+        }
+        ds = xr.Dataset(data, coords=coords)
+        ds.attrs.update(dataset_attrs(_system(self.rim, self.slip), {}, {}, {}))
+        ds.attrs.update(self.attrs())
+        return ds
+
+    @classmethod
+    def from_dataset(cls, ds) -> "BasinMap":
+        """The map of a dataset written by :meth:`save` (``xarray.open_zarr`` of ``basin.zarr``,
+        ``xarray.open_dataset`` of ``basin.nc``): everything needed to redraw it."""
+        import json
+
+        xname, yname = (str(d) for d in ds["outcome"].dims)
+        slip = json.loads(ds.attrs["slip"]) if "slip" in ds.attrs else None
+        if slip is not None:
+            from rollax.models.slip import SlipSettings
+
+            slip = SlipSettings(**slip)
+        rim = Rim(**json.loads(ds.attrs["rim"]))
+        ns = int(ds.attrs.get("n_samples", -1))
+
+        def var(k):
+            return np.asarray(ds[k].values) if k in ds else None
+
+        def axis(name):
+            v = np.asarray(ds[name].values, float)
+            return Axis(name, float(v[0]), float(v[-1]), int(v.size))
+
+        return cls(
+            x=axis(xname),
+            y=axis(yname),
+            fixed=json.loads(ds.attrs["fixed"]),
+            rim=rim,
+            t_max=float(ds.attrs["t_max"]),
+            rtol=float(ds.attrs["rtol"]),
+            atol=float(ds.attrs["atol"]),
+            outcome=np.asarray(ds["outcome"].values).astype(np.int8),
+            t_end=np.asarray(ds["t_end"].values),
+            recontact=np.asarray(ds["recontact"].values).astype(bool),
+            period=np.asarray(ds["period"].values),
+            steps=np.asarray(ds["steps"].values),
+            slip=slip,
+            switches=var("switches"),
+            t_slip=var("t_slip"),
+            n_samples=None if ns < 0 else ns,
+            dataset=ds,
+        )
+
+    def save(self, out_dir: str | os.PathLike, figure: bool = True, format: str = "zarr") -> Path:
+        """Write the map into ``out_dir``: ``basin.zarr`` (``format="zarr"``) or ``basin.nc``
+        (``"netcdf"``), the labelled dataset of :meth:`to_dataset`, and ``basin.png``, drawn
+        from the dataset as written; returns the dataset's path. Where the sweep already wrote
+        its store at that path (``basin_map(store=...)``), only the section's attributes are
+        added to it."""
+        from rollax._drivers._labels import write_dataset
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        params = {f.name: float(getattr(self.rim, f.name)) for f in dataclasses.fields(self.rim)}
-        extra = {}
-        if self.slip is not None:
-            extra = dict(
-                switches=self.switches,
-                t_slip=self.t_slip,
-                **{
-                    f"slip_{f.name}": float(getattr(self.slip, f.name))
-                    # (slip: a SlipSettings, annotated object)
-                    for f in dataclasses.fields(self.slip)  # pyright: ignore[reportArgumentType]
-                },
-            )
-        tmp = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.tmp.npz"
-        try:
-            with naming_file(out / "basin.npz"):
-                self._write_npz(tmp, params, extra)
-            os.replace(tmp, out / "basin.npz")  # atomic: safe to share OUT
-        finally:
-            tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing
+        if format not in ("zarr", "netcdf"):
+            raise ValueError(f"format = {format!r} is not allowed: it must be 'zarr' or 'netcdf'")
+        path = out / ("basin.zarr" if format == "zarr" else "basin.nc")
+        store = None if self.dataset is None else self.dataset.attrs.get("rollax_store_path")
+        with naming_file(path):
+            if format == "zarr" and store is not None and Path(store).resolve() == path.resolve():
+                from rollax._drivers._store import finish
+
+                finish(path, self.attrs())
+            else:
+                write_dataset(self.to_dataset(), path, format)
         if figure:
+            import xarray as xr
+
             from rollax.plot import plot_basin
 
+            with (
+                xr.open_zarr(path) if format == "zarr" else xr.open_dataset(path, engine="scipy")
+            ) as ds:
+                drawn = BasinMap.from_dataset(ds.load())
             png = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.png"
             try:
                 with naming_file(out / "basin.png"):
-                    plot_basin(self, png, steady=self.steady_betas())
+                    plot_basin(drawn, png, steady=drawn.steady_betas())
                 os.replace(png, out / "basin.png")
             finally:
                 png.unlink(missing_ok=True)
-        return out / "basin.npz"
+        return path
 
-    def _write_npz(self, tmp, params, extra) -> None:
-        np.savez_compressed(
-            tmp,
-            outcome=self.outcome.astype(np.int8),
-            t_end=self.t_end,
-            recontact=self.recontact,
-            period=self.period,
-            steps=self.steps,
-            **{self.x.name: self.x.values, self.y.name: self.y.values},
-            axes=np.array([self.x.name, self.y.name]),
-            fixed=np.array([[k, v] for k, v in self.fixed.items()], dtype=object).astype(str),
-            outcome_names=np.array(OUTCOMES),
-            t_max=self.t_max,
-            rtol=self.rtol,
-            atol=self.atol,
-            **({} if self.n_samples is None else {"n_samples": self.n_samples}),
-            **{f"param_{k}": v for k, v in params.items()},
-            **extra,
-        )
+
+SUMMARY_NAMES = {
+    "t_end": "time of the fall, of the second omega1 zero, or the time cap",
+    "recontact": "the flight would come back within rho of the tube's core circle",
+    "period": "period of periodic rolling (2 x time between omega1 zeros; NaN otherwise)",
+    "steps": "accepted steps",
+    "switches": "roll/slip switches",
+    "t_slip": "total slipping time",
+}
 
 
 def section_starts(x: Axis, y: Axis, fixed: Mapping[str, float]) -> np.ndarray:
@@ -200,10 +310,10 @@ def _options(system, max_steps, lanes, devices, rtol, atol) -> dict[str, Any]:
 
 
 def _summary(system, sol) -> dict:
+    """The per-start quantities of a basin map but the outcome (the sweep's own)."""
     if isinstance(system, RimSlipping):
         r = slip_result(system, sol)
         return dict(
-            outcome=r.outcome.astype(jnp.int8),
             t_end=r.t_end,
             recontact=r.recontact,
             period=r.period,
@@ -212,7 +322,15 @@ def _summary(system, sol) -> dict:
             t_slip=r.t_slip,
         )
     r = rolling_result(system, sol)
-    return {**r, "outcome": r["outcome"].astype(jnp.int8)}
+    return {k: v for k, v in r.items() if k != "outcome"}
+
+
+_summary.units = {"t_end": "s", "period": "s", "t_slip": "s", "recontact": "1"}  # pyright: ignore[reportFunctionMemberAccess]
+_summary.long_names = SUMMARY_NAMES  # pyright: ignore[reportFunctionMemberAccess]
+
+
+def _with_outcome(system, sol) -> dict:
+    return {**_summary(system, sol), "outcome": system.outcome(sol).astype(jnp.int8)}
 
 
 def simulate(
@@ -248,7 +366,7 @@ def simulate(
         backend=backend,
         **_options(system, max_steps, lanes, devices, rtol, atol),
     )
-    return {k: np.asarray(v) for k, v in _per_run(_summary, system, sol).items()}
+    return {k: np.asarray(v) for k, v in _per_run(_with_outcome, system, sol).items()}
 
 
 def basin_map(
@@ -264,8 +382,8 @@ def basin_map(
     chunk_size: int = 1 << 17,
     lanes: int | None = None,
     devices: int | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    keep_chunks: bool = False,
+    store: str | os.PathLike | None = None,
+    client=None,
     progress: bool = True,
     slip=None,
     n_samples: int | None = None,
@@ -276,10 +394,11 @@ def basin_map(
     :class:`rollax.systems.RimSlipping` with ``slip``).
 
     ``x`` and ``y`` are two of ``beta, omega1, omega2, omega3``; ``fixed`` gives the other two
-    (default: ``omega2 = 35``, ``omega3 = 10``, the section of Fig. 11). Work is done in chunks of
-    ``chunk_size`` starts; with ``cache_dir`` every finished chunk is saved and a rerun with the
-    same arguments resumes (the chunks are verified, and removed after a successful run unless
-    ``keep_chunks``; see :func:`rollax.sweep`). ``slip`` (a :class:`rollax.models.slip.SlipSettings`): let the ball slip
+    (default: ``omega2 = 35``, ``omega3 = 10``, the section of Fig. 11). Work is done in regions of at
+    most ``chunk_size`` starts; with ``store`` (a zarr store, such as ``basin.zarr``) every
+    finished region is written there and a rerun with the same arguments resumes (the regions
+    are verified; see :func:`rollax.sweep`). ``client``: a ``dask.distributed.Client`` to run
+    the regions on. ``slip`` (a :class:`rollax.models.slip.SlipSettings`): let the ball slip
     with friction coefficient ``rim.mu`` (Sect. 5.2); ``None`` (default): no slipping.
     ``n_samples``: event samples per step (default: the system's, 4; with 8 no F2 dip of the
     Figs. 11-13 panels is missed, see the README's event semantics). ``backend``: the
@@ -310,8 +429,8 @@ def basin_map(
         y0=y0,
         t1=t_max,
         chunk_size=chunk_size,
-        cache_dir=cache_dir,
-        keep_chunks=keep_chunks,
+        store=store,
+        client=client,
         progress=progress,
         summary=_summary,
         keep_solution=False,
@@ -320,6 +439,9 @@ def basin_map(
         **_options(system, max_steps, lanes, devices, rtol, atol),
     )
     out = res.summary
+    ds = res.dataset
+    if store is not None:
+        ds.attrs["rollax_store_path"] = str(store)
     return BasinMap(
         x=x,
         y=y,
@@ -328,7 +450,7 @@ def basin_map(
         t_max=t_max,
         rtol=rtol,
         atol=atol,
-        outcome=out["outcome"],
+        outcome=res.outcome.astype(np.int8),
         t_end=out["t_end"],
         recontact=out["recontact"],
         period=out["period"],
@@ -337,6 +459,7 @@ def basin_map(
         switches=out["switches"] if slip is not None else None,
         t_slip=out["t_slip"] if slip is not None else None,
         n_samples=int(system.n_samples if n_samples is None else n_samples),
+        dataset=ds,
     )
 
 

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import shlex
 import signal
 import warnings
 import sys
@@ -170,6 +171,9 @@ def _main(argv: list[str]) -> int:
                 print(f"rollax: error: {err}", file=sys.stderr)
                 return 2
             prog = f"rollax {args.command}"
+            from rollax._drivers import _labels
+
+            _labels.COMMAND = shlex.join(["rollax", *argv])  # the datasets' "command" attribute
             old_format = warnings.formatwarning
             # a warning is one line on the command line (Python's default adds the source line)
             warnings.formatwarning = lambda msg, cat, *_a, **_k: (  # noqa: E731

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import abc
 import argparse
+import contextlib
 import json
 import math
+import os
 import re
 import sys
 from typing import Any, NoReturn
@@ -200,3 +202,68 @@ def check_out(out) -> None:
             f"--out = {out!r} is not allowed: it is a file; give a directory (or a "
             f"path that does not exist yet)"
         )
+
+
+def add_cluster_arguments(p) -> None:
+    """``--workers N`` and ``--scheduler ADDRESS``: where a sweep's regions run (Dask)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--workers",
+        type=integer(1, 4096),
+        default=None,
+        metavar="N",
+        help="run the regions on a Dask LocalCluster of N worker processes on this machine "
+        '(pip install "rollax[distributed]")',
+    )
+    g.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run the regions on an existing Dask cluster: its scheduler's address "
+        "(tcp://host:8786) or scheduler file",
+    )
+
+
+@contextlib.contextmanager
+def cluster(args):
+    """The Dask client of ``--workers`` / ``--scheduler`` (closed afterwards), or None."""
+    workers, address = getattr(args, "workers", None), getattr(args, "scheduler", None)
+    if workers is None and address is None:
+        yield None
+        return
+    opt = "--workers" if workers is not None else "--scheduler"
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError(
+            f"{opt} needs Dask's distributed scheduler, which is not installed: "
+            f'pip install "rollax[distributed]"'
+        ) from None
+    import logging
+
+    with contextlib.ExitStack() as stack:
+        if workers is not None:
+            cl = stack.enter_context(
+                LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.ERROR,
+                )
+            )
+            client = stack.enter_context(Client(cl))
+        else:
+            assert address is not None
+            try:
+                if os.path.isfile(address):
+                    client = Client(scheduler_file=address, timeout=30)
+                else:
+                    client = Client(address, timeout=30)
+            except (OSError, TimeoutError, ValueError) as err:
+                msg = " ".join(str(err).split())
+                raise ValueError(
+                    f"--scheduler = {address!r}: cannot connect to a Dask scheduler there ({msg})"
+                ) from None
+            stack.enter_context(client)
+        yield client

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
+import shutil
 import time
 
 import numpy as np
 
 from rollax.cli._args import (
     ATOL,
+    add_cluster_arguments,
+    cluster,
     FINITE,
     NONNEGATIVE,
     POSITIVE,
@@ -30,8 +32,9 @@ def register(subparsers) -> None:
             "Outcome map over a (beta, omega1) section of rolling starts: periodic rolling, "
             "falls in, falls out, undecided (time cap) or failed; with --friction MU the ball "
             "may also slip (then also: chattering, and per start the roll/slip switches and the "
-            "slipping time). Writes OUT/basin.npz and OUT/basin.png. With no arguments: the "
-            "Fig. 11 no-slip map into ./rollax-out/."
+            "slipping time). Writes OUT/basin.zarr (the labelled dataset, written as the map "
+            "runs and resumed from; or OUT/basin.nc with --format netcdf) and OUT/basin.png. "
+            "With no arguments: the Fig. 11 no-slip map into ./rollax-out/."
         ),
         formatter_class=DefaultsHelpFormatter,
     )
@@ -154,12 +157,18 @@ def register(subparsers) -> None:
         help="ensemble path: the work queue (CPU), the fused per-start GPU kernel, "
         "or auto (fused on a GPU, else the queue)",
     )
-    p.add_argument("--no-resume", action="store_true", help="do not keep or reuse finished chunks")
     p.add_argument(
-        "--keep-chunks",
+        "--no-resume",
         action="store_true",
-        help="keep OUT/.chunks after a successful run (default: removed)",
+        help="compute every region again (default: resume from the regions of OUT/basin.zarr)",
     )
+    p.add_argument(
+        "--format",
+        choices=("zarr", "netcdf"),
+        default="zarr",
+        help="OUT/basin.zarr (zarr) or OUT/basin.nc (netCDF-3)",
+    )
+    add_cluster_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON summary to stdout")
     p.add_argument("--out", default="rollax-out", help="output directory")
@@ -204,31 +213,42 @@ def run(args) -> int:
         slip = SlipSettings(delta=args.slip_delta)
     x = Axis("beta", beta[0], beta[1], grid[0])
     y = Axis("omega1", omega1[0], omega1[1], grid[1])
+    # the store the map is written into as it runs: the result itself (zarr), or a hidden
+    # working store next to the netCDF file, removed once that is written
+    final = os.path.join(args.out, "basin.zarr" if args.format == "zarr" else "basin.nc")
+    store = final if args.format == "zarr" else os.path.join(args.out, ".basin.zarr")
+    if os.path.exists(final) and (args.format == "zarr") != os.path.isdir(final):
+        raise ValueError(
+            f"--out = {args.out!r} is not allowed: {final} exists and is not a "
+            f"{'zarr store (a directory)' if args.format == 'zarr' else 'netCDF file'}"
+        )
+    if args.no_resume and os.path.isdir(store):
+        shutil.rmtree(store)
     t0 = time.perf_counter()
-    bmap = basin_map(
-        rim,
-        x=x,
-        y=y,
-        fixed=fixed,
-        t_max=args.t_max,
-        rtol=args.rtol,
-        atol=args.atol,
-        max_steps=args.max_steps,
-        chunk_size=args.chunk_size,
-        lanes=args.lanes,
-        devices=args.devices,
-        cache_dir=None if args.no_resume else f"{args.out}/.chunks",
-        keep_chunks=args.keep_chunks,
-        progress=not args.no_progress,
-        slip=slip,
-        n_samples=args.samples,
-        backend=args.backend,
-    )
+    with cluster(args) as client:
+        bmap = basin_map(
+            rim,
+            x=x,
+            y=y,
+            fixed=fixed,
+            t_max=args.t_max,
+            rtol=args.rtol,
+            atol=args.atol,
+            max_steps=args.max_steps,
+            chunk_size=args.chunk_size,
+            lanes=args.lanes,
+            devices=args.devices,
+            store=store,
+            client=client,
+            progress=not args.no_progress,
+            slip=slip,
+            n_samples=args.samples,
+            backend=args.backend,
+        )
     elapsed = time.perf_counter() - t0
-    if not args.no_resume and not args.keep_chunks:
-        with contextlib.suppress(OSError):
-            os.rmdir(f"{args.out}/.chunks")  # empty now (other sweeps' chunks would keep it)
-    path = bmap.save(args.out)
+    path = bmap.save(args.out, format=args.format)
+    if store != final:
+        shutil.rmtree(store, ignore_errors=True)
     summary = {
         "out": str(path),
         "figure": str(path.with_suffix(".png")),

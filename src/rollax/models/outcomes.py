@@ -1,7 +1,7 @@
 """Outcome codes of the rim sweeps, shared by the rolling (:mod:`rollax.analysis.basin`) and the
 rolling/slipping (:mod:`rollax.models.slip`) simulations and by the figures (:mod:`rollax.plot`).
 
-The code of an outcome is its index in :data:`OUTCOMES`; ``basin.npz`` stores them as int8.
+The code of an outcome is its index in :data:`OUTCOMES`; a basin map's dataset (``basin.zarr``) stores them as int8, with CF ``flag_values`` and ``flag_meanings``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import enum
 
 
 class RimOutcome(enum.IntEnum):
-    """Outcomes of a start on the rim (the codes of ``basin.npz``); the one source of the
+    """Outcomes of a start on the rim (the codes of a basin map's ``outcome``); the one source of the
     codes and names below and of :class:`rollax.systems.RimOutcome`."""
 
     PERIODIC = 0

@@ -82,15 +82,15 @@ class Rim(eqx.Module):
     (rolling resistance) in 1/s of eq. (83).
     """
 
-    r: float = parameter(0.12, convert=False)
-    a: float = parameter(0.01, convert=False)
-    R: float = parameter(0.225, convert=False)
-    j: float = parameter(2.0 / 3.0, convert=False)
-    g: float = parameter(9.81, convert=False)
-    mu: float = parameter(1.0, finite=False, convert=False)  # inf: no slipping
-    m: float = parameter(0.6, convert=False)
-    k_d: float = parameter(0.0, convert=False)
-    k_r: float = parameter(0.0, convert=False)
+    r: float = parameter(0.12, convert=False, units="m")
+    a: float = parameter(0.01, convert=False, units="m")
+    R: float = parameter(0.225, convert=False, units="m")
+    j: float = parameter(2.0 / 3.0, convert=False, units="1")
+    g: float = parameter(9.81, convert=False, units="m/s^2")
+    mu: float = parameter(1.0, finite=False, convert=False, units="1")  # inf: no slipping
+    m: float = parameter(0.6, convert=False, units="kg")
+    k_d: float = parameter(0.0, convert=False, units="1/s")
+    k_r: float = parameter(0.0, convert=False, units="1/s")
 
     #: physical bounds of the parameters (used by rollax.identify)
     bounds = types.MappingProxyType(

@@ -65,6 +65,7 @@ class RimRolling(AbstractSystem):
     w1_target: int = eqx.field(static=True, default=2)
 
     state_names = ("beta", "omega1", "omega2", "omega3")
+    state_units = ("rad", "1/s", "1/s", "1/s")
     outcomes = RimOutcome
     # F2 and w1 vary on the scale of the orbit (~0.1 s) and steps are ~0.02 s, so 4 samples a
     # step resolve them: the Fig. 11 panel's outcomes are the same with 1, 4 and 8, and each
@@ -127,6 +128,7 @@ class RimTracked(AbstractSystem):
     rim: Rim = eqx.field(default_factory=Rim, converter=_arrays)
 
     state_names = ("beta", "omega1", "omega2", "omega3", "alpha")
+    state_units = ("rad", "1/s", "1/s", "1/s", "rad")
     events = (boundary("separation"),)
     observables = ("d", "z", "alpha")
 
@@ -220,6 +222,7 @@ class RimSlipping(AbstractSystem):
     max_short: int = eqx.field(static=True, default=4)
 
     state_names = ("beta", "omega1", "omega2", "omega3", "u1", "u3")
+    state_units = ("rad", "1/s", "1/s", "1/s", "m/s", "m/s")
     modes = _slip.MODES
     n_aux = 6
     outcomes = RimOutcome

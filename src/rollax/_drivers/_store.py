@@ -1,0 +1,373 @@
+"""The store of a sweep: a zarr group that is its labelled dataset, written region by region.
+
+A sweep's grid (its axes' shape) is cut into *regions*: blocks ``(1, ..., 1, c, n_{j+1}, ...,
+n_last)`` of the grid (:func:`region_layout`), each one contiguous run of the row-major starts, so
+that a region is both one chunk of work and one chunk of every array of the store. A region is
+written as soon as it is computed, and a rerun into the same store computes only the regions
+that are missing or not trusted.
+
+Layout (zarr format 3; ``xarray.open_zarr(path)`` reads it as an ``xarray.Dataset``):
+
+* one array per result variable: the grid's shape and the variable's own trailing axes, chunked
+  by region, with its dimension names and attributes (``units``, ``long_name``, CF
+  ``flag_values`` / ``flag_meanings``);
+* the coordinates (each axis's values, and the labels of trailing axes such as ``state``);
+* the group's attributes: the dataset's attributes and ``rollax_store`` (format, the sweep's key,
+  the grid's shape and the region block);
+* ``_rollax/records``: per region, 64 bytes written after its data: SHA-256 of (the sweep's
+  key, the rollax version and code fingerprint, the region's index and rows) and SHA-256 of the
+  region's arrays. A region is trusted only when both match; one that is missing, stale
+  (other code or versions), unreadable (a truncated or damaged zarr chunk) or altered (its
+  checksum) is computed again, with one :class:`StoreWarning` line per kind of fault.
+
+Writes are safe to share: zarr writes each chunk file atomically (a temporary file, then a
+rename), regions never share a chunk file, and the store's metadata is created and changed under
+an exclusive lock (``fcntl.flock`` on ``<store>/.rollax.lock``), so two runs of one sweep into
+one store both finish with the same, correct dataset. A store that holds another sweep (another
+key) is replaced, with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import math
+import os
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from rollax._core._validate import naming_file
+
+_FORMAT = 1
+_LOCK = ".rollax.lock"
+_RECORDS = "_rollax/records"
+
+
+class StoreWarning(UserWarning):
+    """Regions of a sweep's store could not be trusted (missing data, stale, unreadable or
+    altered) and are computed again, or the store held another sweep and is replaced."""
+
+
+def region_layout(shape: tuple[int, ...], chunk_size: int) -> tuple[tuple[int, ...], list]:
+    """The region block for a grid of ``shape`` and at most ``chunk_size`` starts per region,
+    and the regions as ``(lo, hi, index)`` (row-major start numbers ``lo:hi``; ``index``: the
+    region's slices of the grid).
+
+    The block keeps the trailing axes whole as far as ``chunk_size`` allows: ``(1, ..., 1, c,
+    n_{j+1}, ..., n_last)`` with the smallest such ``j``, so that every region is contiguous in
+    the row-major order and aligned with the store's chunks (the last region along axis ``j``
+    may be shorter)."""
+    shape = tuple(int(s) for s in shape)
+    d = len(shape)
+    if d == 0 or min(shape) < 1:
+        raise ValueError(f"shape = {shape} must have at least one axis, each of length >= 1")
+    j = next(j for j in range(d) if math.prod(shape[j + 1 :]) <= chunk_size)
+    inner = math.prod(shape[j + 1 :])
+    c = max(1, min(shape[j], chunk_size // inner))
+    block = (1,) * j + (c,) + shape[j + 1 :]
+    regions = []
+    for outer in np.ndindex(*shape[:j]):
+        for a in range(0, shape[j], c):
+            b = min(shape[j], a + c)
+            start = tuple(outer) + (a,) + (0,) * (d - j - 1)
+            lo = int(np.ravel_multi_index(start, shape)) if d > 1 else a
+            index = tuple(slice(i, i + 1) for i in outer) + (slice(a, b),)
+            index += tuple(slice(0, s) for s in shape[j + 1 :])
+            regions.append((lo, lo + (b - a) * inner, index))
+    return block, regions
+
+
+def checksum(arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 of named arrays (names, dtypes, shapes and bytes, in name order)."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint() -> str:
+    """SHA-256 (hex, 20 digits) of the rollax version, the JAX, jaxlib and NumPy versions and
+    the source of every module of the installed rollax package: anything that may change what a
+    chunk contains."""
+    import jax
+    from jaxlib import version as jaxlib_version
+
+    import rollax
+
+    h = hashlib.sha256()
+    h.update(
+        f"rollax {rollax.__version__} jax {jax.__version__} jaxlib {jaxlib_version.__version__} "
+        f"numpy {np.__version__}\n".encode()
+    )
+    root = Path(rollax.__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:20]
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on the store at ``path`` (created if need be), across processes."""
+    import fcntl
+
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / _LOCK, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+Describe = Callable[[str, np.ndarray], tuple[tuple[str, ...], dict]]
+
+
+class RegionStore:
+    """A sweep's zarr store (module docstring). Open it with :meth:`open`; :meth:`load` and
+    :meth:`save` read and write one region's variables as flat arrays (one row per start, in
+    row-major order, then the variable's trailing axes)."""
+
+    def __init__(self, path: Path, key: str, shape, chunk_size: int, describe: Describe, attrs):
+        self.path = Path(path)
+        self.key = key
+        self.shape = tuple(int(s) for s in shape)
+        self.block, self.regions = region_layout(self.shape, chunk_size)
+        self.describe = describe
+        self.attrs = attrs
+        self._group: Any = None
+        self._dims: tuple[str, ...] = tuple(f"dim_{k}" for k in range(len(self.shape)))
+        self._coords: tuple[str, ...] = ()
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike,
+        key: str,
+        shape,
+        chunk_size: int,
+        *,
+        dims: tuple[str, ...] | None = None,
+        coords: Mapping[str, tuple[tuple[str, ...], np.ndarray, dict]] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        describe: Describe | None = None,
+    ) -> "RegionStore":
+        """The store at ``path`` for the sweep ``key`` over a grid of ``shape`` (dimension
+        names ``dims``): reused if it holds this sweep, else created (replacing, with a
+        :class:`StoreWarning`, a store of another sweep). ``coords``: name -> (dims, values,
+        attributes); ``attrs``: the dataset's attributes; ``describe(name, flat_array)``: a
+        variable's trailing dimension names and attributes."""
+        import zarr
+
+        path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise ValueError(
+                f"store = {str(path)!r} is not allowed: it is a file; give a directory path "
+                f"(a new one, or the store of an earlier run to resume it)"
+            )
+        self = cls(path, key, shape, chunk_size, describe or _no_description, dict(attrs or {}))
+        dims = tuple(dims) if dims is not None else tuple(f"dim_{k}" for k in range(len(shape)))
+        record = dict(
+            format=_FORMAT,
+            key=key,
+            shape=list(self.shape),
+            block=list(self.block),
+            dims=list(dims),
+            coords=sorted(coords or {}),
+        )
+        if path.is_dir() and not (path / "zarr.json").exists():
+            if any(p.name != _LOCK for p in path.iterdir()):  # (checked before the lock file)
+                raise ValueError(
+                    f"store = {str(path)!r} is not allowed: it is a directory that holds no "
+                    f"rollax sweep store (its files would be replaced); give a new path, or the "
+                    f"store of an earlier run to resume it"
+                )
+        with naming_file(path), _locked(path):
+            old = None
+            if (path / "zarr.json").exists():
+                try:
+                    old = dict(zarr.open_group(str(path), mode="r").attrs).get("rollax_store")
+                except Exception:  # noqa: BLE001 - an unreadable store is replaced
+                    old = {"key": "(unreadable)"}
+            if old is None and any(p.name != _LOCK for p in path.iterdir()):
+                raise ValueError(
+                    f"store = {str(path)!r} is not allowed: it is a directory that holds no "
+                    f"rollax sweep store (its files would be replaced); give a new path, or the "
+                    f"store of an earlier run to resume it"
+                )
+            if old != record:
+                if old is not None:
+                    if isinstance(old, dict):
+                        diff = sorted(k for k in record if old.get(k) != record[k])
+                        what = (
+                            f"another sweep (its {', '.join(diff)} differ: key "
+                            f"{old.get('key')!r}, this sweep's {key!r})"
+                        )
+                    else:
+                        what = "no rollax sweep"
+                    warnings.warn(
+                        f"store {path} holds {what}; replacing it with this sweep's",
+                        StoreWarning,
+                        stacklevel=3,
+                    )
+                for p in path.iterdir():
+                    if p.name != _LOCK:
+                        shutil.rmtree(p) if p.is_dir() else p.unlink()
+                g = zarr.open_group(str(path), mode="w", zarr_format=3)
+                for name, (cdims, values, cattrs) in (coords or {}).items():
+                    values = np.asarray(values)
+                    a = g.create_array(
+                        name,
+                        shape=values.shape,
+                        dtype=values.dtype if values.dtype.kind != "U" else str,
+                        chunks=values.shape,
+                        dimension_names=list(cdims),
+                        fill_value=None if values.dtype.kind != "U" else "",
+                    )
+                    a[...] = values
+                    a.attrs.update(cattrs)
+                rec = g.create_array(
+                    _RECORDS,
+                    shape=(len(self.regions), 64),
+                    chunks=(1, 64),
+                    dtype="uint8",
+                    fill_value=0,
+                    dimension_names=["region", "digest"],
+                )
+                del rec
+                g.attrs.update({**self.attrs, "rollax_store": record})
+        self._dims = dims
+        self._coords = tuple(coords or {})
+        return self
+
+    # -- one region -------------------------------------------------------------------------
+
+    def _g(self) -> Any:
+        import zarr
+
+        if self._group is None:
+            self._group = zarr.open_group(str(self.path), mode="r+")
+        return self._group
+
+    def _names(self) -> list[str]:
+        """The data variables written so far (the root's arrays but the coordinates)."""
+        coords = set(self._coords)
+        with warnings.catch_warnings():
+            # zarr warns of every file it lists in the group that is no array or group: the
+            # lock file (and a temporary file of another run's metadata write)
+            warnings.filterwarnings("ignore", message="Object at .* is not recognized")
+            return sorted(k for k, _ in self._g().arrays() if k not in coords)
+
+    def _key_digest(self, i: int) -> bytes:
+        import rollax
+
+        lo, hi, _ = self.regions[i]
+        text = f"{self.key}\0{rollax.__version__}\0{code_fingerprint()}\0{i}\0{hi - lo}"
+        return hashlib.sha256(text.encode()).digest()
+
+    def load(self, i: int) -> tuple[dict[str, np.ndarray] | None, str]:
+        """Region ``i``'s variables (flat) if it is complete and trusted, else ``(None, why)``
+        (``why`` is ``"is missing"`` for a region never written)."""
+        lo, hi, index = self.regions[i]
+        try:
+            rec = np.asarray(self._g()[_RECORDS][i])
+        except Exception as err:  # noqa: BLE001 - an unreadable record: redo the region
+            return None, f"has an unreadable record ({type(err).__name__})"
+        if not rec.any():
+            return None, "is missing"
+        if rec[:32].tobytes() != self._key_digest(i):
+            return None, "is stale (computed by other code, versions or settings)"
+        part = {}
+        try:
+            for name in self._names():
+                a = np.asarray(self._g()[name][index])
+                part[name] = a.reshape((hi - lo,) + a.shape[len(self.shape) :])
+        except Exception as err:  # noqa: BLE001 - a damaged zarr chunk: redo the region
+            return None, f"cannot be read ({type(err).__name__}: {err})".replace("\n", " ")
+        if not part or hashlib.sha256(checksum(part).encode()).digest() != rec[32:].tobytes():
+            return None, "is corrupt (its checksum does not match its contents)"
+        return part, ""
+
+    def save(self, i: int, part: Mapping[str, np.ndarray]) -> None:
+        """Write region ``i``'s variables (flat, one row per start), then its record."""
+        lo, hi, index = self.regions[i]
+        g = self._g()
+        missing = [k for k in part if k not in g]
+        if missing:
+            with naming_file(self.path), _locked(self.path):
+                self._group = None
+                g = self._g()
+                for k in part:
+                    if k in g:
+                        continue
+                    v = np.asarray(part[k])
+                    trailing_dims, vattrs = self.describe(k, v)
+                    g.create_array(
+                        k,
+                        shape=self.shape + v.shape[1:],
+                        chunks=self.block + v.shape[1:],
+                        dtype=v.dtype,
+                        fill_value=_fill(v.dtype),
+                        dimension_names=list(self._dims) + list(trailing_dims),
+                        attributes=_jsonable(vattrs),
+                    )
+        grid = tuple(s.stop - s.start for s in index)
+        k = _RECORDS
+        try:
+            for k, v in part.items():
+                v = np.asarray(v)
+                g[k][index] = v.reshape(grid + v.shape[1:])
+            k = _RECORDS
+            digest = hashlib.sha256(checksum(dict(part)).encode()).digest()
+            g[_RECORDS][i] = np.frombuffer(self._key_digest(i) + digest, np.uint8)
+        except OSError as err:
+            # name the store's chunk (zarr's error may name its private temporary file)
+            where = getattr(err, "filename2", None) or str(self.path / k)
+            raise OSError(err.errno, err.strerror or str(err), str(where)) from None
+
+
+def finish(path: str | os.PathLike, attrs: Mapping[str, Any] | None = None) -> None:
+    """Add attributes to the store at ``path`` and consolidate its metadata (one read for
+    ``xarray.open_zarr``)."""
+    import zarr
+
+    with naming_file(Path(path)), _locked(Path(path)):
+        g = zarr.open_group(str(path), mode="r+")
+        if attrs:
+            g.attrs.update(_jsonable(dict(attrs)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zarr: consolidated metadata is not in v3's spec
+            zarr.consolidate_metadata(str(path))
+
+
+def _fill(dtype):
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "b":
+        return False
+    return 0
+
+
+def _no_description(name, v):
+    return tuple(f"{name}_dim_{k}" for k in range(1, v.ndim)), {}
+
+
+def _jsonable(d):
+    return json.loads(json.dumps(d, default=_default))
+
+
+def _default(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer, np.bool_)):
+        return x.item()
+    return str(x)

@@ -1,0 +1,116 @@
+"""The labelled results of rollax.sweep (rollax._drivers._labels): units on every variable and
+coordinate, CF flags, the dataset's attributes, and labels that give the raw fields back."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import rollax
+from rollax._drivers._labels import UNSPECIFIED, Labels
+from rollax.models.rim import Rim
+from rollax.systems import RimRolling
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from bouncing_ball import Bounce, BouncingBall  # noqa: E402
+
+TOL = dict(rtol=1e-10, atol=1e-10)
+
+
+def _units_everywhere(ds):
+    for name, v in ds.variables.items():
+        assert isinstance(v.attrs.get("units"), str) and v.attrs["units"], name
+
+
+def test_a_stored_sweep_has_units_flags_and_attributes(tmp_path):
+    ball = BouncingBall(n_bounces=2)
+    axes = [rollax.Axis("z", 0.5, 2.0, 4), rollax.Axis("e", 0.3, 0.9, 3)]
+    ts = np.array([0.05, 0.1, 0.2])
+    res = rollax.sweep(
+        ball,
+        axes,
+        y0={"v": 0.0},
+        t1=20.0,
+        chunk_size=5,
+        store=tmp_path / "b.zarr",
+        attrs={"study": "unit test"},
+        progress=False,
+        ts=ts,
+        save_events=3,
+        **TOL,
+    )
+    with xr.open_zarr(tmp_path / "b.zarr") as ds:
+        _units_everywhere(ds.drop_vars(["event_name"]))
+        assert ds["z"].attrs["units"] == "m" and ds["e"].attrs["units"] == "1"
+        assert ds["t"].attrs["units"] == "s" and ds["y_z"].attrs["units"] == "m"
+        assert ds["y_v"].attrs["units"] == "m/s" and ds["ys_v"].dims == ("z", "e", "save_time")
+        assert ds["events_y_after_v"].dims == ("z", "e", "log")
+        np.testing.assert_array_equal(ds["save_time"].values, ts)
+        assert list(ds["outcome"].attrs["flag_values"]) == [m.value for m in Bounce]
+        assert ds["outcome"].attrs["flag_meanings"].split() == [m.name.lower() for m in Bounce]
+        assert ds["status"].attrs["flag_meanings"].split()[0] == rollax.Status(0).name.lower()
+        assert ds["event"].attrs["flag_meanings"] == "none floor"
+        assert list(ds["event_name"].values) == ["floor"]
+        a = ds.attrs
+        assert a["system"].endswith("BouncingBall") and a["Conventions"].startswith("CF")
+        assert json.loads(a["parameters"]) == {"e": 0.8, "g": 9.81}
+        assert json.loads(a["parameter_units"]) == {"e": "1", "g": "m/s^2"}
+        settings = json.loads(a["settings"])
+        assert settings["t1"] == 20.0 and settings["options"]["rtol"] == 1e-10
+        assert settings["y0"]["v"] == 0.0 and settings["axes"] == ["z", "e"]
+        v = json.loads(a["versions"])
+        assert {"rollax", "jax", "diffrax", "xarray", "zarr"} <= set(v)
+        assert a["date_created"][:4].isdigit() and a["study"] == "unit test"
+        # the store's values are the result's
+        np.testing.assert_array_equal(ds["t"].values, res.solution["t"])
+        np.testing.assert_array_equal(ds["ys_z"].values, res.solution["ys"][..., 0])
+    # the in-memory dataset says the same
+    assert res.dataset["t"].attrs == xr.open_zarr(tmp_path / "b.zarr")["t"].attrs
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_labels_give_the_raw_fields_back(seed):
+    # generated parts: a system, per-start fields with their trailing axes, and summaries
+    # whose names clash with fields or with the axes
+    rng = np.random.default_rng(seed)
+    system = [BouncingBall(), RimRolling(Rim())][seed % 2]
+    d, n = system.state_dim, int(rng.integers(1, 9))
+    axes = tuple(rng.choice(list(system.state_names), size=1 + seed % 2, replace=False))
+    part = {
+        "t": rng.normal(size=n),
+        "y": rng.normal(size=(n, d)),
+        "ys": rng.normal(size=(n, 3, d)),
+        "events.y": rng.normal(size=(n, 2, d)),
+        "events.t": rng.normal(size=(n, 2)),
+        "counts": rng.integers(0, 5, size=(n, len(system.events))),
+        "outcome": rng.integers(0, 3, size=n),
+        "summary.t": rng.normal(size=n),  # clashes with the field t
+        "summary.energy": rng.normal(size=n),
+        f"summary.{axes[0]}": rng.normal(size=n),  # clashes with an axis
+    }
+    labels = Labels(system, True, {"energy": "J"}, None, axes)
+    out = labels.label(part)
+    assert not set(out) & set(axes)
+    back = labels.unlabel(out)
+    assert set(back) == set(part)
+    for k in part:
+        np.testing.assert_array_equal(back[k], part[k])
+    for k, v in out.items():
+        dims, attrs = labels.describe(k, v)
+        assert len(dims) == v.ndim - 1 and attrs["units"], k
+    assert labels.describe("energy", out["energy"])[1]["units"] == "J"
+    assert labels.describe("summary_t", out["summary_t"])[1]["units"] == UNSPECIFIED
+
+
+def test_units_of_a_system_are_checked_when_it_is_defined():
+    with pytest.raises(TypeError, match="state_units"):
+
+        class Bad(rollax.AbstractSystem):  # noqa: F841
+            state_names = ("x", "v")
+            state_units = ("m",)
+
+    with pytest.raises(ValueError, match="units = 3"):
+        rollax.parameter(1.0, units=3)  # pyright: ignore[reportArgumentType]
