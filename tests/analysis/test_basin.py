@@ -162,6 +162,9 @@ def test_cli_writes_a_labelled_dataset_and_png(tmp_path, capsys):
         assert z["recontact"].shape == (12, 8) and z["t_end"].shape == (12, 8)
         assert json.loads(z.attrs["rim"])["R"] == 0.225 and z.attrs["t_max"] == 60.0
         assert z.attrs["command"].startswith("rollax basin --grid 12 8")
+        for name, v in z.variables.items():  # units on every variable and coordinate
+            assert isinstance(v.attrs.get("units"), str) and v.attrs["units"], name
+        assert z["outcome"].attrs["flag_meanings"].split()[:3] == ["periodic", "in", "out"]
         # everything needed to redraw it
         again = basin.BasinMap.from_dataset(z.load())
     assert np.array_equal(

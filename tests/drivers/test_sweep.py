@@ -275,3 +275,47 @@ def test_a_sweep_saves_states_at_given_times(tmp_path):
     assert not np.array_equal(other.solution["ys"], res.solution["ys"])  # not the old regions
     with pytest.raises(ValueError, match="ts is not allowed with keep_solution=False"):
         rollax.sweep(ball, axes, keep_solution=False, **kw)
+
+
+def _drop(height, speed, lift=0.0):
+    """A ball thrown up at ``speed`` from ``height`` (a start function over two axes)."""
+    return jnp.stack([height + lift, speed])
+
+
+_drop.units = {"height": "m", "speed": "m/s"}
+
+
+def test_a_sweep_over_the_arguments_of_a_start_function(tmp_path):
+    import functools
+
+    ball = BouncingBall(n_bounces=1)
+    axes = [rollax.Axis("height", 0.5, 2.0, 5), rollax.Axis("speed", -1.0, 3.0, 4)]
+    start = functools.partial(_drop, lift=0.25)
+    res = rollax.sweep(ball, axes, start=start, t1=20.0, progress=False, **TOL)
+    H, V = np.meshgrid(axes[0].values, axes[1].values, indexing="ij")
+    # the first impact's time in closed form: z = h + lift + v t - g t^2 / 2 = 0
+    t1 = (V + np.sqrt(V**2 + 2 * 9.81 * (H + 0.25))) / 9.81
+    np.testing.assert_allclose(res.solution["t"], t1, atol=1e-9)
+    ds = res.dataset
+    assert ds["height"].attrs["units"] == "m" and ds["speed"].attrs["units"] == "m/s"
+    assert "start argument" in ds["speed"].attrs["long_name"]
+    assert "lift=0.25" in ds.attrs["settings"]
+    # another fixed argument is another sweep: not resumed from the first one's store
+    store = tmp_path / "s.zarr"
+    rollax.sweep(ball, axes, start=start, t1=20.0, progress=False, store=store, **TOL)
+    with pytest.warns(rollax.StoreWarning, match="holds another sweep"):
+        other = rollax.sweep(
+            ball,
+            axes,
+            start=functools.partial(_drop, lift=0.5),
+            t1=20.0,
+            progress=False,
+            store=store,
+            **TOL,
+        )
+    assert np.all(other.solution["t"] > res.solution["t"])
+    # the whole state comes from start: y0 or a state axis besides it is refused
+    with pytest.raises(ValueError, match="with start"):
+        rollax.sweep(ball, axes, start=start, y0={"v": 0.0}, t1=1.0, progress=False)
+    with pytest.raises(ValueError, match="not a state component or scalar parameter"):
+        rollax.sweep(ball, [rollax.Axis("width", 0, 1, 2)], start=start, t1=1.0, progress=False)

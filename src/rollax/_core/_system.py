@@ -137,6 +137,9 @@ class AbstractSystem(eqx.Module):
     # the Runge-Kutta pair both integrators use unless a call says otherwise ("dopri5" or
     # "dopri8"; rollax.solve also takes "tsit5" or a diffrax solver)
     solver: ClassVar[str] = "dopri5"
+    # the step bound both integrators use unless a call gives dt_max: a system whose events
+    # are narrow dips in time (a ball grazing a rim) sets the step that its n_samples resolve
+    dt_max: ClassVar[float | None] = None
 
     def __init_subclass__(cls, **kwargs):
         # a concrete system must name its state: refused when the class is defined, not at

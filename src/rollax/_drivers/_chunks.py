@@ -442,6 +442,8 @@ def _remote_region(payload: bytes, digest: str, cache_dir, i: int, lo: int, hi: 
         if cache_dir:
             jax.config.update("jax_compilation_cache_dir", cache_dir)
             jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+        while len(_REMOTE) >= 4:  # a long-lived worker keeps the last few sweeps' kernels
+            _REMOTE.pop(next(iter(_REMOTE)))
         comp = _REMOTE[digest] = cloudpickle.loads(payload)
     return comp(i, lo, hi)
 

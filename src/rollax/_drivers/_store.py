@@ -204,7 +204,8 @@ class RegionStore:
                     f"rollax sweep store (its files would be replaced); give a new path, or the "
                     f"store of an earlier run to resume it"
                 )
-            if old != record:
+            same = isinstance(old, dict) and {k: old.get(k) for k in record} == record
+            if not same:
                 if old is not None:
                     if isinstance(old, dict):
                         diff = sorted(k for k in record if old.get(k) != record[k])
@@ -259,7 +260,11 @@ class RegionStore:
         return self._group
 
     def _names(self) -> list[str]:
-        """The data variables written so far (the root's arrays but the coordinates)."""
+        """The sweep's variables created so far (recorded in the store's attributes: other
+        variables added to the store later, a derived map, are not the sweep's)."""
+        rec = dict(self._g().attrs).get("rollax_store", {})
+        if "variables" in rec:
+            return sorted(rec["variables"])
         coords = set(self._coords)
         with warnings.catch_warnings():
             # zarr warns of every file it lists in the group that is no array or group: the
@@ -306,7 +311,10 @@ class RegionStore:
             with naming_file(self.path), _locked(self.path):
                 self._group = None
                 g = self._g()
+                rec = dict(g.attrs).get("rollax_store", {})
+                names = set(rec.get("variables", []))
                 for k in part:
+                    names.add(k)
                     if k in g:
                         continue
                     v = np.asarray(part[k])
@@ -320,6 +328,7 @@ class RegionStore:
                         dimension_names=list(self._dims) + list(trailing_dims),
                         attributes=_jsonable(vattrs),
                     )
+                g.attrs["rollax_store"] = {**rec, "variables": sorted(names)}
         grid = tuple(s.stop - s.start for s in index)
         k = _RECORDS
         try:
@@ -333,6 +342,30 @@ class RegionStore:
             # name the store's chunk (zarr's error may name its private temporary file)
             where = getattr(err, "filename2", None) or str(self.path / k)
             raise OSError(err.errno, err.strerror or str(err), str(where)) from None
+
+
+def add_variable(path, name: str, dims, values, attrs: Mapping[str, Any]) -> None:
+    """Add (or replace) a variable that is not the sweep's own (a map derived from it) to the
+    store at ``path``; the regions are still verified on the sweep's variables only."""
+    import zarr
+
+    values = np.asarray(values)
+    with naming_file(Path(path)), _locked(Path(path)):
+        g = zarr.open_group(str(path), mode="r+")
+        rec: Any = dict(g.attrs).get("rollax_store") or {}
+        if name in rec.get("variables", []):
+            raise ValueError(f"name = {name!r} is not allowed: it is a variable of the sweep")
+        a = g.create_array(
+            name,
+            shape=values.shape,
+            chunks=values.shape,
+            dtype=values.dtype,
+            fill_value=_fill(values.dtype),
+            dimension_names=list(dims),
+            attributes=_jsonable(dict(attrs)),
+            overwrite=True,
+        )
+        a[...] = values
 
 
 def finish(path: str | os.PathLike, attrs: Mapping[str, Any] | None = None) -> None:

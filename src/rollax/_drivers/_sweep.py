@@ -217,6 +217,7 @@ def sweep(
     chunk_size: int = 1 << 17,
     store: str | os.PathLike | None = None,
     client=None,
+    start=None,
     attrs: Mapping[str, Any] | None = None,
     progress: bool = True,
     summary=None,
@@ -233,7 +234,11 @@ def sweep(
     (``rtol``, ``atol``, ``max_steps``, ``lanes``, ``devices``, ...). ``summary(system, sol)``:
     per-run quantities of one run's :class:`rollax.Solution` (a dict of arrays), computed
     chunk by chunk (so they are saved with the chunks) into ``SweepResult.summary``.
-    ``keep_solution=False``: keep only the outcome and the summary (``SweepResult.solution``
+    ``start(**values) -> y0``: the start of a run from the values of the axes it takes by name
+    (a release's speed and angle: :func:`rollax.models.shot.release_state`; with
+    ``functools.partial`` for fixed arguments; ``start.units`` may give their units), traced
+    and batched over each region; an axis is then a ``start`` argument, a state component or
+    a parameter. ``keep_solution=False``: keep only the outcome and the summary (``SweepResult.solution``
     empty), for sweeps whose summary says all they need: less memory, smaller chunks and, on a
     GPU, a smaller transfer back.
 
@@ -286,10 +291,29 @@ def sweep(
     state_ix = {
         a.name: system.state_names.index(a.name) for a in axes if a.name in system.state_names
     }
-    getters = {a.name: _param_path(system, a.name) for a in axes if a.name not in state_ix}
-    base = _base_state(system, y0, set(state_ix))
+    start_names = _start_names(start, axes, state_ix, system)
+    getters = {
+        a.name: _param_path(system, a.name)
+        for a in axes
+        if a.name not in state_ix and a.name not in start_names
+    }
+    if start is not None:
+        if state_ix or y0 is not None:
+            raise ValueError(
+                "with start, the start function gives the whole state: y0 and state-component "
+                f"axes ({sorted(state_ix)}) are not allowed; make them arguments of start"
+            )
+        base = np.asarray(
+            _starts(
+                start,
+                tuple(start_names),
+                jnp.asarray([[a.lo for a in axes if a.name in start_names]]),
+            )
+        )[0]
+    else:
+        base = _base_state(system, y0, set(state_ix))
     for a in axes:
-        if a.name not in state_ix and not _reaches(system, getters[a.name], base, t0):
+        if a.name in getters and not _reaches(system, getters[a.name], base, t0):
             warnings.warn(
                 f"sweep axis {a.name!r}: {type(system).__name__}'s vector field, "
                 f"events, reset, initial mode and outcome do not use it, so every "
@@ -347,8 +371,12 @@ def sweep(
 
     on_state = tuple((k, state_ix[a.name]) for k, a in enumerate(axes) if a.name in state_ix)
 
+    on_start = tuple(k for k, a in enumerate(axes) if a.name in start_names)
+
     def run(chunk, valid, report):
-        if isinstance(chunk, jax.Array):
+        if start is not None:
+            ys = _starts(start, tuple(start_names), jnp.asarray(chunk)[:, jnp.asarray(on_start)])
+        elif isinstance(chunk, jax.Array):
             ys = _fill_states(jnp.asarray(base, dtype=float), chunk, on_state)
         else:
             ys = np.empty((len(chunk), base.size))
@@ -357,7 +385,7 @@ def sweep(
                 ys[:, i] = chunk[:, k]
         sys_b = system
         for k, a in enumerate(axes):
-            if a.name not in state_ix:
+            if a.name in getters:
                 sys_b = eqx.tree_at(getters[a.name], sys_b, jnp.asarray(chunk[:, k]))
         # the fused path's results stay on the device through the classification, and come
         # back in one transfer of what the sweep keeps (benchmarks/RESULTS.md, stop 36)
@@ -417,6 +445,7 @@ def sweep(
                 for a in axes
             ],
             y0=base.tolist(),
+            **({} if start is None else {"start": _describe_fn(start)}),
             t0=t0,
             t1=t1,
             mode=str(mode),
@@ -429,6 +458,11 @@ def sweep(
             # the system's defaults, which a call may leave out (a new default must not reuse chunks)
             solver=repr(_or(solver_options.get("solver"), system.solver)),
             n_samples=repr(_or(solver_options.get("n_samples"), system.n_samples)),
+            **(
+                {"dt_max": repr(_or(solver_options.get("dt_max"), system.dt_max))}
+                if system.dt_max is not None
+                else {}
+            ),
             # version 4: the kernel steps to the jump times (a robot's runs changed at rounding
             # level); 5: steps whose samples may hide a pair of crossings are rejected
             # (events.unresolved), and the rejected steps are kept
@@ -442,8 +476,12 @@ def sweep(
     s_units = dict(zip(system.state_names, state_units(system)))
     coords: dict[str, tuple] = {}
     for a, v in zip(axes, values):
-        u = s_units.get(a.name) if a.name in state_ix else _axis_units(units, a.name)
-        kind = "state component" if a.name in state_ix else "parameter"
+        if a.name in start_names:
+            u, kind = _start_units(start).get(a.name), "start argument"
+        elif a.name in state_ix:
+            u, kind = s_units.get(a.name), "state component"
+        else:
+            u, kind = _axis_units(units, a.name), "parameter"
         coords[a.name] = (
             (a.name,),
             np.asarray(v, float),
@@ -467,7 +505,8 @@ def sweep(
         {k: u or UNSPECIFIED for k, u in units.items()},
         dict(
             axes=[a.name for a in axes],
-            y0=dict(zip(system.state_names, base.tolist())),
+            y0=dict(zip(system.state_names, base.tolist())) if start is None else None,
+            start=None if start is None else _describe_fn(start),
             t0=t0,
             t1=t1,
             mode=mode,
@@ -513,6 +552,51 @@ def sweep(
     extra = {k[len("summary.") :]: v for k, v in grid.items() if k.startswith("summary.")}
     sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
     return SweepResult(system, axes, outcome, sol, extra, dataset)
+
+
+def _start_names(start, axes, state_ix, system) -> list[str]:
+    """The axes that are arguments of ``start`` (in the axes' order)."""
+    if start is None:
+        return []
+    if not callable(start):
+        raise ValueError(f"start = {start!r} is not allowed: it must be a function or None")
+    import inspect
+
+    try:
+        sig = inspect.signature(start)
+    except (TypeError, ValueError):
+        return [a.name for a in axes if a.name not in state_ix]
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    fields = {k.split(".")[-1] for k in parameter_fields(system)} | set(parameter_fields(system))
+    out = []
+    for a in axes:
+        if a.name in sig.parameters or (takes_any and a.name not in fields):
+            out.append(a.name)
+    return out
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _starts(start, names: tuple, cols):
+    """``start`` over the rows of ``cols`` (one column per name): the runs' states."""
+    return jax.vmap(lambda row: jnp.asarray(start(**dict(zip(names, row))), float))(cols)
+
+
+def _describe_fn(f) -> str:
+    """A stable description of a function (and a partial's fixed arguments), for the sweep's
+    key and attributes."""
+    if isinstance(f, functools.partial):
+        kw = ", ".join(f"{k}={v!r}" for k, v in sorted(f.keywords.items()))
+        args = ", ".join(repr(a) for a in f.args)
+        return f"{_describe_fn(f.func)}({', '.join(x for x in (args, kw) if x)})"
+    return f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', type(f).__name__)}"
+
+
+def _start_units(start) -> dict:
+    while start is not None:
+        if isinstance(getattr(start, "units", None), dict):
+            return start.units
+        start = getattr(start, "func", None)
+    return {}
 
 
 def _axis_units(units: Mapping[str, str | None], name: str) -> str | None:

@@ -223,6 +223,7 @@ def solve_ensemble(
             f"with N >= 1 ({', '.join(system.state_names)})"
         )
     N = y0s.shape[0]
+    dt_max = system.dt_max if dt_max is None else dt_max
     system.check_flow_step(dt_max)
     check_options(
         t0,

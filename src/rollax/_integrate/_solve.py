@@ -580,6 +580,7 @@ def solve(
             f"index or a name of {list(system.modes)})"
         )
     n_samples = system.n_samples if n_samples is None else n_samples
+    dt_max = system.dt_max if dt_max is None else dt_max
     check_options(
         t0,
         t1,

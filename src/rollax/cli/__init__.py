@@ -16,7 +16,7 @@ import warnings
 import sys
 
 # Sub-command modules (rollax.cli.<name>); each defines register(subparsers).
-_COMMANDS = ("basin", "steady", "floquet", "friction", "robot", "penny", "identify")
+_COMMANDS = ("basin", "shot", "steady", "floquet", "friction", "robot", "penny", "identify")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -255,6 +255,7 @@ def cluster(args):
             client = stack.enter_context(Client(cl))
         else:
             assert address is not None
+            _reachable(address)
             try:
                 if os.path.isfile(address):
                     client = Client(scheduler_file=address, timeout=30)
@@ -267,3 +268,29 @@ def cluster(args):
                 ) from None
             stack.enter_context(client)
         yield client
+
+
+def _reachable(address: str) -> None:
+    """Refuse at once (one-line ``ValueError``) a ``tcp://host:port`` scheduler address that
+    nothing listens on (Dask's client would retry it for its whole timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not address.startswith("tcp://"):
+        return
+    try:
+        parts = urlsplit(address)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if not host or not port:
+        raise ValueError(
+            f"--scheduler = {address!r} is not allowed: give tcp://HOST:PORT or a scheduler file"
+        )
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as err:
+        raise ValueError(
+            f"--scheduler = {address!r}: cannot connect to a Dask scheduler there "
+            f"({err.strerror or err})"
+        ) from None

@@ -9,13 +9,15 @@
 * :class:`RollingRobot`: the same robots held to rolling (the system of trajectory optimisation);
 * :class:`PennySystem`: the bouncing penny billiard, impact after impact;
 * :class:`SlidingStop`: a disc or ball sliding and spinning to a stop under a friction law;
-* :class:`Sliding`: the same slide in physical time with its record (slip speed, spin rate).
+* :class:`Sliding`: the same slide in physical time with its record (slip speed, spin rate);
+* :class:`Shot`: the basketball shot from release through rim and board impacts to in or out.
 """
 
 from rollax.systems.rim import RimOutcome, RimRolling, RimSlipping, RimTracked
 from rollax.systems.friction import Sliding, SlidingStop
 from rollax.systems.penny import PennyOutcome, PennySystem
 from rollax.systems.robot import RollingRobot, Robot, RobotOutcome
+from rollax.systems.shot import Shot, ShotOutcome
 
 __all__ = [
     "PennyOutcome",
@@ -27,6 +29,8 @@ __all__ = [
     "Robot",
     "RollingRobot",
     "RobotOutcome",
+    "Shot",
+    "ShotOutcome",
     "Sliding",
     "SlidingStop",
 ]

@@ -1,0 +1,217 @@
+"""Shot maps and the shooter's odds: which releases go in, how, and how robustly.
+
+* :func:`release`: the flight state of a release in the units of the shot literature (speed in
+  m/s, angles in degrees, backspin in Hz);
+* :func:`shot_map`: a :func:`rollax.sweep` of :class:`rollax.systems.Shot` over release speed x
+  release angle (outcome, rim and board contacts, swish, time of the first contact), labelled
+  and resumable like every sweep;
+* :func:`make_probability`: the probability that a release goes in under the shooter's scatter
+  (Gaussian speed and angle errors; Slegers et al. 2021 measured a speed sd of 0.05-0.13 m/s and
+  an angle sd of about 1.3 degrees for free throws), by Monte Carlo over the batch, with its
+  standard error; common random numbers (``seed``) make differences of it smooth;
+* :func:`probability_map` and :func:`best_release`: the make probability of every release of a
+  map, the map's made indicator averaged over the scatter (a discrete convolution with the
+  Gaussian; exact as the grid refines), and the release that maximises it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import jax.numpy as jnp
+import numpy as np
+
+from rollax._drivers._sweep import Axis, SweepResult, sweep
+from rollax.models import shot as _model
+from rollax.systems.shot import Shot, ShotOutcome, shot_summary
+
+# the free throw: released 2.1 m high, 4.19 m in front of the hoop's centre (issue 40's case;
+# the line is 4.225 m from the board's face, 4.6 m for the centre of a NBA/FIBA hoop 1.2 m in
+# front of the baseline... the distance is an argument everywhere)
+FREE_THROW_DISTANCE = 4.19
+FREE_THROW_HEIGHT = 2.1
+SD_SPEED = 0.09  # m/s, the middle of Slegers et al.'s 0.05-0.13 m/s
+SD_ANGLE = 1.3  # degrees
+
+
+def release(
+    speed,
+    angle,
+    spin=0.0,
+    lateral=0.0,
+    distance=FREE_THROW_DISTANCE,
+    height=FREE_THROW_HEIGHT,
+    rim_height=_model.RIM_HEIGHT,
+):
+    """The flight state of a release ``distance`` (m) in front of the hoop's centre at
+    ``height`` (m above the floor): ``speed`` (m/s) at ``angle`` (degrees above the horizontal),
+    ``lateral`` (degrees to the left of the line to the hoop), backspin ``spin`` (Hz)."""
+    return _model.release_state(
+        distance,
+        height,
+        speed,
+        jnp.deg2rad(angle),
+        2.0 * math.pi * spin,
+        jnp.deg2rad(lateral),
+        rim_height,
+    )
+
+
+release.units = {  # pyright: ignore[reportFunctionMemberAccess]
+    "speed": "m/s",
+    "angle": "degree",
+    "spin": "Hz",
+    "lateral": "degree",
+    "distance": "m",
+    "height": "m",
+}
+
+
+def shot_map(
+    shot: Shot | None = None,
+    *,
+    speed: Axis = Axis("speed", 6.6, 8.0, 360),
+    angle: Axis = Axis("angle", 40.0, 64.0, 240),
+    spin: float = 0.0,
+    lateral: float = 0.0,
+    distance: float = FREE_THROW_DISTANCE,
+    height: float = FREE_THROW_HEIGHT,
+    t_max: float = 4.0,
+    rtol: float = 1e-9,
+    atol: float = 1e-9,
+    chunk_size: int = 1 << 17,
+    store: str | os.PathLike | None = None,
+    client=None,
+    progress: bool = True,
+    **solver_options,
+) -> SweepResult:
+    """The outcome of every release of a speed x angle grid (a :func:`rollax.sweep` of
+    ``shot``, default :class:`rollax.systems.Shot`): its ``outcome``
+    (:class:`rollax.systems.ShotOutcome`) and in ``summary`` ``rim_contacts``, ``board_contacts``, ``swish``,
+    ``t_contact`` and ``t_end``; ``dataset`` the same, labelled. The axes must be named
+    ``speed`` (m/s) and ``angle`` (degrees); ``spin`` (backspin, Hz), ``lateral`` (degrees),
+    ``distance`` and ``height`` (m) are fixed. ``store``/``client``: as :func:`rollax.sweep`."""
+    shot = Shot() if shot is None else shot
+    for ax, name in ((speed, "speed"), (angle, "angle")):
+        if not isinstance(ax, Axis) or ax.name != name:
+            raise ValueError(
+                f"{name} = {ax!r} is not allowed: it must be a rollax.Axis named {name!r}"
+            )
+    for name, v in (
+        ("spin", spin),
+        ("lateral", lateral),
+        ("distance", distance),
+        ("height", height),
+    ):
+        if not (isinstance(v, (int, float)) and math.isfinite(v)):
+            raise ValueError(f"{name} = {v!r} is not allowed: it must be a finite number")
+    if not distance > 0:
+        raise ValueError(f"distance = {distance!r} is not allowed: it must be > 0")
+    start = functools.partial(
+        release,
+        spin=float(spin),
+        lateral=float(lateral),
+        distance=float(distance),
+        height=float(height),
+        rim_height=float(shot.rim_height),
+    )
+    return sweep(
+        shot,
+        [speed, angle],
+        start=start,
+        t1=t_max,
+        summary=shot_summary,
+        keep_solution=False,
+        chunk_size=chunk_size,
+        store=store,
+        client=client,
+        progress=progress,
+        rtol=rtol,
+        atol=atol,
+        attrs={
+            "release": f"{distance} m in front of the hoop's centre, {height} m high, "
+            f"backspin {spin} Hz, lateral {lateral} degrees"
+        },
+        **solver_options,
+    )
+
+
+def make_probability(
+    shot: Shot | None = None,
+    *,
+    speed: float,
+    angle: float,
+    spin: float = 0.0,
+    lateral: float = 0.0,
+    distance: float = FREE_THROW_DISTANCE,
+    height: float = FREE_THROW_HEIGHT,
+    sd_speed: float = SD_SPEED,
+    sd_angle: float = SD_ANGLE,
+    n: int = 4096,
+    seed: int = 0,
+    t_max: float = 4.0,
+    **solver_options,
+) -> tuple[float, float]:
+    """The probability that a release at ``speed`` (m/s) and ``angle`` (degrees) goes in when
+    the shooter's speed and angle scatter with standard deviations ``sd_speed`` and
+    ``sd_angle`` (independent Gaussians), and its standard error: the fraction made of ``n``
+    releases drawn with ``seed`` (the same draws for every call with that seed: common random
+    numbers, so that a difference of two calls has the small error of a paired difference)."""
+    import rollax
+
+    shot = Shot() if shot is None else shot
+    if not (isinstance(n, int) and n >= 2):
+        raise ValueError(f"n = {n!r} is not allowed: it must be an integer >= 2")
+    for name, v in (("sd_speed", sd_speed), ("sd_angle", sd_angle)):
+        if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{name} = {v!r} is not allowed: it must be a finite number >= 0")
+    z = np.random.default_rng(seed).standard_normal((n, 2))
+    speeds = speed + sd_speed * z[:, 0]
+    angles = angle + sd_angle * z[:, 1]
+    starts = np.asarray(
+        _batch_release(
+            jnp.asarray(speeds),
+            jnp.asarray(angles),
+            float(spin),
+            float(lateral),
+            float(distance),
+            float(height),
+            float(shot.rim_height),
+        )
+    )
+    sol = rollax.solve_ensemble(shot, starts, 0.0, t_max, **solver_options)
+    made = np.asarray(shot.outcome(sol)) == ShotOutcome.MADE
+    p = float(made.mean())
+    return p, math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+
+
+def _batch_release(speeds, angles, spin, lateral, distance, height, rim_height):
+    import jax
+
+    return jax.vmap(lambda v, a: release(v, a, spin, lateral, distance, height, rim_height))(
+        speeds, angles
+    )
+
+
+def probability_map(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: float = SD_ANGLE):
+    """The make probability of every release of a :func:`shot_map` under the shooter's scatter:
+    the made indicator convolved with the Gaussian of the scatter on the map's grid (releases
+    scattered beyond the map count as misses, so the edges are low). Returns an array of the
+    map's shape."""
+    from scipy.ndimage import gaussian_filter
+
+    made = np.asarray(result.outcome == ShotOutcome.MADE, float)
+    (sp, an) = (a.values for a in result.axes)
+    dv, da = float(sp[1] - sp[0]), float(an[1] - an[0])
+    return gaussian_filter(made, sigma=(sd_speed / dv, sd_angle / da), mode="constant", cval=0.0)
+
+
+def best_release(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: float = SD_ANGLE):
+    """The release of a :func:`shot_map` with the largest make probability under the scatter
+    (:func:`probability_map`): ``(speed, angle, probability)``."""
+    p = probability_map(result, sd_speed, sd_angle)
+    i, k = np.unravel_index(int(np.argmax(p)), p.shape)
+    sp, an = (a.values for a in result.axes)
+    return float(sp[i]), float(an[k]), float(p[i, k])

@@ -1,0 +1,76 @@
+"""Shot maps and the shooter's odds (rollax.analysis.shot): the convolved probability map
+against Monte Carlo at generated releases, the best release, and bad input."""
+
+import numpy as np
+import pytest
+
+from rollax._drivers._sweep import Axis
+from rollax.analysis.shot import best_release, make_probability, probability_map, shot_map
+from rollax.systems.shot import Shot, ShotOutcome
+
+SPEED = Axis("speed", 7.0, 8.0, 60)
+ANGLE = Axis("angle", 44.0, 62.0, 45)
+
+
+@pytest.fixture(scope="module")
+def free_throw():
+    return shot_map(speed=SPEED, angle=ANGLE, progress=False)
+
+
+def test_the_map_holds_every_outcome_of_a_free_throw(free_throw):
+    res = free_throw
+    c = res.counts()
+    assert c["made"] > 100 and c["missed"] > 100 and c["failed"] == 0 and c["undecided"] == 0
+    swish = np.asarray(res.summary["swish"])
+    made = res.outcome == ShotOutcome.MADE
+    assert swish.any() and np.all(made[swish])  # a swish is a make
+    contacts = res.summary["rim_contacts"] + res.summary["board_contacts"]
+    assert np.all(contacts[made & ~swish] >= 1) and np.all(contacts[swish] == 0)
+    ds = res.dataset
+    assert ds["speed"].attrs["units"] == "m/s" and ds["angle"].attrs["units"] == "degree"
+    assert ds["outcome"].attrs["flag_meanings"].split()[:2] == ["made", "missed"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_probability_map_agrees_with_monte_carlo(free_throw, seed):
+    # generated releases in the map's interior (the convolution needs the scatter inside it)
+    rng = np.random.default_rng(seed)
+    p_map = probability_map(free_throw)
+    sp, an = SPEED.values, ANGLE.values
+    i = int(rng.integers(15, len(sp) - 15))
+    k = int(rng.integers(10, len(an) - 10))
+    p, se = make_probability(speed=float(sp[i]), angle=float(an[k]), n=2048, seed=seed)
+    # the map's grid (0.017 m/s, 0.4 degrees) blurs the estimate a little: 0.04 on top of 4 se
+    assert abs(p - p_map[i, k]) < 4 * se + 0.04, (sp[i], an[k], p, se, p_map[i, k])
+
+
+def test_the_best_release_and_common_random_numbers(free_throw):
+    v, a, p = best_release(free_throw)
+    assert SPEED.lo < v < SPEED.hi and ANGLE.lo < a < ANGLE.hi and 0.5 < p <= 1
+    p1, se = make_probability(speed=v, angle=a, n=2048, seed=7)
+    assert abs(p1 - p) < 4 * se + 0.05
+    assert make_probability(speed=v, angle=a, n=2048, seed=7) == (p1, se)  # the same draws
+    # a release with no scatter is the map's own outcome
+    i = int(np.argmin(np.abs(SPEED.values - v)))
+    k = int(np.argmin(np.abs(ANGLE.values - a)))
+    p0, _ = make_probability(
+        speed=float(SPEED.values[i]),
+        angle=float(ANGLE.values[k]),
+        sd_speed=0.0,
+        sd_angle=0.0,
+        n=2048,
+    )
+    assert p0 == float(free_throw.outcome[i, k] == ShotOutcome.MADE)
+
+
+def test_bad_input_is_refused_by_name():
+    for call, what in (
+        (lambda: shot_map(speed=Axis("v", 7, 8, 3), progress=False), "speed = "),
+        (lambda: shot_map(distance=-1.0, progress=False), "distance = -1.0"),
+        (lambda: shot_map(spin=float("nan"), progress=False), "spin = nan"),
+        (lambda: make_probability(speed=7.0, angle=50.0, n=1), "n = 1"),
+        (lambda: make_probability(speed=7.0, angle=50.0, sd_angle=-1.0), "sd_angle = -1.0"),
+        (lambda: Shot(e_board=2.0), "e_board = 2.0"),
+    ):
+        with pytest.raises(ValueError, match=what):
+            call()
