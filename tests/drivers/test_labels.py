@@ -2,6 +2,7 @@
 coordinate, CF flags, the dataset's attributes, and labels that give the raw fields back."""
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -114,3 +115,17 @@ def test_units_of_a_system_are_checked_when_it_is_defined():
 
     with pytest.raises(ValueError, match="units = 3"):
         rollax.parameter(1.0, units=3)  # pyright: ignore[reportArgumentType]
+
+
+def test_a_result_reads_as_its_dataset():
+    ball = BouncingBall(n_bounces=1)
+    res = rollax.sweep(
+        ball, [rollax.Axis("z", 0.5, 2.0, 4)], y0={"v": 0.0}, t1=20.0, progress=False, **TOL
+    )
+    assert isinstance(res.dataset, xr.Dataset)
+    np.testing.assert_array_equal(res["t"].values, res.solution["t"])
+    assert float(res.sel(z=2.0)["t"]) == pytest.approx(math.sqrt(2 * 2.0 / 9.81), abs=1e-9)
+    assert res.attrs["system"].endswith("BouncingBall") and "z" in res.coords
+    assert isinstance(res.outcome, np.ndarray)  # its own fields first
+    with pytest.raises(AttributeError):
+        res.no_such_thing

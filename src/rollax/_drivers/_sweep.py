@@ -119,7 +119,12 @@ class Axis:
 
 @dataclasses.dataclass
 class SweepResult:
-    """The runs of a sweep: every array has the grid's shape ``(a.n for a in axes)`` first."""
+    """The runs of a sweep: every array has the grid's shape ``(a.n for a in axes)`` first.
+
+    :attr:`dataset` is the labelled result, an ``xarray.Dataset``; the result reads as it
+    wherever it defines nothing itself: ``res["t_end"]``, ``res.sel(beta=1.2)``, ``res.attrs``,
+    ``res.to_zarr(path)``. Its own fields are the arrays of the runs (``outcome``, the
+    ``solution`` fields, the ``summary``) and the ``system`` and ``axes`` they came from."""
 
     system: AbstractSystem
     axes: tuple[Axis, ...]
@@ -127,6 +132,21 @@ class SweepResult:
     solution: dict[str, np.ndarray]  # the fields of rollax.Solution per run
     summary: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # see sweep()
     dataset: Any = None  # the labelled results: an xarray.Dataset (see sweep())
+
+    def __getitem__(self, name):
+        """A variable or coordinate of :attr:`dataset` (``res["t_end"]``, ``res["beta"]``)."""
+        return self.dataset[name]
+
+    def __getattr__(self, name):
+        # what SweepResult does not define itself comes from its dataset, so that a result
+        # reads as the labelled xarray.Dataset it is (res.sel(beta=1.2), res.attrs,
+        # res.to_zarr(...), res.data_vars); its own fields (outcome, solution, ...) come first
+        if name.startswith("_") or name == "dataset":
+            raise AttributeError(name)
+        ds = self.__dict__.get("dataset")
+        if ds is None:
+            raise AttributeError(name)
+        return getattr(ds, name)
 
     @property
     def outcome_name(self) -> np.ndarray:
