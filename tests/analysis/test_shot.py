@@ -74,3 +74,16 @@ def test_bad_input_is_refused_by_name():
     ):
         with pytest.raises(ValueError, match=what):
             call()
+
+
+def test_a_best_release_near_the_edge_is_warned_about_and_grids_must_be_even():
+    res = shot_map(
+        speed=Axis("speed", 7.3, 7.6, 12), angle=Axis("angle", 50.0, 56.0, 10), progress=False
+    )
+    with pytest.warns(UserWarning, match="within 2 sd of the map's"):
+        best_release(res)
+    logged = shot_map(
+        speed=Axis("speed", 7.3, 7.6, 4, "log"), angle=Axis("angle", 50.0, 56.0, 3), progress=False
+    )
+    with pytest.raises(ValueError, match="evenly spaced"):
+        probability_map(logged)

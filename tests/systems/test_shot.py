@@ -263,6 +263,9 @@ def test_a_soft_landing_rolls_on_exactly_as_the_rim_system():
         ref = rollax.solve(tracked, z_land, 0.0, 3.0, **TOL)
         if int(ref.status) != int(rollax.Status.EVENT):
             continue  # rolls past the horizon: no separation to compare
+        if ev[1] == 1:  # it met the board while rolling, before the rim system separates
+            assert float(sol.events.t[1]) - t_land < float(ref.t)
+            continue
         assert ev[1] == 4 and int(sol.events.mode_after[1]) == 0  # separation, back to flight
         assert float(sol.events.t[1]) - t_land == pytest.approx(float(ref.t), abs=1e-9)
         np.testing.assert_allclose(
@@ -278,3 +281,21 @@ def test_a_soft_landing_rolls_on_exactly_as_the_rim_system():
         else:
             assert float(summ["t_rim"]) == pytest.approx(float(ref.t), abs=1e-9)
         done += 1
+
+
+def test_a_ball_rolling_over_the_back_of_the_rim_meets_the_board():
+    # rolling outwards over the top of the back of the rim, towards the board: it meets the
+    # board (an impact on its flight state) and never passes the board's face
+    s = Shot(rho_air=0.0)
+    x_face = float(s.rim_inner_radius + s.board_offset)
+    for w1 in (3.0, 6.0):
+        y0 = jnp.concatenate([jnp.array([1.3, w1, 0.0, 0.0, math.pi / 2]), jnp.zeros(4)])
+        assert float(s.event_values(0.0, y0, 1)[4]) > 0  # pressed on the rim
+        sol = rollax.solve(s, y0, 0.0, 4.0, mode=1, save_events=8, **TOL)
+        ev = np.asarray(sol.events.event)
+        assert ev[0] == 1 and int(sol.events.mode[0]) == 1  # the board, met while rolling
+        y_hit = np.asarray(sol.events.y_after[0])
+        assert y_hit[0] == pytest.approx(x_face - float(s.r), abs=1e-8)  # touching its face
+        assert y_hit[3] < 0  # and bounced off it
+        assert float(sol.aux[1]) >= 1
+        assert float(sol.y[0]) < x_face - float(s.r) + 1e-9

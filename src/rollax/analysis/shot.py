@@ -203,6 +203,12 @@ def probability_map(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: f
     from scipy.ndimage import gaussian_filter
 
     made = np.asarray(result.outcome == ShotOutcome.MADE, float)
+    for a in result.axes:
+        if a.spacing != "linear":
+            raise ValueError(
+                f"{a.name} axis spacing = {a.spacing!r} is not allowed: the probability map "
+                f"needs an evenly spaced grid (spacing 'linear')"
+            )
     (sp, an) = (a.values for a in result.axes)
     dv, da = float(sp[1] - sp[0]), float(an[1] - an[0])
     return gaussian_filter(made, sigma=(sd_speed / dv, sd_angle / da), mode="constant", cval=0.0)
@@ -210,8 +216,28 @@ def probability_map(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: f
 
 def best_release(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: float = SD_ANGLE):
     """The release of a :func:`shot_map` with the largest make probability under the scatter
-    (:func:`probability_map`): ``(speed, angle, probability)``."""
+    (:func:`probability_map`): ``(speed, angle, probability)``; a warning when it lies within
+    2 sd of the map's edge (where the map's estimate is low)."""
     p = probability_map(result, sd_speed, sd_angle)
     i, k = np.unravel_index(int(np.argmax(p)), p.shape)
     sp, an = (a.values for a in result.axes)
-    return float(sp[i]), float(an[k]), float(p[i, k])
+    v, a = float(sp[i]), float(an[k])
+    near = [
+        name
+        for name, x, sd, lo, hi in (
+            ("speed", v, sd_speed, sp[0], sp[-1]),
+            ("angle", a, sd_angle, an[0], an[-1]),
+        )
+        if x - 2 * sd < lo or x + 2 * sd > hi
+    ]
+    if near:
+        import warnings
+
+        warnings.warn(
+            f"the best release ({v:.4g} m/s, {a:.4g} degrees) lies within 2 sd of the map's "
+            f"{' and '.join(near)} edge: releases scattered beyond the map count as misses, so "
+            f"its probability is low and a better release may lie outside; widen the map",
+            UserWarning,
+            stacklevel=2,
+        )
+    return v, a, float(p[i, k])

@@ -11,8 +11,9 @@ The ball flies (:mod:`rollax.models.shot`: gravity, drag, Magnus lift) from its 
   equations (33)-(36) with the angle alpha of (19), the state ``(beta, omega1, omega2, omega3,
   alpha)`` in the first five components, mapped from the 3-D state by eqs. (1)-(4): the normal
   velocity left is dropped) until the normal force F2 reaches zero, where it flies again from
-  the rolling ball's centre, velocity (13) and spin; if it still slips, the run ends as
-  **on_rim** (the rim's slipping model is not joined yet);
+  the rolling ball's centre, velocity (13) and spin, or until it meets the board (the board's
+  impact on that flight state); if it still slips, the run ends as **on_rim** (the rim's
+  slipping model is not joined yet);
 * its centre passes down through the plane ``r + a`` below the rim plane, below which it can no
   longer touch the rim: **made** if it is then within the rim's core circle (it went through the
   hoop), else **missed**; or it reaches the floor: **missed**;
@@ -145,9 +146,13 @@ class Shot(AbstractSystem):
                 one,
             ]
         )
-        # (F2 per unit mass: the rim model's normal force is for its mass m)
+        # (F2 per unit mass: the rim model's normal force is for its mass m); a ball rolling
+        # over the back of the rim meets the board
         f2 = self.rim.normal_force(y[:4]) / self.rim.m
-        rolling = jnp.stack([one, one, one, one, f2])
+        on_rim = self.rim.centre(y[:4], y[4])
+        rolling = jnp.stack(
+            [one, _shot.board_gap(on_rim, x_b, w, z_lo, z_hi, self.r), one, one, f2]
+        )
         return jnp.where(mode == ROLLING, rolling, flying)
 
     def to_rolling(self, y):
@@ -172,12 +177,15 @@ class Shot(AbstractSystem):
 
     def reset(self, t, y, mode, aux, event):
         flying = mode == FLIGHT
-        # rolling -> flight at the separation (the only event of the rolling mode)
-        separated = (mode == ROLLING) & (event == SEPARATION)
-        y_fly = self.to_flight(y[:5])
-        c, v, omega = y[:3], y[3:6], y[6:9]
+        rolling_now = mode == ROLLING
+        # a rolling ball leaves the rim at the separation, or where it meets the board (then
+        # the board's impact acts on its flight state)
+        separated = rolling_now & (event == SEPARATION)
+        left = separated | (rolling_now & (event == BOARD))
+        y_pre = jnp.where(rolling_now, self.to_flight(y[:5]), y)
+        c, v, omega = y_pre[:3], y_pre[3:6], y_pre[6:9]
         x_b, w, z_lo, z_hi = self._board()
-        on_board = flying & (event == BOARD)
+        on_board = event == BOARD
         on_rim = flying & (event == RIM)
         n = jnp.where(
             on_board,
@@ -188,20 +196,25 @@ class Shot(AbstractSystem):
         mu = jnp.where(on_board, self.mu_board, self.mu_rim)
         v2, omega2, _, _ = _shot.impact(v, omega, n, e, mu, self.r, self.j)
         contact = on_rim | on_board
-        settled = on_rim & (jnp.dot(v2, n) < self.v_roll)
+        y_impact = jnp.concatenate([c, v2, omega2])
+        z = self.to_rolling(y_impact)
+        # the rim holds the ball if it leaves slower than v_roll along the normal and the
+        # rolling ball's normal force is positive (else it flies on: just after a separation
+        # the flight may touch the rim again within rounding, with no speed to lose)
+        held = self.rim.normal_force(z[:4]) > 0
+        settled = on_rim & (jnp.dot(v2, n) < self.v_roll) & held
         # the contact point's slip left after the impact: the ball rolls on if it stuck
         u2 = v2 - self.r * jnp.cross(omega2, n)
         slip = jnp.linalg.norm(u2 - jnp.dot(u2, n) * n)
         rolls = settled & (slip < self.v_roll)
-        y_impact = jnp.concatenate([c, v2, omega2])
-        y_roll = jnp.concatenate([self.to_rolling(y_impact), jnp.zeros_like(y[5:])])
-        y2 = jnp.where(rolls, y_roll, jnp.where(separated, y_fly, jnp.where(contact, y_impact, y)))
-        mode2 = jnp.where(rolls, ROLLING, jnp.where(separated, FLIGHT, mode)).astype(mode.dtype)
+        y_roll = jnp.concatenate([z, jnp.zeros_like(y[5:])])
+        y2 = jnp.where(rolls, y_roll, jnp.where(contact, y_impact, jnp.where(separated, y_pre, y)))
+        mode2 = jnp.where(rolls, ROLLING, jnp.where(left, FLIGHT, mode)).astype(mode.dtype)
         aux = aux.at[N_RIM].add(jnp.where(on_rim, 1.0, 0.0))
         aux = aux.at[N_BOARD].add(jnp.where(on_board, 1.0, 0.0))
         aux = aux.at[ON_RIM].set(jnp.where(settled & ~rolls, 1.0, aux[ON_RIM]))
         aux = aux.at[T_CONTACT].set(jnp.where(contact & (aux[T_CONTACT] < 0), t, aux[T_CONTACT]))
-        aux = aux.at[T_ROLL].add(jnp.where(separated, t - aux[T_ROLL_START], 0.0))
+        aux = aux.at[T_ROLL].add(jnp.where(left, t - aux[T_ROLL_START], 0.0))
         aux = aux.at[T_ROLL_START].set(jnp.where(rolls, t, aux[T_ROLL_START]))
         terminal = flying & ((event == BELOW) | (event == FLOOR) | (settled & ~rolls))
         return t, y2, mode2, aux, terminal
