@@ -60,6 +60,7 @@ def test_every_numeric_option_is_checked():
     assert unchecked == []
     assert {w[0] for w, *_ in OPTIONS} == {
         "basin",
+        "shot",
         "steady",
         "floquet",
         "friction",

@@ -55,6 +55,7 @@ _PAPERS = {
     "steady": "the rim paper (Basketball rolling on the rim)",
     "floquet": "the rim paper (Basketball rolling on the rim)",
     "identify": "the rim paper (Basketball rolling on the rim)",
+    "shot": "the rim paper (Basketball rolling on the rim) for the rolling on the rim",
     "friction": "the friction paper (Finite contact friction models)",
     "robot": "Putkaradze & Rogers on the rolling ball robot (normal force and friction; dynamics)",
     "penny": "Clark & Bloch on the bouncing penny (nonholonomic impacts)",
