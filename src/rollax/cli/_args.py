@@ -294,3 +294,50 @@ def _reachable(address: str) -> None:
             f"--scheduler = {address!r}: cannot connect to a Dask scheduler there "
             f"({err.strerror or err})"
         ) from None
+
+
+def add_sweep_output_arguments(p, name: str) -> None:
+    """The options every sweep-type command shares: ``--no-resume``, ``--format``,
+    ``--workers``/``--scheduler``, ``--no-progress``, ``--json`` and ``--out`` (``OUT/<name>.zarr``
+    or ``.nc``)."""
+    p.add_argument(
+        "--no-resume",
+        action="store_true",
+        help=f"compute every region again (default: resume from the regions of OUT/{name}.zarr)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("zarr", "netcdf"),
+        default="zarr",
+        help=f"OUT/{name}.zarr (zarr) or OUT/{name}.nc (netCDF-3)",
+    )
+    add_cluster_arguments(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print a JSON summary to stdout")
+    p.add_argument("--out", default="rollax-out", help="output directory")
+
+
+def sweep_paths(args, name: str) -> tuple[str, str]:
+    """``(final, store)`` of a sweep-type command: the dataset it writes (``OUT/<name>.zarr`` or
+    ``.nc``) and the zarr store it runs into and resumes from (the dataset itself, or a hidden
+    working store beside the netCDF file); ``--out`` checked, ``--no-resume`` applied."""
+    import shutil
+
+    if not args.out:
+        raise ValueError("--out = '' is not allowed: give a directory")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(
+            f"--out = {args.out!r} is not allowed: it is a file; give a directory "
+            f"(or a path that does not exist yet)"
+        )
+    zarr_out = args.format == "zarr"
+    final = os.path.join(args.out, f"{name}.zarr" if zarr_out else f"{name}.nc")
+    store = final if zarr_out else os.path.join(args.out, f".{name}.zarr")
+    if os.path.exists(final) and zarr_out != os.path.isdir(final):
+        raise ValueError(
+            f"--out = {args.out!r} is not allowed: {final} exists and is not a "
+            f"{'zarr store (a directory)' if zarr_out else 'netCDF file'}"
+        )
+    if args.no_resume and os.path.isdir(store):
+        shutil.rmtree(store)
+    return final, store

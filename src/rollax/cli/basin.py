@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import time
 
@@ -11,7 +10,7 @@ import numpy as np
 
 from rollax.cli._args import (
     ATOL,
-    add_cluster_arguments,
+    add_sweep_output_arguments,
     cluster,
     FINITE,
     NONNEGATIVE,
@@ -21,6 +20,7 @@ from rollax.cli._args import (
     dumps,
     integer,
     real,
+    sweep_paths,
 )
 
 
@@ -157,21 +157,7 @@ def register(subparsers) -> None:
         help="ensemble path: the work queue (CPU), the fused per-start GPU kernel, "
         "or auto (fused on a GPU, else the queue)",
     )
-    p.add_argument(
-        "--no-resume",
-        action="store_true",
-        help="compute every region again (default: resume from the regions of OUT/basin.zarr)",
-    )
-    p.add_argument(
-        "--format",
-        choices=("zarr", "netcdf"),
-        default="zarr",
-        help="OUT/basin.zarr (zarr) or OUT/basin.nc (netCDF-3)",
-    )
-    add_cluster_arguments(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print a JSON summary to stdout")
-    p.add_argument("--out", default="rollax-out", help="output directory")
+    add_sweep_output_arguments(p, "basin")
     p.set_defaults(func=run)
 
 
@@ -179,13 +165,7 @@ def run(args) -> int:
     from rollax.analysis.basin import Axis, basin_map, preset
     from rollax.models.rim import Rim
 
-    if not args.out:
-        raise ValueError("--out = '' is not allowed: give a directory")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise ValueError(
-            f"--out = {args.out!r} is not allowed: it is a file; give a directory "
-            f"(or a path that does not exist yet)"
-        )
+    final, store = sweep_paths(args, "basin")
     base = Rim(r=args.param_r, a=args.param_a, R=args.param_R, j=args.param_j, g=args.param_g)
     name = args.preset or "fig11"
     rim, kw = preset(name, args.dissipation, base)
@@ -213,17 +193,6 @@ def run(args) -> int:
         slip = SlipSettings(delta=args.slip_delta)
     x = Axis("beta", beta[0], beta[1], grid[0])
     y = Axis("omega1", omega1[0], omega1[1], grid[1])
-    # the store the map is written into as it runs: the result itself (zarr), or a hidden
-    # working store next to the netCDF file, removed once that is written
-    final = os.path.join(args.out, "basin.zarr" if args.format == "zarr" else "basin.nc")
-    store = final if args.format == "zarr" else os.path.join(args.out, ".basin.zarr")
-    if os.path.exists(final) and (args.format == "zarr") != os.path.isdir(final):
-        raise ValueError(
-            f"--out = {args.out!r} is not allowed: {final} exists and is not a "
-            f"{'zarr store (a directory)' if args.format == 'zarr' else 'netCDF file'}"
-        )
-    if args.no_resume and os.path.isdir(store):
-        shutil.rmtree(store)
     t0 = time.perf_counter()
     with cluster(args) as client:
         bmap = basin_map(

@@ -14,11 +14,12 @@ from rollax.cli._args import (
     POSITIVE,
     TOLERANCE,
     DefaultsHelpFormatter,
-    add_cluster_arguments,
+    add_sweep_output_arguments,
     cluster,
     dumps,
     integer,
     real,
+    sweep_paths,
 )
 
 
@@ -78,19 +79,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--chunk-size", type=integer(1, 1 << 24), default=1 << 17, help="starts per region"
     )
-    p.add_argument(
-        "--no-resume", action="store_true", help="compute every region again (default: resume)"
-    )
-    p.add_argument(
-        "--format",
-        choices=("zarr", "netcdf"),
-        default="zarr",
-        help="OUT/shot.zarr (zarr) or OUT/shot.nc (netCDF-3)",
-    )
-    add_cluster_arguments(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print a JSON summary to stdout")
-    p.add_argument("--out", default="rollax-out", help="output directory")
+    add_sweep_output_arguments(p, "shot")
     p.set_defaults(func=run)
 
 
@@ -100,21 +89,11 @@ def run(args) -> int:
     from rollax.analysis.shot import best_release, probability_map, shot_map
     from rollax.systems.shot import Shot
 
-    if not args.out:
-        raise ValueError("--out = '' is not allowed: give a directory")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise ValueError(
-            f"--out = {args.out!r} is not allowed: it is a file; give a directory "
-            f"(or a path that does not exist yet)"
-        )
+    final, store = sweep_paths(args, "shot")
     for name, (lo, hi) in (("--speed", args.speed), ("--angle", args.angle)):
         if not lo < hi:
             raise ValueError(f"{name} = {lo!r} {hi!r} is not allowed: it must be LO < HI")
     shot = Shot(rho_air=0.0) if args.vacuum else Shot()
-    final = os.path.join(args.out, "shot.zarr" if args.format == "zarr" else "shot.nc")
-    store = final if args.format == "zarr" else os.path.join(args.out, ".shot.zarr")
-    if args.no_resume and os.path.isdir(store):
-        shutil.rmtree(store)
     t0 = time.perf_counter()
     with cluster(args) as client:
         res = shot_map(
