@@ -26,7 +26,6 @@ UNSPECIFIED = "unspecified"  # the units of a quantity whose system does not sta
 
 _PER_EVENT = ("counts", "t_first")
 _SCALARS = ("t", "mode", "status", "event", "steps", "resets", "rejected", "outcome")
-_LOG = ("events.t", "events.event", "events.mode", "events.t_after", "events.mode_after")
 
 
 def state_units(system) -> tuple[str, ...]:
