@@ -63,6 +63,43 @@ def test_the_best_release_and_common_random_numbers(free_throw):
     assert p0 == float(free_throw.outcome[i, k] == ShotOutcome.MADE)
 
 
+def test_the_score_function_gradient_agrees_with_central_differences(free_throw):
+    # generated releases on the flanks of the made region (0.15 < p < 0.85 on the map): the
+    # score-function dp/dangle and dp/dspeed against central differences of the Monte Carlo
+    # estimate with common random numbers, and against the slope of the convolved map
+    rng = np.random.default_rng(12)
+    p_map = probability_map(free_throw)
+    sp, an = SPEED.values, ANGLE.values
+    slope_v, slope_a = np.gradient(p_map, sp, axis=0), np.gradient(p_map, an, axis=1)
+    flank = np.argwhere(
+        (p_map > 0.15) & (p_map < 0.85) & (np.abs(slope_a) > 0.04)
+    )  # (inside the map by 2 sd, where the convolution is whole)
+    flank = flank[
+        (flank[:, 0] >= 12) & (flank[:, 0] < len(sp) - 12)
+        & (flank[:, 1] >= 8) & (flank[:, 1] < len(an) - 8)
+    ]  # fmt: skip
+    n = 4096
+    for i, k in flank[rng.choice(len(flank), 3, replace=False)]:
+        v, a = float(sp[i]), float(an[k])
+        p, se, dp, dp_se = make_probability(speed=v, angle=a, n=n, seed=3, gradient=True)
+        assert dp.shape == (2,) and np.all(dp_se > 0)
+        for axis, h, slope in ((1, 0.5, slope_a), (0, 0.04, slope_v)):
+            kw_p = dict(speed=v + h, angle=a) if axis == 0 else dict(speed=v, angle=a + h)
+            kw_m = dict(speed=v - h, angle=a) if axis == 0 else dict(speed=v, angle=a - h)
+            pp, sp_ = make_probability(n=n, seed=3, **kw_p)
+            pm, sm_ = make_probability(n=n, seed=3, **kw_m)
+            cd = (pp - pm) / (2 * h)
+            # (the paired difference's error is below the independent one used here)
+            err = 4 * np.hypot(dp_se[axis], np.hypot(sp_, sm_) / (2 * h))
+            scale = 0.01 if axis == 1 else 0.3  # curvature of p over h, per degree / per m/s
+            assert abs(dp[axis] - cd) < err + scale, (v, a, axis, dp[axis], cd)
+            # the map's grid and its edge blur its slope: 0.02 per degree, 0.5 per m/s
+            blur = 0.02 if axis == 1 else 0.5
+            assert abs(dp[axis] - slope[i, k]) < 4 * dp_se[axis] + blur, (v, a, axis)
+    with pytest.raises(ValueError, match="sd_angle = 0.0 is not allowed with gradient=True"):
+        make_probability(speed=7.5, angle=52.0, sd_angle=0.0, gradient=True)
+
+
 def test_bad_input_is_refused_by_name():
     for call, what in (
         (lambda: shot_map(speed=Axis("v", 7, 8, 3), progress=False), "speed = "),

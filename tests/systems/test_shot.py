@@ -13,7 +13,22 @@ from scipy.optimize import minimize_scalar
 
 import rollax
 from rollax.models.shot import release_state
-from rollax.systems.shot import BELOW, Shot, ShotOutcome, shot_summary
+from rollax.systems.shot import (
+    BELOW,
+    BOARD,
+    LAYER_EXIT,
+    LEAVING,
+    RIM,
+    ROLLING,
+    SEPARATION,
+    SLIP_ONSET,
+    SLIPPING,
+    STICK,
+    SWITCHES,
+    Shot,
+    ShotOutcome,
+    shot_summary,
+)
 
 TOL = dict(rtol=1e-10, atol=1e-10)
 VACUUM = Shot(rho_air=0.0)
@@ -224,11 +239,26 @@ def test_bad_parameters_are_refused_by_name():
             Shot(**kw)
 
 
+def _rim_state(z, u=(0.0, 0.0)):
+    """The shot's 9-D state of a rolling state ``z = (beta, w1, w2, w3, alpha)`` with the slip
+    ``u = (u1, u3)``."""
+    return jnp.concatenate([jnp.asarray(z[:4]), jnp.asarray(u), jnp.asarray(z[4:5]), jnp.zeros(2)])
+
+
+def _landing(s, y_on, rng_d=1e-4, vn=0.02):
+    """A flight state just above the rim point of ``y_on``, coming down slowly along the normal
+    with ``y_on``'s velocity and spin: it lands there."""
+    from rollax.models.shot import rim_normal
+
+    n = rim_normal(y_on[:3], s.R)
+    d = rng_d
+    return jnp.concatenate([y_on[:3] + n * d - y_on[3:6] * d / vn, y_on[3:6] - vn * n, y_on[6:]])
+
+
 def test_a_soft_landing_rolls_on_exactly_as_the_rim_system():
     # generated rolling states on the rim (F2 > 0): the ball placed just above, coming down
     # slowly along the normal with the rolling velocity and spin; it lands, sticks (mu = inf),
     # rolls in the rim model and separates exactly as RimTracked from the handed-over state
-    from rollax.models.shot import rim_normal
     from rollax.systems import RimTracked
 
     rng = np.random.default_rng(4)
@@ -245,34 +275,37 @@ def test_a_soft_landing_rolls_on_exactly_as_the_rim_system():
                 rng.uniform(-np.pi, np.pi),
             ]
         )
-        f2 = float(s.event_values(0.0, jnp.concatenate([z0, jnp.zeros(4)]), 1)[4])
+        f2 = float(s.event_values(0.0, _rim_state(z0), ROLLING)[SEPARATION])
         if f2 < 2.0:  # not pressed on the rim: it would not stay
             continue
-        y_on = s.to_flight(z0)
-        np.testing.assert_allclose(np.asarray(s.to_rolling(y_on)), np.asarray(z0), atol=1e-12)
+        y_on = s.to_flight(_rim_state(z0))
+        np.testing.assert_allclose(
+            np.asarray(s.to_rim(y_on)), np.asarray(_rim_state(z0)[:7]), atol=1e-12
+        )
         assert abs(float(s.event_values(0.0, y_on, 0)[0])) < 1e-12  # on the rim's surface
-        n = rim_normal(y_on[:3], s.R)
-        d, vn = 1e-4, 0.02
-        y0 = jnp.concatenate([y_on[:3] + n * d - y_on[3:6] * d / vn, y_on[3:6] - vn * n, y_on[6:]])
-        sol = rollax.solve(s, y0, 0.0, 3.0, save_events=4, **TOL)
+        sol = rollax.solve(s, _landing(s, y_on), 0.0, 3.0, save_events=4, **TOL)
         ev = np.asarray(sol.events.event)
-        if ev[0] != 0 or int(sol.events.mode_after[0]) != 1:
+        if ev[0] != 0 or int(sol.events.mode_after[0]) != ROLLING:
             continue  # (grazed the board first: not this test's case)
         t_land = float(sol.events.t[0])
-        z_land = jnp.asarray(sol.events.y_after[0][:5])
-        ref = rollax.solve(tracked, z_land, 0.0, 3.0, **TOL)
+        y_land = np.asarray(sol.events.y_after[0])
+        assert y_land[4] == 0 and y_land[5] == 0  # the impact stuck: no slip
+        ref = rollax.solve(tracked, jnp.asarray(np.r_[y_land[:4], y_land[6]]), 0.0, 3.0, **TOL)
         if int(ref.status) != int(rollax.Status.EVENT):
             continue  # rolls past the horizon: no separation to compare
         if ev[1] == 1:  # it met the board while rolling, before the rim system separates
             assert float(sol.events.t[1]) - t_land < float(ref.t)
             continue
-        assert ev[1] == 4 and int(sol.events.mode_after[1]) == 0  # separation, back to flight
+        assert ev[1] == SEPARATION and int(sol.events.mode_after[1]) == 0  # back to flight
         assert float(sol.events.t[1]) - t_land == pytest.approx(float(ref.t), abs=1e-9)
+        y_sep = np.asarray(sol.events.y[1])
         np.testing.assert_allclose(
-            np.asarray(sol.events.y[1][:5]), np.asarray(ref.y), rtol=1e-8, atol=1e-8
+            np.r_[y_sep[:4], y_sep[6]], np.asarray(ref.y), rtol=1e-8, atol=1e-8
         )
         np.testing.assert_allclose(  # the flight starts from the rolling ball's centre, (13), spin
-            np.asarray(sol.events.y_after[1]), np.asarray(s.to_flight(ref.y)), atol=1e-8
+            np.asarray(sol.events.y_after[1]),
+            np.asarray(s.to_flight(_rim_state(ref.y))),
+            atol=1e-8,
         )
         summ = shot_summary(s, sol)
         # the time on the rim holds this rolling phase (and any later one, after a bounce)
@@ -280,17 +313,180 @@ def test_a_soft_landing_rolls_on_exactly_as_the_rim_system():
             assert float(summ["t_rim"]) >= float(ref.t) - 1e-9
         else:
             assert float(summ["t_rim"]) == pytest.approx(float(ref.t), abs=1e-9)
+        assert float(summ["t_slip"]) == 0
         done += 1
+
+
+def _rim_cases(rng, n, slip):
+    """Generated rim states ``(beta, w1, w2, w3, u1, u3, alpha)`` pressed on the rim (F2 > 1),
+    slipping at 0.05-1 m/s (``slip``) or rolling."""
+    s = Shot()
+    out = []
+    while len(out) < n:
+        z = np.array(
+            [
+                rng.uniform(0.6, 1.8),
+                rng.uniform(-5.0, 5.0),
+                rng.uniform(-60.0, 60.0),
+                rng.uniform(-15.0, 15.0),
+                0.0,
+                0.0,
+                rng.uniform(-np.pi, np.pi),
+            ]
+        )
+        if slip:
+            speed, phi = rng.uniform(0.05, 1.0), rng.uniform(-np.pi, np.pi)
+            z[4:6] = speed * np.cos(phi), speed * np.sin(phi)
+        y = jnp.concatenate([jnp.asarray(z), jnp.zeros(2)])
+        if float(s.event_values(0.0, y, SLIPPING if slip else ROLLING)[SEPARATION]) > 1.0:
+            out.append(z)
+    return out
+
+
+def test_the_rim_modes_move_the_centre_as_the_flight_state_says():
+    # on generated rim states in each rim mode, the velocity of the centre (12) along the
+    # vector field (autodiff of the position in beta and alpha) is the flight state's velocity
+    # (13) of to_flight, and the kinetic energy of that flight state is the slip model's; the
+    # 3-D state maps back to the rim state (to_rim: the contact point's velocity (17))
+    import jax
+
+    from rollax.models import slip
+
+    rng = np.random.default_rng(21)
+    s = Shot(mu_rim=0.5)
+    rim = s.rim
+    for mode, slipping in ((ROLLING, False), (SLIPPING, True), (LEAVING, False)):
+        for z in _rim_cases(rng, 8, slipping):
+            if mode == LEAVING:
+                z = z.copy()
+                z[4:6] = rng.uniform(1e-6, 1e-3), 0.0  # (w, 0): a slip on the slow manifold
+            y = jnp.concatenate([jnp.asarray(z), jnp.zeros(2)])
+            f = s.vector_field(0.0, y, mode)
+            _, dc = jax.jvp(
+                lambda b, a: rim.centre(jnp.concatenate([b[None], y[1:4]]), a),
+                (y[0], y[6]),
+                (f[0], f[6]),
+            )
+            phys = slip.physical_state(y[:6], mode - 1, rim)
+            y3 = s.to_flight(jnp.concatenate([phys, y[6:7]]))
+            np.testing.assert_allclose(np.asarray(dc), np.asarray(y3[3:6]), rtol=1e-12, atol=1e-12)
+            kinetic = 0.5 * jnp.sum(y3[3:6] ** 2) + 0.5 * float(s.j) * float(s.r) ** 2 * jnp.sum(
+                y3[6:9] ** 2
+            )
+            potential = float(s.g) * float(rim.rho) * jnp.sin(phys[0])
+            assert float(kinetic + potential) == pytest.approx(
+                float(slip.slip_energy(rim, phys)) / float(rim.m), rel=1e-12
+            )
+            np.testing.assert_allclose(
+                np.asarray(s.to_rim(y3)),
+                np.asarray(jnp.concatenate([phys, y[6:7]])),
+                rtol=1e-10,
+                atol=1e-12,
+            )
+
+
+def _same_as_rim_slipping(s, sol, y_rim, t_on, ref_sys):
+    """The shot's stay on the rim from ``t_on`` (state ``y_rim``, 7-D) equals the
+    ``RimSlipping`` run from it, event for event, up to the separation; returns whether the
+    reference separated (else it ended otherwise: not compared past it)."""
+    ref = rollax.solve(ref_sys, jnp.asarray(y_rim[:6]), 0.0, 3.0, save_events=64, **TOL)
+    ref_ev = np.asarray(ref.events.event)[: int(ref.events.n)]
+    if int(ref.status) != int(rollax.Status.EVENT) or ref_ev[-1] != 0:
+        return False  # periodic (RimSlipping ends at two w1 zeros), chattering or the horizon
+    ev = np.asarray(sol.events.event)
+    k0 = int(np.argmax(np.asarray(sol.events.t) >= t_on - 1e-15))
+    k0 += int(ev[k0] == RIM and abs(float(sol.events.t[k0]) - t_on) < 1e-15)
+    # the shot's rim events, mapped to RimSlipping's (separation, slip onset, stick, -, layer)
+    to_ref = {SEPARATION: 0, SLIP_ONSET: 1, STICK: 2, LAYER_EXIT: 4, BOARD: -1}
+    shot_ev = [to_ref[int(e)] for e in ev[k0 : k0 + len(ref_ev)]]
+    if -1 in shot_ev:  # met the board while on the rim, before the rim system separates
+        i = shot_ev.index(-1)
+        assert shot_ev[:i] == list(ref_ev[:i])
+        assert float(sol.events.t[k0 + i]) - t_on < float(ref.t)
+        return False
+    assert shot_ev == list(ref_ev)
+    np.testing.assert_allclose(
+        np.asarray(sol.events.t[k0 : k0 + len(ref_ev)]) - t_on,
+        np.asarray(ref.events.t[: len(ref_ev)]),
+        atol=1e-9,
+    )
+    k = k0 + len(ref_ev) - 1
+    np.testing.assert_allclose(np.asarray(sol.events.y[k][:6]), np.asarray(ref.y), atol=1e-8)
+    assert float(sol.aux[SWITCHES]) >= float(ref.aux[0])  # (more later, after a bounce)
+    return True
+
+
+def test_on_the_rim_the_shot_rolls_and_slips_exactly_as_RimSlipping():
+    # generated slipping landings (the impact leaves the contact point sliding) and rolling
+    # starts on the rim with finite friction (rolling may turn to slipping and back): the
+    # shot's events and states on the rim are those of RimSlipping from the same state, until
+    # the separation; the flight then starts from the rim ball's centre, (13) and spin
+    from rollax.models import slip
+    from rollax.systems import RimSlipping
+
+    rng = np.random.default_rng(8)
+    compared = {ROLLING: 0, SLIPPING: 0}
+    seen = set()  # the rim transitions the compared runs went through
+    tries = 0
+    while min(compared.values()) < 4:
+        tries += 1
+        assert tries < 200
+        mu = rng.uniform(0.2, 0.8)
+        s = Shot(rho_air=0.0, mu_rim=mu, e_rim=0.3)
+        ref_sys = RimSlipping(s.rim)
+        slipping = compared[SLIPPING] < compared[ROLLING]
+        (z,) = _rim_cases(rng, 1, slipping)
+        y = jnp.concatenate([jnp.asarray(z), jnp.zeros(2)])
+        if slipping:  # land on the rim: the impact's friction changes the slip a little
+            sol = rollax.solve(s, _landing(s, s.to_flight(y)), 0.0, 3.0, save_events=64, **TOL)
+            if int(sol.events.event[0]) != RIM or int(sol.events.mode_after[0]) != SLIPPING:
+                continue
+            t_on, y_rim = float(sol.events.t[0]), np.asarray(sol.events.y_after[0])
+        else:
+            sol = rollax.solve(s, y, 0.0, 3.0, mode=ROLLING, save_events=64, **TOL)
+            t_on, y_rim = 0.0, np.asarray(y)
+        if not _same_as_rim_slipping(s, sol, y_rim, t_on, ref_sys):
+            continue
+        k = int(np.argmax(np.asarray(sol.events.event) == SEPARATION))
+        y_sep = jnp.asarray(sol.events.y[k])
+        mode_sep = int(sol.events.mode[k])
+        phys = slip.physical_state(y_sep[:6], mode_sep - 1, s.rim)
+        np.testing.assert_allclose(
+            np.asarray(sol.events.y_after[k]),
+            np.asarray(s.to_flight(jnp.concatenate([phys, y_sep[6:7]]))),
+            atol=1e-12,
+        )
+        assert int(sol.events.mode_after[k]) == 0
+        summ = shot_summary(s, sol)
+        assert float(summ["t_rim"]) >= float(sol.events.t[k]) - t_on - 1e-9
+        assert 0 <= float(summ["t_slip"]) <= float(summ["t_rim"]) + 1e-12
+        if slipping:
+            assert float(summ["t_slip"]) > 0
+        compared[SLIPPING if slipping else ROLLING] += 1
+        seen |= {int(e) for e in np.asarray(sol.events.event)[: k + 1]}
+    assert {SLIP_ONSET, STICK, LAYER_EXIT, SEPARATION} <= seen
+
+
+def test_a_ball_that_stays_on_the_rim_ends_on_rim():
+    # a steady motion on the rim (no slipping) never separates: on_rim at the final time,
+    # with all of that time on the rim; and chattering is cut off as on_rim
+    s = Shot(rho_air=0.0, mu_rim=float("inf"))
+    x0 = s.rim.steady_state(1.2, 10.0)
+    y0 = _rim_state(jnp.concatenate([x0, jnp.array([0.3])]))
+    sol = rollax.solve(s, y0, 0.0, 0.5, mode=ROLLING, **TOL)
+    assert int(s.outcome(sol)) == ShotOutcome.ON_RIM
+    assert float(shot_summary(s, sol)["t_rim"]) == pytest.approx(0.5, abs=1e-12)
+    np.testing.assert_allclose(np.asarray(sol.y[:4]), np.asarray(x0), atol=1e-8)
 
 
 def test_a_ball_rolling_over_the_back_of_the_rim_meets_the_board():
     # rolling outwards over the top of the back of the rim, towards the board: it meets the
     # board (an impact on its flight state) and never passes the board's face
-    s = Shot(rho_air=0.0)
+    s = Shot(rho_air=0.0, mu_rim=float("inf"))
     x_face = float(s.rim_inner_radius + s.board_offset)
     for w1 in (3.0, 6.0):
-        y0 = jnp.concatenate([jnp.array([1.3, w1, 0.0, 0.0, math.pi / 2]), jnp.zeros(4)])
-        assert float(s.event_values(0.0, y0, 1)[4]) > 0  # pressed on the rim
+        y0 = _rim_state(jnp.array([1.3, w1, 0.0, 0.0, math.pi / 2]))
+        assert float(s.event_values(0.0, y0, 1)[SEPARATION]) > 0  # pressed on the rim
         sol = rollax.solve(s, y0, 0.0, 4.0, mode=1, save_events=8, **TOL)
         ev = np.asarray(sol.events.event)
         assert ev[0] == 1 and int(sol.events.mode[0]) == 1  # the board, met while rolling
@@ -298,4 +494,5 @@ def test_a_ball_rolling_over_the_back_of_the_rim_meets_the_board():
         assert y_hit[0] == pytest.approx(x_face - float(s.r), abs=1e-8)  # touching its face
         assert y_hit[3] < 0  # and bounced off it
         assert float(sol.aux[1]) >= 1
-        assert float(sol.y[0]) < x_face - float(s.r) + 1e-9
+        # (it may land on the rim again: the run's end state is then a rim state)
+        assert float(s.flight_state(sol.y, sol.mode)[0]) < x_face - float(s.r) + 1e-9

@@ -152,13 +152,21 @@ def make_probability(
     n: int = 4096,
     seed: int = 0,
     t_max: float = 4.0,
+    gradient: bool = False,
     **solver_options,
-) -> tuple[float, float]:
+):
     """The probability that a release at ``speed`` (m/s) and ``angle`` (degrees) goes in when
     the shooter's speed and angle scatter with standard deviations ``sd_speed`` and
     ``sd_angle`` (independent Gaussians), and its standard error: the fraction made of ``n``
     releases drawn with ``seed`` (the same draws for every call with that seed: common random
-    numbers, so that a difference of two calls has the small error of a paired difference)."""
+    numbers, so that a difference of two calls has the small error of a paired difference).
+
+    Returns ``(p, se)``; with ``gradient=True`` ``(p, se, dp, dp_se)``: also the derivatives
+    ``dp = (dp/dspeed [1/(m/s)], dp/dangle [1/degree])`` of the probability with respect to
+    the aimed release, and their standard errors, from the same solves by the score function
+    (likelihood ratio): for a Gaussian scatter ``d/dmu E[made(mu + sd z)] = E[made z] / sd``,
+    unbiased although the made indicator is discontinuous (no derivative through the solves
+    is needed; both scatters must be > 0)."""
     import rollax
 
     shot = Shot() if shot is None else shot
@@ -167,6 +175,11 @@ def make_probability(
     for name, v in (("sd_speed", sd_speed), ("sd_angle", sd_angle)):
         if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
             raise ValueError(f"{name} = {v!r} is not allowed: it must be a finite number >= 0")
+        if gradient and v == 0:
+            raise ValueError(
+                f"{name} = {v!r} is not allowed with gradient=True: the score-function "
+                f"derivative needs a scatter > 0"
+            )
     z = np.random.default_rng(seed).standard_normal((n, 2))
     speeds = speed + sd_speed * z[:, 0]
     angles = angle + sd_angle * z[:, 1]
@@ -184,7 +197,13 @@ def make_probability(
     sol = rollax.solve_ensemble(shot, starts, 0.0, t_max, **solver_options)
     made = np.asarray(shot.outcome(sol)) == ShotOutcome.MADE
     p = float(made.mean())
-    return p, math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+    se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+    if not gradient:
+        return p, se
+    # the score function; (made - p) z has the same mean and a smaller variance (p z is a
+    # zero-mean control variate)
+    score = (made[:, None] - p) * z / np.array([sd_speed, sd_angle])
+    return p, se, score.mean(axis=0), score.std(axis=0, ddof=1) / math.sqrt(n)
 
 
 def _batch_release(speeds, angles, spin, lateral, distance, height, rim_height):

@@ -427,6 +427,12 @@ def _hybrid_rhs(y: SlipState, mode, rim: Rim) -> SlipState:
     """Fused evaluation of the mode's vector field (one sin/cos pair; the layer direction's
     phi_1-dot in closed form). Equal to :meth:`Rim.vector_field` (+ u-dot = 0),
     :func:`slip_vector_field` and :func:`layer_vector_field` (checked in the tests)."""
+    return _hybrid_rhs_and_alpha_rate(y, mode, rim)[0]
+
+
+def _hybrid_rhs_and_alpha_rate(y: SlipState, mode, rim: Rim) -> tuple[SlipState, Array]:
+    """:func:`_hybrid_rhs` and alpha-dot of (19) with the mode's physical slip (the cyclic
+    angle around the rim, for a ball whose position is tracked: :class:`rollax.systems.Shot`)."""
     beta, w1, w2, w3, y4, y5 = y[0], y[1], y[2], y[3], y[4], y[5]
     r, j, g, rho, R, mu = rim.r, rim.j, rim.g, rim.rho, rim.R, rim.mu
     one = 1.0 + 0.0 * beta
@@ -463,7 +469,7 @@ def _hybrid_rhs(y: SlipState, mode, rim: Rim) -> SlipState:
     zero = 0.0 * fu1
     du1 = jnp.where(roll, zero, jnp.where(leave, ce * fu1 + se * fu3, fu1))
     du3 = jnp.where(roll | leave, zero, fu3)
-    return jnp.stack([db, fw1, fw2, fw3, du1, du3])
+    return jnp.stack([db, fw1, fw2, fw3, du1, du3]), da
 
 
 def hybrid_vector_field(t, y: SlipState, args: HybridArgs) -> SlipState:

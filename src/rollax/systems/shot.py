@@ -1,33 +1,47 @@
-"""The basketball shot as a hybrid system: flight, rim and board impacts, in or out.
+"""The basketball shot as a hybrid system: flight, rim and board impacts, rolling and slipping
+on the rim, in or out.
 
 The ball flies (:mod:`rollax.models.shot`: gravity, drag, Magnus lift) from its release until
 
 * it touches the rim (the torus) or the board (the rectangle) — crossing events on the exact
   distances, downwards: the impact map of :func:`rollax.models.shot.impact` (restitution and
   friction with stick and slip) acts on the velocity and the spin and the flight goes on;
-* a rim impact leaves the ball slower than ``v_roll`` along the normal: the ball stays on the
-  rim. If its contact point is then at rest (slower than ``v_roll``: the impact stuck), it rolls
-  on in the rim paper's rolling model (mode ``rolling``: :class:`rollax.models.rim.Rim`'s
-  equations (33)-(36) with the angle alpha of (19), the state ``(beta, omega1, omega2, omega3,
-  alpha)`` in the first five components, mapped from the 3-D state by eqs. (1)-(4): the normal
-  velocity left is dropped) until the normal force F2 reaches zero, where it flies again from
-  the rolling ball's centre, velocity (13) and spin, or until it meets the board (the board's
-  impact on that flight state); if it still slips, the run ends as **on_rim** (the rim's
-  slipping model is not joined yet);
+* a rim impact leaves the ball slower than ``v_roll`` along the normal, pressed on the rim
+  (normal force (41) > 0): the ball stays on the rim, in the rim paper's model with friction
+  ``mu_rim`` (Sect. 5.2, :mod:`rollax.models.slip`, as :class:`rollax.systems.RimSlipping`).
+  The 3-D state maps to the rim's by eqs. (1)-(4) and (17): ``(beta, omega1, omega2, omega3,
+  u1, u3)``, the spin's components on n1, n2, n3 and the contact point's velocity on n1, n3, in
+  the first six components and the angle ``alpha`` around the rim (19) in the seventh; the
+  normal velocity left (below ``v_roll``) is dropped. If the contact point is at rest (slower
+  than ``delta``: the impact stuck) the ball **rolls** (33)-(36), else it **slips** (42).
+  Rolling turns to slipping where the no-slip margin (39) reaches zero, slipping back to
+  rolling where the slip stops (mode ``leaving``: the slip near u = 0 on its slow manifold),
+  with :func:`rollax.models.slip.transition`. The ball leaves the rim where the normal force F2
+  ((31) rolling, (41) slipping) reaches zero, and flies from the centre (12) with the velocity
+  (13) of :func:`rollax.models.slip.rolling_equivalent` and the spin (16), or where it meets
+  the board (the board's impact on that flight state);
 * its centre passes down through the plane ``r + a`` below the rim plane, below which it can no
   longer touch the rim: **made** if it is then within the rim's core circle (it went through the
   hoop), else **missed**; or it reaches the floor: **missed**;
-* the final time comes first: **undecided**; a failed solve: **failed**.
+* the final time comes first: **on_rim** if the ball is then on the rim, else **undecided**;
+  roll/slip switching cut off as chattering (more than ``max_switches`` switches, or
+  ``max_short`` consecutive phases shorter than ``min_dwell``, as ``RimSlipping``), a ball on
+  the rim that meets the board slower than ``v_roll`` (wedged between the two: a two-contact
+  state not modelled, where the model would otherwise bounce between them in ever shorter
+  flights) or a failed solve while slipping: **on_rim** (``aux[STUCK]`` says which: 1
+  chattering, 2 wedged); another failed solve: **failed**.
 
 The auxiliary record counts the rim and board impacts, keeps the time of the first contact
-(``-1``: none) and the time spent rolling on the rim; a made shot with no contact is a swish
-(:func:`shot_summary`).
+(``-1``: none), the time on the rim and the time slipping there, and the switch bookkeeping; a
+made shot with no contact is a swish (:func:`shot_summary`).
 """
 
 from __future__ import annotations
 
 import enum
+from typing import Any
 
+import equinox as eqx
 import jax.numpy as jnp
 from jax.core import Tracer
 
@@ -35,23 +49,36 @@ from rollax._core._solution import Status
 from rollax._core._system import AbstractSystem, boundary, crossing, parameter
 from rollax.models import rim as _rim
 from rollax.models import shot as _shot
+from rollax.models import slip as _slip
 
-RIM, BOARD, BELOW, FLOOR, SEPARATION = range(5)
-N_RIM, N_BOARD, ON_RIM, T_CONTACT, T_ROLL, T_ROLL_START = range(6)
-FLIGHT, ROLLING = 0, 1
+RIM, BOARD, BELOW, FLOOR, SEPARATION, SLIP_ONSET, STICK, LAYER_EXIT = range(8)
+# the rim model's events (rollax.models.slip.HYBRID_EVENTS) of the shot's rim events
+_SLIP_EVENT = {SEPARATION: _slip.FALL, SLIP_ONSET: _slip.SLIP_ONSET, STICK: _slip.STICK}
+_SLIP_EVENT[LAYER_EXIT] = _slip.LAYER_EXIT
+(N_RIM, N_BOARD, STUCK, T_CONTACT, T_RIM, T_RIM_START, T_SLIP, T_PHASE, SWITCHES, SHORT,
+ T_SWITCH) = range(11)  # fmt: skip
+# the shot's modes; a rim mode is the rim model's mode + 1
+FLIGHT, ROLLING, SLIPPING, LEAVING = 0, 1, 2, 3
+ALPHA = 6  # the angle around the rim in a rim mode's state
+CHATTERED, WEDGED = 1.0, 2.0  # aux[STUCK]: why a run ended on the rim before the final time
+MU_CAP = 1e6  # mu_rim = inf (every impact sticks) is this in the rim model's arithmetic
 
 
 class ShotOutcome(enum.IntEnum):
     MADE = 0  # through the hoop
     MISSED = 1  # below the rim plane outside the hoop, or the floor
-    ON_RIM = 2  # settled on the rim slipping (the rim's slipping model is not joined yet)
+    ON_RIM = 2  # on the rim at the final time, or stuck there (chattering, wedged at the board)
     UNDECIDED = 3  # still flying at the final time
     FAILED = 4  # the solve failed
 
 
 class Shot(AbstractSystem):
     """The shot from release to in or out (module docstring; geometry and coefficients in
-    :mod:`rollax.models.shot`, SI units). Every parameter may be swept or batched."""
+    :mod:`rollax.models.shot`, SI units). Every parameter may be swept or batched.
+
+    ``delta``, ``u_layer``, ``tau_stick``, ``dir_tol``, ``min_dwell``, ``max_switches`` and
+    ``max_short`` are the rim model's transition settings
+    (:class:`rollax.models.slip.SlipSettings`, with its defaults but ``max_switches``)."""
 
     r: float = parameter(_shot.BALL_RADIUS, units="m")
     m: float = parameter(_shot.BALL_MASS, units="kg")
@@ -71,7 +98,16 @@ class Shot(AbstractSystem):
     mu_rim: float = parameter(0.3, finite=False, units="1")  # inf: every impact sticks
     e_board: float = parameter(0.75, units="1")
     mu_board: float = parameter(0.3, units="1")
-    v_roll: float = parameter(0.05, units="m/s")  # a rim impact leaving slower: on_rim
+    v_roll: float = parameter(0.05, units="m/s")  # a rim impact leaving slower: on the rim
+    delta: float = parameter(1e-6, units="m/s")
+    u_layer: float = parameter(1e-3, units="m/s")
+    tau_stick: float = parameter(1e-5, units="s")
+    dir_tol: float = parameter(1e-2, units="1")
+    min_dwell: float = parameter(1e-7, units="s")
+    # a shot's stay on the rim is short: 64 switches (3 resets each) keep a run within
+    # rollax.solve's default 1000 resets
+    max_switches: int = eqx.field(static=True, default=64)
+    max_short: int = eqx.field(static=True, default=4)
 
     state_names = ("x", "y", "z", "v_x", "v_y", "v_z", "omega_x", "omega_y", "omega_z")
     state_units = ("m", "m", "m", "m/s", "m/s", "m/s", "rad/s", "rad/s", "rad/s")
@@ -80,10 +116,13 @@ class Shot(AbstractSystem):
         crossing("board", target=1, direction=-1),
         crossing("below", target=1, direction=-1),
         crossing("floor", target=1, direction=-1),
-        boundary("separation"),  # rolling on the rim: valid while F2 > 0
+        boundary("separation"),  # on the rim: valid while F2 > 0
+        boundary("slip_onset"),  # rolling: valid while the margin (39) > 0
+        boundary("stick"),  # slipping: the slip is about to stop; leaving: w > 0
+        boundary("layer_exit"),  # leaving: w < u_layer
     )
-    modes = ("flight", "rolling")
-    n_aux = 6
+    modes = ("flight", "rolling", "slipping", "leaving")
+    n_aux = 11
     outcomes = ShotOutcome
     # a vacuum flight is a parabola, which DOPRI5 steps in a few long steps (4 for a free
     # throw), and 8 samples of such a step stepped over a rim graze; 0.01 s is 7 cm of flight
@@ -94,20 +133,28 @@ class Shot(AbstractSystem):
         def shown(v):
             return repr(float(v)) if jnp.ndim(v) == 0 else repr(v)
 
-        for name in ("r", "m", "j", "g", "a", "rim_inner_radius", "rim_height"):
+        def check(names, ok, allowed):
+            for name in names:
+                v = getattr(self, name)
+                if not isinstance(v, Tracer) and not jnp.all(ok(jnp.asarray(v))):
+                    raise ValueError(f"{name} = {shown(v)} is not allowed: it must be {allowed}")
+
+        check(("r", "m", "j", "g", "a", "rim_inner_radius", "rim_height"), lambda v: v > 0, "> 0")
+        check(("e_rim", "e_board"), lambda v: (v >= 0) & (v <= 1), "in [0, 1]")
+        check(("mu_rim", "mu_board", "rho_air", "c_d", "v_roll"), lambda v: v >= 0, ">= 0")
+        check(("delta", "u_layer", "tau_stick", "min_dwell"), lambda v: v > 0, "> 0")
+        check(("dir_tol",), lambda v: (v > 0) & (v < 1), "in (0, 1)")
+        if not any(isinstance(v, Tracer) for v in (self.delta, self.u_layer)) and not jnp.all(
+            jnp.asarray(self.delta) < jnp.asarray(self.u_layer)
+        ):
+            raise ValueError(
+                f"delta = {shown(self.delta)} is not allowed: it must be < u_layer "
+                f"({shown(self.u_layer)})"
+            )
+        for name, lo in (("max_switches", 1), ("max_short", 2)):
             v = getattr(self, name)
-            if not isinstance(v, Tracer) and not jnp.all(jnp.asarray(v) > 0):
-                raise ValueError(f"{name} = {shown(v)} is not allowed: it must be > 0")
-        for name in ("e_rim", "e_board"):
-            v = getattr(self, name)
-            if not isinstance(v, Tracer) and not jnp.all(
-                (jnp.asarray(v) >= 0) & (jnp.asarray(v) <= 1)
-            ):
-                raise ValueError(f"{name} = {shown(v)} is not allowed: it must be in [0, 1]")
-        for name in ("mu_rim", "mu_board", "rho_air", "c_d", "v_roll"):
-            v = getattr(self, name)
-            if not isinstance(v, Tracer) and not jnp.all(jnp.asarray(v) >= 0):
-                raise ValueError(f"{name} = {shown(v)} is not allowed: it must be >= 0")
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ValueError(f"{name} = {v!r} is not allowed: it must be an integer >= {lo}")
 
     # geometry in the hoop's frame
     @property
@@ -122,16 +169,18 @@ class Shot(AbstractSystem):
 
     @property
     def rim(self) -> _rim.Rim:
-        """The rim model of the rolling mode, with this shot's ball and rim (no slipping, no
-        rolling dissipation)."""
-        return _rim.Rim(r=self.r, a=self.a, R=self.R, j=self.j, g=self.g, mu=float("inf"))
+        """The rim model of the rim modes, with this shot's ball, rim and ``mu_rim`` (``inf``
+        as ``MU_CAP``) and no rolling dissipation."""
+        mu: Any = jnp.minimum(self.mu_rim, MU_CAP)
+        return _rim.Rim(r=self.r, a=self.a, R=self.R, j=self.j, g=self.g, mu=mu)
 
     def vector_field(self, t, y, mode):
         v, omega = y[3:6], y[6:9]
         acc = _shot.acceleration(v, omega, self.r, self.m, self.g, self.rho_air, self.c_d, self.c_m)
         flying = jnp.concatenate([v, acc, jnp.zeros_like(omega)])
-        rolling = jnp.concatenate([self.rim.vector_field_with_alpha(y[:5]), jnp.zeros_like(y[5:])])
-        return jnp.where(mode == ROLLING, rolling, flying)
+        f6, alpha_dot = _slip._hybrid_rhs_and_alpha_rate(y[:6], jnp.maximum(mode - 1, 0), self.rim)
+        on_rim = jnp.concatenate([f6, alpha_dot[None], jnp.zeros_like(y[7:])])
+        return jnp.where(mode == FLIGHT, flying, on_rim)
 
     def event_values(self, t, y, mode):
         c = y[:3]
@@ -144,45 +193,73 @@ class Shot(AbstractSystem):
                 c[2] + self.r + self.a,
                 c[2] + self.rim_height - self.r,
                 one,
+                one,
+                one,
+                one,
             ]
         )
-        # (F2 per unit mass: the rim model's normal force is for its mass m); a ball rolling
-        # over the back of the rim meets the board
-        f2 = self.rim.normal_force(y[:4]) / self.rim.m
-        on_rim = self.rim.centre(y[:4], y[4])
-        rolling = jnp.stack(
-            [one, _shot.board_gap(on_rim, x_b, w, z_lo, z_hi, self.r), one, one, f2]
+        # F2 per unit mass, the margin (39), stick and layer exit of the rim model; a ball on
+        # the rim (rolling over its back, say) meets the board
+        f2, margin, stick, _, exit_ = _slip._hybrid_event_values(
+            y[:6], jnp.maximum(mode - 1, 0), self.rim, self.tau_stick, self.dir_tol, self.u_layer
         )
-        return jnp.where(mode == ROLLING, rolling, flying)
+        c_rim = self.rim.centre(y[:4], y[ALPHA])
+        board = _shot.board_gap(c_rim, x_b, w, z_lo, z_hi, self.r)
+        # (mu_rim = inf: rolling never turns to slipping; the model's MU_CAP would let the
+        # margin reach zero a hair before F2 does)
+        margin = jnp.where(jnp.isinf(self.mu_rim), one, margin)
+        on_rim = jnp.stack([one, board, one, one, f2, margin, stick, exit_])
+        return jnp.where(mode == FLIGHT, flying, on_rim)
 
-    def to_rolling(self, y):
-        """The rolling state ``(beta, omega1, omega2, omega3, alpha)`` of a 3-D state on the rim
-        (eqs. (1)-(4): alpha and beta from the centre, the spin's components on n1, n2, n3)."""
-        c, omega = y[:3], y[6:9]
+    def to_rim(self, y):
+        """The rim state ``(beta, omega1, omega2, omega3, u1, u3, alpha)`` of a 3-D state
+        touching the rim (eqs. (1)-(4): alpha and beta from the centre, the spin's components
+        on n1, n2, n3, and the contact point's velocity (17) on n1, n3)."""
+        c, v, omega = y[:3], y[3:6], y[6:9]
         rho_h = jnp.sqrt(c[0] ** 2 + c[1] ** 2)
         alpha = jnp.arctan2(c[0], -c[1])  # the outward horizontal is (sin a, -cos a, 0)
         beta = jnp.arctan2(c[2], self.R - rho_h)
         n1, n2, n3 = _rim._n1(alpha), _rim._n2(alpha, beta), _rim._n3(alpha, beta)
-        return jnp.stack([beta, omega @ n1, omega @ n2, omega @ n3, alpha])
+        u = v - self.r * jnp.cross(omega, n2)  # the contact point P = G - r n2
+        return jnp.stack([beta, omega @ n1, omega @ n2, omega @ n3, u @ n1, u @ n3, alpha])
 
     def to_flight(self, z):
-        """The 3-D state of a rolling state ``z = (beta, omega1, omega2, omega3, alpha)``: the
-        centre (12), its velocity (13) and the spin (16)."""
-        x, alpha = z[:4], z[4]
-        rim = self.rim
-        beta = x[0]
+        """The 3-D state of a rim state ``z = (beta, omega1, omega2, omega3, u1, u3, alpha)``:
+        the centre (12), its velocity (13) with (19)-(20) (that of
+        :func:`rollax.models.slip.rolling_equivalent`) and the spin (16)."""
+        rim, alpha = self.rim, z[ALPHA]
+        beta = z[0]
         n1, n2, n3 = _rim._n1(alpha), _rim._n2(alpha, beta), _rim._n3(alpha, beta)
-        omega = x[1] * n1 + x[2] * n2 + x[3] * n3
-        return jnp.concatenate([rim.centre(x, alpha), rim.centre_velocity(x, alpha), omega])
+        omega = z[1] * n1 + z[2] * n2 + z[3] * n3
+        x_eq = _slip.rolling_equivalent(rim, z[:6])
+        return jnp.concatenate([rim.centre(z[:4], alpha), rim.centre_velocity(x_eq, alpha), omega])
+
+    def flight_state(self, y, mode):
+        """The 3-D state (centre, velocity, spin) of a state ``y`` in any mode: ``y`` itself in
+        flight, :meth:`to_flight` of its physical rim state on the rim (a run that ends on the
+        rim, ``on_rim``, ends in a rim mode's state)."""
+        y6 = _slip.physical_state(y[:6], jnp.maximum(mode - 1, 0), self.rim)
+        on_rim = self.to_flight(jnp.concatenate([y6, y[ALPHA : ALPHA + 1]]))
+        return jnp.where(mode == FLIGHT, y, on_rim)
+
+    def _alpha_rate(self, y6):
+        """alpha-dot (19) of a physical rim state ``(x, u1, u3)``."""
+        rho = self.r + self.a
+        return (y6[4] - self.r * y6[3]) / (self.R - rho * jnp.cos(y6[0]))
 
     def reset(self, t, y, mode, aux, event):
+        rim = self.rim
         flying = mode == FLIGHT
-        rolling_now = mode == ROLLING
-        # a rolling ball leaves the rim at the separation, or where it meets the board (then
-        # the board's impact acts on its flight state)
-        separated = rolling_now & (event == SEPARATION)
-        left = separated | (rolling_now & (event == BOARD))
-        y_pre = jnp.where(rolling_now, self.to_flight(y[:5]), y)
+        on_rim_now = ~flying
+        rim_mode = jnp.maximum(mode - 1, 0)
+        # the physical rim state (the layer's slip made explicit) and its flight state
+        y6 = _slip.physical_state(y[:6], rim_mode, rim)
+        y_off = self.to_flight(jnp.concatenate([y6, y[ALPHA : ALPHA + 1]]))
+        # a ball on the rim leaves it at the separation, or where it meets the board (then the
+        # board's impact acts on its flight state)
+        separated = on_rim_now & (event == SEPARATION)
+        left = separated | (on_rim_now & (event == BOARD))
+        y_pre = jnp.where(on_rim_now, y_off, y)
         c, v, omega = y_pre[:3], y_pre[3:6], y_pre[6:9]
         x_b, w, z_lo, z_hi = self._board()
         on_board = event == BOARD
@@ -197,43 +274,98 @@ class Shot(AbstractSystem):
         v2, omega2, _, _ = _shot.impact(v, omega, n, e, mu, self.r, self.j)
         contact = on_rim | on_board
         y_impact = jnp.concatenate([c, v2, omega2])
-        z = self.to_rolling(y_impact)
-        # the rim holds the ball if it leaves slower than v_roll along the normal and the
-        # rolling ball's normal force is positive (else it flies on: just after a separation
-        # the flight may touch the rim again within rounding, with no speed to lose)
-        held = self.rim.normal_force(z[:4]) > 0
+        # the rim holds the ball if it leaves slower than v_roll along the normal and is
+        # pressed on the rim (F2 (41) > 0; else it flies on: just after a separation the flight
+        # may touch the rim again within rounding, with no speed to lose)
+        z = self.to_rim(y_impact)
+        held = _slip.slip_normal_force(rim, z[:6]) > 0
         settled = on_rim & (jnp.dot(v2, n) < self.v_roll) & held
-        # the contact point's slip left after the impact: the ball rolls on if it stuck
-        u2 = v2 - self.r * jnp.cross(omega2, n)
-        slip = jnp.linalg.norm(u2 - jnp.dot(u2, n) * n)
-        rolls = settled & (slip < self.v_roll)
-        y_roll = jnp.concatenate([z, jnp.zeros_like(y[5:])])
-        y2 = jnp.where(rolls, y_roll, jnp.where(contact, y_impact, jnp.where(separated, y_pre, y)))
-        mode2 = jnp.where(rolls, ROLLING, jnp.where(left, FLIGHT, mode)).astype(mode.dtype)
+        # it rolls if the impact stuck (the contact point at rest), else slips
+        sticks = jnp.hypot(z[4], z[5]) < self.delta
+        z = jnp.where(sticks, z.at[4:6].set(0.0), z)
+        land_mode = jnp.where(sticks, ROLLING, SLIPPING)
+        # the rim model's transitions (slip onset, stick, the layer), moving alpha with them
+        switch_ev = on_rim_now & ((event == SLIP_ONSET) | (event == STICK) | (event == LAYER_EXIT))
+        slip_event = jnp.select(
+            [event == k for k in _SLIP_EVENT], list(_SLIP_EVENT.values()), _slip.FALL
+        )
+        mode_s, y6_s, dt, switched, _ = _slip.transition(
+            rim, rim_mode, slip_event, y[:6], self.delta, self.u_layer
+        )
+        switched = switch_ev & switched
+        # (dt > 0 only for a slip extrapolated to rolling, trapezoidal as the state's)
+        alpha_s = y[ALPHA] + dt * 0.5 * (self._alpha_rate(y6) + self._alpha_rate(y6_s))
+        y_switch = jnp.concatenate([y6_s, alpha_s[None], jnp.zeros_like(y[7:])])
+        # chattering: too many switches, or too many short phases in a row (as RimSlipping)
+        sw = aux[SWITCHES] + switched
+        short = jnp.where(
+            switched, jnp.where(t - aux[T_SWITCH] < self.min_dwell, aux[SHORT] + 1, 0), aux[SHORT]
+        )
+        chatter = switched & ((sw > self.max_switches) | (short >= self.max_short))
+        t_new = jnp.where(switch_ev & ~chatter, t + dt, t)
+        # a ball on the rim that meets the board slower than v_roll rests against both: wedged
+        # between the rim and the board (a two-contact state this model does not follow; it
+        # ends the run on the rim, where the alternative is a Zeno sequence of ever smaller
+        # bounces between the two)
+        wedged = on_rim_now & on_board & (jnp.abs(jnp.dot(v, n)) < self.v_roll)
+        chatter = chatter | wedged
+        left = left & ~wedged
+
+        y_land = jnp.concatenate([z, jnp.zeros_like(y[7:])])
+        y2 = jnp.select(
+            [chatter, switch_ev, settled, contact, separated],
+            [y, y_switch, y_land, y_impact, y_pre],
+            y,
+        )
+        mode2 = jnp.select(
+            [chatter, switch_ev, settled, left],
+            [mode, mode_s + 1, land_mode, FLIGHT],
+            mode,
+        ).astype(mode.dtype)
+        slipping_now = on_rim_now & (mode != ROLLING)
         aux = aux.at[N_RIM].add(jnp.where(on_rim, 1.0, 0.0))
         aux = aux.at[N_BOARD].add(jnp.where(on_board, 1.0, 0.0))
-        aux = aux.at[ON_RIM].set(jnp.where(settled & ~rolls, 1.0, aux[ON_RIM]))
+        stuck = jnp.where(wedged, WEDGED, jnp.where(chatter, CHATTERED, aux[STUCK]))
+        aux = aux.at[STUCK].set(stuck)
         aux = aux.at[T_CONTACT].set(jnp.where(contact & (aux[T_CONTACT] < 0), t, aux[T_CONTACT]))
-        aux = aux.at[T_ROLL].add(jnp.where(left, t - aux[T_ROLL_START], 0.0))
-        aux = aux.at[T_ROLL_START].set(jnp.where(rolls, t, aux[T_ROLL_START]))
-        terminal = flying & ((event == BELOW) | (event == FLOOR) | (settled & ~rolls))
-        return t, y2, mode2, aux, terminal
+        aux = aux.at[T_RIM].add(jnp.where(left, t - aux[T_RIM_START], 0.0))
+        aux = aux.at[T_RIM_START].set(jnp.where(settled, t, aux[T_RIM_START]))
+        aux = aux.at[T_SLIP].add(jnp.where(slipping_now, t_new - aux[T_PHASE], 0.0))
+        aux = aux.at[T_PHASE].set(t_new)
+        aux = aux.at[SWITCHES].set(sw)
+        aux = aux.at[SHORT].set(short)
+        aux = aux.at[T_SWITCH].set(jnp.where(switched, t, aux[T_SWITCH]))
+        terminal = (flying & ((event == BELOW) | (event == FLOOR))) | chatter
+        return t_new, y2, mode2, aux, terminal
 
     def initial_aux(self, y0, mode):
-        return jnp.array([0.0, 0.0, 0.0, -1.0, 0.0, 0.0], dtype=jnp.result_type(y0))
+        aux = jnp.zeros(self.n_aux, dtype=jnp.result_type(y0))
+        return aux.at[T_CONTACT].set(-1.0)
 
     def outcome(self, sol):  # pyright: ignore[reportIncompatibleMethodOverride]  (called positionally)
         c = sol.y[..., :3]
         inside = jnp.sqrt(c[..., 0] ** 2 + c[..., 1] ** 2) < self.R
-        through = (sol.status == Status.EVENT) & (sol.event == BELOW) & inside
+        ended = sol.status == Status.EVENT
+        flying = sol.mode == FLIGHT
+        through = ended & flying & (sol.event == BELOW) & inside
+        slipping = (sol.mode == SLIPPING) | (sol.mode == LEAVING)
         return jnp.select(
             [
+                sol.aux[..., STUCK] > 0,
+                sol.failed & slipping,
                 sol.failed,
                 through,
-                (sol.status == Status.EVENT) & ((sol.event == BELOW) | (sol.event == FLOOR)),
-                sol.aux[..., ON_RIM] > 0,
+                ended & flying & ((sol.event == BELOW) | (sol.event == FLOOR)),
+                ~flying,
             ],
-            [ShotOutcome.FAILED, ShotOutcome.MADE, ShotOutcome.MISSED, ShotOutcome.ON_RIM],
+            [
+                ShotOutcome.ON_RIM,
+                ShotOutcome.ON_RIM,
+                ShotOutcome.FAILED,
+                ShotOutcome.MADE,
+                ShotOutcome.MISSED,
+                ShotOutcome.ON_RIM,
+            ],
             ShotOutcome.UNDECIDED,
         ).astype(jnp.int8)
 
@@ -241,29 +373,33 @@ class Shot(AbstractSystem):
 def shot_summary(system: Shot, sol) -> dict:
     """Per-run quantities of a shot besides its outcome (:meth:`Shot.outcome`): rim and board
     contacts, swish (made without any contact), the time of the first contact (NaN: none), the
-    time rolling on the rim and the end time."""
+    time on the rim (rolling or slipping), the time slipping there and the end time."""
     outcome = system.outcome(sol)
     n_rim = sol.aux[..., N_RIM].astype(jnp.int32)
     n_board = sol.aux[..., N_BOARD].astype(jnp.int32)
     t_c = sol.aux[..., T_CONTACT]
-    rolling_now = sol.mode == ROLLING
-    t_rim = sol.aux[..., T_ROLL] + jnp.where(rolling_now, sol.t - sol.aux[..., T_ROLL_START], 0.0)
+    on_rim = sol.mode != FLIGHT
+    t_rim = sol.aux[..., T_RIM] + jnp.where(on_rim, sol.t - sol.aux[..., T_RIM_START], 0.0)
+    slipping = (sol.mode == SLIPPING) | (sol.mode == LEAVING)
+    t_slip = sol.aux[..., T_SLIP] + jnp.where(slipping, sol.t - sol.aux[..., T_PHASE], 0.0)
     return dict(
         rim_contacts=n_rim,
         board_contacts=n_board,
         swish=(outcome == ShotOutcome.MADE) & (n_rim == 0) & (n_board == 0),
         t_contact=jnp.where(t_c >= 0, t_c, jnp.nan),
         t_rim=t_rim,
+        t_slip=t_slip,
         t_end=sol.t,
     )
 
 
-shot_summary.units = {"t_contact": "s", "t_rim": "s", "t_end": "s", "swish": "1"}  # pyright: ignore[reportFunctionMemberAccess]
+shot_summary.units = {"t_contact": "s", "t_rim": "s", "t_slip": "s", "t_end": "s", "swish": "1"}  # pyright: ignore[reportFunctionMemberAccess]
 shot_summary.long_names = {  # pyright: ignore[reportFunctionMemberAccess]
     "rim_contacts": "impacts on the rim",
     "board_contacts": "impacts on the board",
     "swish": "made without touching the rim or the board",
     "t_contact": "time of the first impact (NaN: none)",
-    "t_rim": "time rolling on the rim",
+    "t_rim": "time on the rim, rolling or slipping",
+    "t_slip": "time slipping on the rim",
     "t_end": "time at the end of the run",
 }
