@@ -5,7 +5,13 @@ import numpy as np
 import pytest
 
 from rollax._drivers._sweep import Axis
-from rollax.analysis.shot import best_release, make_probability, probability_map, shot_map
+from rollax.analysis.shot import (
+    best_release,
+    make_probability,
+    probability_map,
+    release,
+    shot_map,
+)
 from rollax.systems.shot import Shot, ShotOutcome
 
 SPEED = Axis("speed", 7.0, 8.0, 60)
@@ -108,9 +114,40 @@ def test_bad_input_is_refused_by_name():
         (lambda: make_probability(speed=7.0, angle=50.0, n=1), "n = 1"),
         (lambda: make_probability(speed=7.0, angle=50.0, sd_angle=-1.0), "sd_angle = -1.0"),
         (lambda: Shot(e_board=2.0), "e_board = 2.0"),
+        # a release that is none: refused by name before it is solved (they used to come back
+        # as "all missed" or as an unnamed start)
+        (lambda: make_probability(speed=-7.0, angle=50.0), "speed = -7.0"),
+        (lambda: make_probability(speed=float("nan"), angle=50.0), "speed = nan"),
+        (lambda: make_probability(speed=7.0, angle=50.0, spin=float("nan")), "spin = nan"),
+        (lambda: make_probability(speed=7.0, angle=50.0, distance=-1.0), "distance = -1.0"),
+        (lambda: make_probability(speed="7", angle=50.0), "speed = '7'"),
+        (lambda: make_probability(speed=7.0, angle=50.0, seed=-1), "seed = -1"),
+        (lambda: shot_map(speed=Axis("speed", -8, -6.6, 3), progress=False), "speed = -8"),
+        (lambda: shot_map(angle=Axis("angle", 100, 120, 3), progress=False), "angle = 100"),
+        (lambda: shot_map(height=-1.0, progress=False), "height = -1.0"),
+        (lambda: shot_map(t_max=float("nan"), progress=False), "t_max = nan"),
+        (lambda: shot_map(t_max=-1.0, progress=False), "t_max = -1.0"),
+        (lambda: release(float("nan"), 52.0), "speed = nan"),
     ):
         with pytest.raises(ValueError, match=what):
             call()
+    # NumPy numbers are numbers
+    p, se = make_probability(speed=np.float32(7.4), angle=52.0, n=np.int64(8), seed=np.int64(1))
+    assert 0 <= p <= 1 and se > 0
+
+
+def test_coarse_maps_and_maps_with_nothing_made_are_warned_about():
+    coarse = shot_map(
+        speed=Axis("speed", 6.6, 8.0, 12), angle=Axis("angle", 40.0, 64.0, 10), progress=False
+    )
+    with pytest.warns(UserWarning, match="speed step 0.127 m/s exceeds sd_speed = 0.09"):
+        probability_map(coarse)
+    far = shot_map(
+        speed=Axis("speed", 6.6, 6.7, 3), angle=Axis("angle", 40.0, 41.0, 3), progress=False
+    )
+    assert not np.any(far.outcome == ShotOutcome.MADE)
+    with pytest.warns(UserWarning, match="no release of the map goes in"):
+        assert best_release(far, sd_speed=0.01, sd_angle=0.1)[2] == 0.0
 
 
 def test_a_best_release_near_the_edge_is_warned_about_and_grids_must_be_even():

@@ -234,6 +234,11 @@ def test_bad_parameters_are_refused_by_name():
         (dict(e_rim=1.5), "e_rim = 1.5"),
         (dict(r=-0.1), "r = -0.1"),
         (dict(mu_board=-1.0), "mu_board = -1.0"),
+        (dict(mu_rim="a"), "mu_rim = 'a' is not allowed: it must be a number"),
+        (dict(board_width=-1.83), "board_width = -1.83"),
+        (dict(board_offset=-0.3), "board_offset = -0.3"),
+        (dict(delta=1e-2), "delta = 0.01 is not allowed: it must be < u_layer"),
+        (dict(max_switches=0), "max_switches = 0"),
     ):
         with pytest.raises(ValueError, match=what):
             Shot(**kw)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import os
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
@@ -36,6 +38,24 @@ SD_SPEED = 0.09  # m/s, the middle of Slegers et al.'s 0.05-0.13 m/s
 SD_ANGLE = 1.3  # degrees
 
 
+def _number(name, v, ok=lambda x: True, allowed="a finite number"):
+    """``v`` as a float if it is a finite real number for which ``ok`` holds, else a one-line
+    ``ValueError`` naming it (NumPy scalars count as numbers)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not ok(v):
+        raise ValueError(f"{name} = {v!r} is not allowed: it must be {allowed}")
+    return float(v)
+
+
+def _check_release(speed, angle, spin, lateral, distance, height) -> None:
+    """One-line errors for a release that is not one (a release is refused before it is solved)."""
+    _number("speed", speed, lambda x: x > 0, "a finite number > 0 (m/s)")
+    _number("angle", angle, lambda x: -90 < x < 90, "a number in (-90, 90) (degrees)")
+    _number("spin", spin, allowed="a finite number (Hz)")
+    _number("lateral", lateral, lambda x: -90 < x < 90, "a number in (-90, 90) (degrees)")
+    _number("distance", distance, lambda x: x > 0, "a finite number > 0 (m)")
+    _number("height", height, lambda x: x > 0, "a finite number > 0 (m above the floor)")
+
+
 def release(
     speed,
     angle,
@@ -47,7 +67,12 @@ def release(
 ):
     """The flight state of a release ``distance`` (m) in front of the hoop's centre at
     ``height`` (m above the floor): ``speed`` (m/s) at ``angle`` (degrees above the horizontal),
-    ``lateral`` (degrees to the left of the line to the hoop), backspin ``spin`` (Hz)."""
+    ``lateral`` (degrees to the left of the line to the hoop), backspin ``spin`` (Hz).
+    Arrays and traced values pass as they are (``jax.vmap`` over releases); a Python or NumPy
+    number that is not finite is refused by name."""
+    for name, v in (("speed", speed), ("angle", angle), ("spin", spin), ("lateral", lateral)):
+        if isinstance(v, numbers.Real) and not math.isfinite(v):
+            raise ValueError(f"{name} = {v!r} is not allowed: it must be a finite number")
     return _model.release_state(
         distance,
         height,
@@ -90,7 +115,8 @@ def shot_map(
     """The outcome of every release of a speed x angle grid (a :func:`rollax.sweep` of
     ``shot``, default :class:`rollax.systems.Shot`): its ``outcome``
     (:class:`rollax.systems.ShotOutcome`) and in ``summary`` ``rim_contacts``, ``board_contacts``, ``swish``,
-    ``t_contact`` and ``t_end``; ``dataset`` the same, labelled. The axes must be named
+    ``t_contact``, ``t_rim``, ``t_slip`` and ``t_end`` (:func:`rollax.systems.shot.shot_summary`);
+    ``dataset`` the same, labelled. The axes must be named
     ``speed`` (m/s) and ``angle`` (degrees); ``spin`` (backspin, Hz), ``lateral`` (degrees),
     ``distance`` and ``height`` (m) are fixed. ``store``/``client``: as :func:`rollax.sweep`."""
     shot = Shot() if shot is None else shot
@@ -99,16 +125,11 @@ def shot_map(
             raise ValueError(
                 f"{name} = {ax!r} is not allowed: it must be a rollax.Axis named {name!r}"
             )
-    for name, v in (
-        ("spin", spin),
-        ("lateral", lateral),
-        ("distance", distance),
-        ("height", height),
-    ):
-        if not (isinstance(v, (int, float)) and math.isfinite(v)):
-            raise ValueError(f"{name} = {v!r} is not allowed: it must be a finite number")
-    if not distance > 0:
-        raise ValueError(f"distance = {distance!r} is not allowed: it must be > 0")
+    # the grid's corners are releases too (a negative speed or a vertical angle is none)
+    for sp_ in (speed.lo, speed.hi):
+        for an_ in (angle.lo, angle.hi):
+            _check_release(sp_, an_, spin, lateral, distance, height)
+    _number("t_max", t_max, lambda x: x > 0, "a finite number > 0 (s)")
     start = functools.partial(
         release,
         spin=float(spin),
@@ -170,11 +191,15 @@ def make_probability(
     import rollax
 
     shot = Shot() if shot is None else shot
-    if not (isinstance(n, int) and n >= 2):
+    _check_release(speed, angle, spin, lateral, distance, height)
+    _number("t_max", t_max, lambda x: x > 0, "a finite number > 0 (s)")
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 2:
         raise ValueError(f"n = {n!r} is not allowed: it must be an integer >= 2")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed = {seed!r} is not allowed: it must be an integer >= 0")
+    n, seed = int(n), int(seed)
     for name, v in (("sd_speed", sd_speed), ("sd_angle", sd_angle)):
-        if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
-            raise ValueError(f"{name} = {v!r} is not allowed: it must be a finite number >= 0")
+        _number(name, v, lambda x: x >= 0, "a finite number >= 0")
         if gradient and v == 0:
             raise ValueError(
                 f"{name} = {v!r} is not allowed with gradient=True: the score-function "
@@ -200,9 +225,9 @@ def make_probability(
     se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
     if not gradient:
         return p, se
-    # the score function; (made - p) z has the same mean and a smaller variance (p z is a
-    # zero-mean control variate)
-    score = (made[:, None] - p) * z / np.array([sd_speed, sd_angle])
+    # the score function; p z is a zero-mean control variate, and n / (n - 1) undoes the
+    # (1 - 1/n) that p taken from the same draws puts on the mean
+    score = (made[:, None] - p) * z / np.array([sd_speed, sd_angle]) * (n / (n - 1))
     return p, se, score.mean(axis=0), score.std(axis=0, ddof=1) / math.sqrt(n)
 
 
@@ -230,6 +255,21 @@ def probability_map(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: f
             )
     (sp, an) = (a.values for a in result.axes)
     dv, da = float(sp[1] - sp[0]), float(an[1] - an[0])
+    coarse = [
+        f"the {name} step {step:.3g} {unit} exceeds {sd_name} = {sd:g}"
+        for name, step, sd, sd_name, unit in (
+            ("speed", dv, sd_speed, "sd_speed", "m/s"),
+            ("angle", da, sd_angle, "sd_angle", "degrees"),
+        )
+        if sd > 0 and step > sd
+    ]
+    if coarse:
+        warnings.warn(
+            f"{' and '.join(coarse)}: the map is too coarse for this scatter, so the convolved "
+            f"probability may be far off (check it with make_probability); refine the map",
+            UserWarning,
+            stacklevel=2,
+        )
     return gaussian_filter(made, sigma=(sd_speed / dv, sd_angle / da), mode="constant", cval=0.0)
 
 
@@ -238,6 +278,15 @@ def best_release(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: floa
     (:func:`probability_map`): ``(speed, angle, probability)``; a warning when it lies within
     2 sd of the map's edge (where the map's estimate is low)."""
     p = probability_map(result, sd_speed, sd_angle)
+    if not np.any(p > 0):
+        warnings.warn(
+            "no release of the map goes in: there is no best release (the first grid point "
+            "is returned, with p = 0)",
+            UserWarning,
+            stacklevel=2,
+        )
+        sp, an = (a.values for a in result.axes)
+        return float(sp[0]), float(an[0]), 0.0
     i, k = np.unravel_index(int(np.argmax(p)), p.shape)
     sp, an = (a.values for a in result.axes)
     v, a = float(sp[i]), float(an[k])
@@ -250,8 +299,6 @@ def best_release(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: floa
         if x - 2 * sd < lo or x + 2 * sd > hi
     ]
     if near:
-        import warnings
-
         warnings.warn(
             f"the best release ({v:.4g} m/s, {a:.4g} degrees) lies within 2 sd of the map's "
             f"{' and '.join(near)} edge: releases scattered beyond the map count as misses, so "

@@ -74,7 +74,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--sd-angle", type=NONNEGATIVE, default=1.3, help="shooter's angle scatter (sd) [degrees]"
     )
-    p.add_argument("--t-max", type=POSITIVE, default=4.0, help="time cap [s] (then 'undecided')")
+    p.add_argument("--t-max", type=POSITIVE, default=4.0, help="time cap [s] (then 'undecided', or 'on_rim' for a ball on the rim)")
     p.add_argument("--rtol", type=TOLERANCE, default=1e-9, help="relative tolerance")
     p.add_argument(
         "--chunk-size", type=integer(1, 1 << 24), default=1 << 17, help="starts per region"
@@ -165,10 +165,14 @@ def run(args) -> int:
     if args.json:
         print(dumps(summary, indent=2))
     else:
+        best = (
+            f"best release {v_best:.3f} m/s at {a_best:.2f} degrees: p = {p_best:.3f}"
+            if p_best > 0
+            else "no release of the map goes in"
+        )
         print(
             f"rollax shot: {args.grid[0]} x {args.grid[1]} releases in {elapsed:.2f} s "
-            f"(made {counts['made']}, swish {int(np.sum(res.summary['swish']))}); best release "
-            f"{v_best:.3f} m/s at {a_best:.2f} degrees: p = {p_best:.3f}"
+            f"(made {counts['made']}, swish {int(np.sum(res.summary['swish']))}); {best}"
         )
         print(f"wrote {final} and {png}")
     return 0
