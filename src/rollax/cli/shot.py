@@ -74,7 +74,12 @@ def register(subparsers) -> None:
     p.add_argument(
         "--sd-angle", type=NONNEGATIVE, default=1.3, help="shooter's angle scatter (sd) [degrees]"
     )
-    p.add_argument("--t-max", type=POSITIVE, default=4.0, help="time cap [s] (then 'undecided', or 'on_rim' for a ball on the rim)")
+    p.add_argument(
+        "--t-max",
+        type=POSITIVE,
+        default=4.0,
+        help="time cap [s] (then 'undecided', or 'on_rim' for a ball on the rim)",
+    )
     p.add_argument("--rtol", type=TOLERANCE, default=1e-9, help="relative tolerance")
     p.add_argument(
         "--chunk-size", type=integer(1, 1 << 24), default=1 << 17, help="starts per region"
