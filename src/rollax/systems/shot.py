@@ -47,6 +47,7 @@ from jax.core import Tracer
 
 from rollax._core._solution import Status
 from rollax._core._system import AbstractSystem, boundary, crossing, parameter
+from rollax._core.fastmath import sincos
 from rollax.models import rim as _rim
 from rollax.models import shot as _shot
 from rollax.models import slip as _slip
@@ -221,8 +222,7 @@ class Shot(AbstractSystem):
         f2, margin, stick, _, exit_ = _slip._hybrid_event_values(
             y[:6], jnp.maximum(mode - 1, 0), self.rim, self.tau_stick, self.dir_tol, self.u_layer
         )
-        c_rim = self.rim.centre(y[:4], y[ALPHA])
-        board = _shot.board_gap(c_rim, x_b, w, z_lo, z_hi, self.r)
+        board = _shot.board_gap(self._centre_on_rim(y[0], y[ALPHA]), x_b, w, z_lo, z_hi, self.r)
         # (mu_rim = inf: rolling never turns to slipping; the model's MU_CAP would let the
         # margin reach zero a hair before F2 does)
         margin = jnp.where(jnp.isinf(self.mu_rim), one, margin)
@@ -251,6 +251,16 @@ class Shot(AbstractSystem):
         omega = z[1] * n1 + z[2] * n2 + z[3] * n3
         x_eq = _slip.rolling_equivalent(rim, z[:6])
         return jnp.concatenate([rim.centre(z[:4], alpha), rim.centre_velocity(x_eq, alpha), omega])
+
+    def _centre_on_rim(self, beta, alpha):
+        """The centre (12) of a ball on the rim, ``((R - rho cos b) sin a, -(R - rho cos b)
+        cos a, rho sin b)``: :meth:`rollax.models.rim.Rim.centre` with one fast sin/cos pair per
+        angle. (It is in every event sample of every lane: the eight jnp.sin/cos of
+        ``Rim.centre`` made the shot map's step 2.3x dearer, benchmarks/RESULTS.md, stop 42.)"""
+        sb, cb = sincos(beta)
+        sa, ca = sincos(alpha)
+        D = self.R - (self.r + self.a) * cb
+        return jnp.stack([D * sa, -D * ca, (self.r + self.a) * sb])
 
     def flight_state(self, y, mode):
         """The 3-D state (centre, velocity, spin) of a state ``y`` in any mode: ``y`` itself in
