@@ -505,6 +505,38 @@ def figure_compare(maps, labels, path):
     plt.close(fig)
 
 
+def figure_backspin(per_spin, checks, grid, path):
+    """The best make probability (all shots, and direct shots only) against the backspin."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    w = [e["spin_hz"] for e in per_spin]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=100)
+    ax.plot(w, [e["best"]["p_conv"] for e in per_spin], "o-", label="best release (any)")
+    ax.plot(w, [e["best_direct"]["p_conv"] for e in per_spin], "s-", label="best direct shot")
+    for tag, m in (("best", "^"), ("best_direct", "v")):
+        c = checks[tag]
+        ax.errorbar(
+            c["spin_hz"], c["p_mc"], yerr=2 * c["se"], fmt=m, color="k", capsize=3,
+            label=f"Monte Carlo, {tag.replace('_', ' ')} (2 se)",
+        )  # fmt: skip
+    ax.set_xlabel("backspin [Hz]")
+    ax.set_ylabel("make probability under the scatter")
+    ax.set_title(
+        f"Free throw (2.1 m high, 4.19 m out): best release per backspin\n"
+        f"{grid[0]} x {grid[1]} map, speed 6.6-8.0 m/s, angle 40-64 deg; "
+        f"sd {SD_SPEED} m/s, {SD_ANGLE} deg",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def figure_gradient(grad, profile, path):
     import matplotlib
 
@@ -868,6 +900,66 @@ def main() -> None:
         )
         print("extended", tag, ext["runs"][tag], flush=True)
     summary["extended_maps"] = ext
+
+    # ---- the best backspin: a speed x angle x backspin map (the issue's window) -------------
+    spin_ax = Axis("spin", 0.0, 6.0, 7 if not args.smoke else 2)
+    sweep_grid = (180, 120) if not args.smoke else (12, 8)
+    sv = Axis("speed", SPEED[0], SPEED[1], sweep_grid[0])
+    sa = Axis("angle", ANGLE[0], ANGLE[1], sweep_grid[1])
+    t0 = time.perf_counter()
+    cube = shot_map(Shot(), speed=sv, angle=sa, spin=spin_ax, t_max=T_MAX, progress=False)
+    Pc = probability_map(cube, SD_SPEED, SD_ANGLE)
+    sp_c, an_c, sn_c = (a_.values for a_ in cube.axes)
+    nb_c = np.asarray(cube.summary["board_contacts"])
+    v_c, a_c, w_c, p_c = best_release(cube, SD_SPEED, SD_ANGLE)
+    Pd = np.where(nb_c == 0, Pc, -1.0)  # direct shots: no board contact
+    per_spin = []
+    for k, w in enumerate(sn_c):
+        i, j = np.unravel_index(int(np.argmax(Pc[:, :, k])), Pc.shape[:2])
+        i_d, j_d = np.unravel_index(int(np.argmax(Pd[:, :, k])), Pc.shape[:2])
+        per_spin.append(
+            dict(
+                spin_hz=float(w),
+                made_fraction=round(float(np.mean(cube.outcome[:, :, k] == ShotOutcome.MADE)), 4),
+                best=dict(
+                    speed=round(float(sp_c[i]), 4),
+                    angle=round(float(an_c[j]), 2),
+                    p_conv=round(float(Pc[i, j, k]), 4),
+                    bank_shot=bool(nb_c[i, j, k] > 0),
+                ),
+                best_direct=dict(
+                    speed=round(float(sp_c[i_d]), 4),
+                    angle=round(float(an_c[j_d]), 2),
+                    p_conv=round(float(Pd[i_d, j_d, k]), 4),
+                ),
+            )
+        )
+    k_d = int(np.argmax([e["best_direct"]["p_conv"] for e in per_spin]))
+    bd = per_spin[k_d]["best_direct"]
+    checks = {}
+    for tag, (vv, aa, ww, pp) in (
+        ("best", (v_c, a_c, w_c, p_c)),
+        ("best_direct", (bd["speed"], bd["angle"], float(sn_c[k_d]), bd["p_conv"])),
+    ):
+        p_mc, se = make_probability(Shot(), speed=vv, angle=aa, spin=ww, n=n, seed=0, t_max=T_MAX)
+        checks[tag] = dict(
+            speed=round(vv, 4),
+            angle=round(aa, 2),
+            spin_hz=ww,
+            p_conv=round(pp, 4),
+            p_mc=round(p_mc, 4),
+            se=round(se, 4),
+            edge_mass=round(edge_mass(sp_c, an_c, SD_SPEED, SD_ANGLE, vv, aa), 4),
+        )
+    summary["backspin_sweep"] = dict(
+        grid=list(sweep_grid),
+        spins_hz=sn_c.tolist(),
+        per_spin=per_spin,
+        checks=checks,
+        seconds=round(time.perf_counter() - t0, 2),
+    )
+    print("backspin", summary["backspin_sweep"]["checks"], flush=True)
+    figure_backspin(per_spin, checks, sweep_grid, out / "backspin.png")
 
     # ---- the gradient with respect to the release angle (no spin) -----------------------------
     res, P, b = maps["nospin"]

@@ -106,6 +106,25 @@ def test_the_score_function_gradient_agrees_with_central_differences(free_throw)
         make_probability(speed=7.5, angle=52.0, sd_angle=0.0, gradient=True)
 
 
+def test_a_backspin_axis_maps_each_backspin_and_finds_the_best_one():
+    # a speed x angle x backspin map: each backspin's slice is the 2-D map at that backspin
+    # (the same outcomes), and its best release is the best of the slices' best releases
+    speed, angle = Axis("speed", 7.2, 7.9, 24), Axis("angle", 46.0, 60.0, 18)
+    spins = Axis("spin", 0.0, 4.0, 3)
+    cube = shot_map(speed=speed, angle=angle, spin=spins, progress=False)
+    assert cube.outcome.shape == (24, 18, 3)
+    assert cube.dataset["spin"].attrs["units"] == "Hz"
+    per_spin = []
+    for k, w in enumerate(spins.values):
+        flat = shot_map(speed=speed, angle=angle, spin=float(w), progress=False)
+        np.testing.assert_array_equal(cube.outcome[:, :, k], flat.outcome)
+        np.testing.assert_allclose(probability_map(cube)[:, :, k], probability_map(flat))
+        per_spin.append(best_release(flat, sd_speed=0.05, sd_angle=1.0))
+    v, a, w, p = best_release(cube, sd_speed=0.05, sd_angle=1.0)
+    k = int(np.argmax([b[2] for b in per_spin]))
+    assert (v, a, p) == per_spin[k] and w == spins.values[k]
+
+
 def test_bad_input_is_refused_by_name():
     for call, what in (
         (lambda: shot_map(speed=Axis("v", 7, 8, 3), progress=False), "speed = "),

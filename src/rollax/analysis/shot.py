@@ -99,7 +99,7 @@ def shot_map(
     *,
     speed: Axis = Axis("speed", 6.6, 8.0, 360),
     angle: Axis = Axis("angle", 40.0, 64.0, 240),
-    spin: float = 0.0,
+    spin: float | Axis = 0.0,
     lateral: float = 0.0,
     distance: float = FREE_THROW_DISTANCE,
     height: float = FREE_THROW_HEIGHT,
@@ -118,29 +118,34 @@ def shot_map(
     ``t_contact``, ``t_rim``, ``t_slip`` and ``t_end`` (:func:`rollax.systems.shot.shot_summary`);
     ``dataset`` the same, labelled. The axes must be named
     ``speed`` (m/s) and ``angle`` (degrees); ``spin`` (backspin, Hz), ``lateral`` (degrees),
-    ``distance`` and ``height`` (m) are fixed. ``store``/``client``: as :func:`rollax.sweep`."""
+    ``distance`` and ``height`` (m) are fixed, or ``spin`` is a third axis (a ``rollax.Axis``
+    named ``spin``): a speed x angle x backspin map, whose :func:`best_release` is the best
+    backspin too. ``store``/``client``: as :func:`rollax.sweep`."""
     shot = Shot() if shot is None else shot
-    for ax, name in ((speed, "speed"), (angle, "angle")):
+    spin_axis = isinstance(spin, Axis)
+    named = [(speed, "speed"), (angle, "angle")] + ([(spin, "spin")] if spin_axis else [])
+    for ax, name in named:
         if not isinstance(ax, Axis) or ax.name != name:
             raise ValueError(
                 f"{name} = {ax!r} is not allowed: it must be a rollax.Axis named {name!r}"
             )
     # the grid's corners are releases too (a negative speed or a vertical angle is none)
+    spins = (spin.lo, spin.hi) if isinstance(spin, Axis) else (spin,)
     for sp_ in (speed.lo, speed.hi):
         for an_ in (angle.lo, angle.hi):
-            _check_release(sp_, an_, spin, lateral, distance, height)
+            for sn_ in spins:
+                _check_release(sp_, an_, sn_, lateral, distance, height)
     _number("t_max", t_max, lambda x: x > 0, "a finite number > 0 (s)")
-    start = functools.partial(
-        release,
-        spin=float(spin),
-        lateral=float(lateral),
-        distance=float(distance),
-        height=float(height),
-        rim_height=float(shot.rim_height),
+    fixed = dict(lateral=float(lateral), distance=float(distance), height=float(height))
+    if not isinstance(spin, Axis):
+        fixed["spin"] = float(spin)
+    start = functools.partial(release, rim_height=float(shot.rim_height), **fixed)
+    backspin = (
+        f"backspin {spin.lo}-{spin.hi} Hz" if isinstance(spin, Axis) else f"backspin {spin} Hz"
     )
     return sweep(
         shot,
-        [speed, angle],
+        [speed, angle] + ([spin] if isinstance(spin, Axis) else []),
         start=start,
         t1=t_max,
         summary=shot_summary,
@@ -153,7 +158,7 @@ def shot_map(
         atol=atol,
         attrs={
             "release": f"{distance} m in front of the hoop's centre, {height} m high, "
-            f"backspin {spin} Hz, lateral {lateral} degrees"
+            f"{backspin}, lateral {lateral} degrees"
         },
         **solver_options,
     )
@@ -243,17 +248,18 @@ def probability_map(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: f
     """The make probability of every release of a :func:`shot_map` under the shooter's scatter:
     the made indicator convolved with the Gaussian of the scatter on the map's grid (releases
     scattered beyond the map count as misses, so the edges are low). Returns an array of the
-    map's shape."""
+    map's shape (a speed x angle x backspin map: each backspin's map convolved on its own, the
+    backspin having no scatter)."""
     from scipy.ndimage import gaussian_filter
 
     made = np.asarray(result.outcome == ShotOutcome.MADE, float)
-    for a in result.axes:
+    for a in result.axes[:2]:
         if a.spacing != "linear":
             raise ValueError(
                 f"{a.name} axis spacing = {a.spacing!r} is not allowed: the probability map "
                 f"needs an evenly spaced grid (spacing 'linear')"
             )
-    (sp, an) = (a.values for a in result.axes)
+    sp, an = (a.values for a in result.axes[:2])
     dv, da = float(sp[1] - sp[0]), float(an[1] - an[0])
     coarse = [
         f"the {name} step {step:.3g} {unit} exceeds {sd_name} = {sd:g}"
@@ -270,14 +276,18 @@ def probability_map(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: f
             UserWarning,
             stacklevel=2,
         )
-    return gaussian_filter(made, sigma=(sd_speed / dv, sd_angle / da), mode="constant", cval=0.0)
+    sigma = (sd_speed / dv, sd_angle / da) + (0.0,) * (made.ndim - 2)
+    return gaussian_filter(made, sigma=sigma, mode="constant", cval=0.0)
 
 
 def best_release(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: float = SD_ANGLE):
     """The release of a :func:`shot_map` with the largest make probability under the scatter
-    (:func:`probability_map`): ``(speed, angle, probability)``; a warning when it lies within
-    2 sd of the map's edge (where the map's estimate is low)."""
+    (:func:`probability_map`): ``(speed, angle, probability)``, or ``(speed, angle, spin,
+    probability)`` for a speed x angle x backspin map; a warning when it lies within 2 sd of the
+    map's speed or angle edge (where the map's estimate is low) or at an end of its backspin
+    axis (a better backspin may lie beyond)."""
     p = probability_map(result, sd_speed, sd_angle)
+    values = [a.values for a in result.axes]
     if not np.any(p > 0):
         warnings.warn(
             "no release of the map goes in: there is no best release (the first grid point "
@@ -285,11 +295,11 @@ def best_release(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: floa
             UserWarning,
             stacklevel=2,
         )
-        sp, an = (a.values for a in result.axes)
-        return float(sp[0]), float(an[0]), 0.0
-    i, k = np.unravel_index(int(np.argmax(p)), p.shape)
-    sp, an = (a.values for a in result.axes)
-    v, a = float(sp[i]), float(an[k])
+        return tuple(float(v[0]) for v in values) + (0.0,)
+    idx = np.unravel_index(int(np.argmax(p)), p.shape)
+    best = tuple(float(v[i]) for v, i in zip(values, idx))
+    sp, an = values[:2]
+    v, a = best[:2]
     near = [
         name
         for name, x, sd, lo, hi in (
@@ -306,4 +316,11 @@ def best_release(result: SweepResult, sd_speed: float = SD_SPEED, sd_angle: floa
             UserWarning,
             stacklevel=2,
         )
-    return v, a, float(p[i, k])
+    if len(values) == 3 and len(values[2]) > 1 and idx[2] in (0, len(values[2]) - 1):
+        warnings.warn(
+            f"the best backspin ({best[2]:.4g} Hz) is at an end of the map's backspin axis "
+            f"({values[2][0]:.4g}-{values[2][-1]:.4g} Hz): a better one may lie beyond; widen it",
+            UserWarning,
+            stacklevel=2,
+        )
+    return best + (float(p[idx]),)
