@@ -259,8 +259,9 @@ class Shot(AbstractSystem):
         ``Rim.centre`` made the shot map's step 2.3x dearer, benchmarks/RESULTS.md, stop 42.)"""
         sb, cb = sincos(beta)
         sa, ca = sincos(alpha)
-        D = self.R - (self.r + self.a) * cb
-        return jnp.stack([D * sa, -D * ca, (self.r + self.a) * sb])
+        rho = self.rim.rho
+        D = self.R - rho * cb
+        return jnp.stack([D * sa, -D * ca, rho * sb])
 
     def flight_state(self, y, mode):
         """The 3-D state (centre, velocity, spin) of a state ``y`` in any mode: ``y`` itself in
@@ -272,22 +273,20 @@ class Shot(AbstractSystem):
 
     def _alpha_rate(self, y6):
         """alpha-dot (19) of a physical rim state ``(x, u1, u3)``."""
-        rho = self.r + self.a
-        return (y6[4] - self.r * y6[3]) / (self.R - rho * jnp.cos(y6[0]))
+        return (y6[4] - self.r * y6[3]) / (self.R - self.rim.rho * jnp.cos(y6[0]))
 
     def reset(self, t, y, mode, aux, event):
         rim = self.rim
         flying = mode == FLIGHT
         on_rim_now = ~flying
         rim_mode = jnp.maximum(mode - 1, 0)
-        # the physical rim state (the layer's slip made explicit) and its flight state
+        # the physical rim state (the layer's slip made explicit), and the 3-D state of any mode
         y6 = _slip.physical_state(y[:6], rim_mode, rim)
-        y_off = self.to_flight(jnp.concatenate([y6, y[ALPHA : ALPHA + 1]]))
+        y_pre = self.flight_state(y, mode)
         # a ball on the rim leaves it at the separation, or where it meets the board (then the
         # board's impact acts on its flight state)
         separated = on_rim_now & (event == SEPARATION)
         left = separated | (on_rim_now & (event == BOARD))
-        y_pre = jnp.where(on_rim_now, y_off, y)
         c, v, omega = y_pre[:3], y_pre[3:6], y_pre[6:9]
         x_b, w, z_lo, z_hi = self._board()
         on_board = event == BOARD
