@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|fused18|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|fused18|shot1|shot2|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -176,6 +176,27 @@ elif [ "$what" = fused18 ]; then
   step 90 python3 benchmarks/bench_basin.py --backend queue --panels none --sample 4 --repeat 3 --json "$OUT/basin_queue.json"
   step 60 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
   step 300 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 -m pytest -q -x -p no:cacheprovider tests/integrate/test_solve.py tests/integrate/test_ensemble.py tests/drivers/test_sweep.py tests/integrate/test_fused.py
+  rm -f "$OUT/pip.log"
+elif [ "$what" = shot1 ]; then
+  # stop 43 (one call): issue 40's free-throw map on the GPU, the queue (one lane per release)
+  # then the fused kernel, each against the CPU's reference map (runs/stop43/shot_ref*.npz);
+  # meanwhile, on the machine's quiet CPU cores (JAX_PLATFORMS=cpu), issue 36's gradient
+  # benchmark (each case in its own process) and bench_optimize, the code before issue 36's work
+  ( JAX_PLATFORMS=cpu timeout 470 python3 benchmarks/bench_gradients.py --repeat 20 --out "$OUT/grad" >"$OUT/grad.log" 2>&1; echo "   (rc $?)" >>"$OUT/grad.log" ) &
+  ( JAX_PLATFORMS=cpu timeout 470 python3 benchmarks/bench_optimize.py --starts 2 >"$OUT/opt.log" 2>&1; echo "   (rc $?)" >>"$OUT/opt.log" ) &
+  step 150 python3 benchmarks/gpu/shot_gpu.py --backend queue --ref benchmarks/gpu/runs/stop43/shot_ref.npz --json "$OUT/shot_queue.json"
+  step 240 python3 benchmarks/gpu/shot_gpu.py --backend fused --ref benchmarks/gpu/runs/stop43/shot_ref.npz --json "$OUT/shot_fused.json"
+  step 80 python3 benchmarks/gpu/shot_gpu.py --backend queue --spin 3 --ref benchmarks/gpu/runs/stop43/shot_ref_spin3.npz --json "$OUT/shot_spin3.json"
+  wait
+  grep -v "^WARNING\|^W0000\|^I0000" "$OUT/grad.log" | tail -n 16
+  grep -v "^WARNING\|^W0000\|^I0000" "$OUT/opt.log" | tail -n 12
+  rm -f "$OUT/pip.log"
+elif [ "$what" = shot2 ]; then
+  # stop 43, second call: shot1's fused kernel failed to trace (jax 0.11's unstack rule, fixed)
+  # and the queue did not finish the 360 x 240 map in 150 s. Now: the fused map against the
+  # CPU's reference; then the queue's compile alone, on a 36 x 24 map
+  step 250 python3 benchmarks/gpu/shot_gpu.py --backend fused --ref benchmarks/gpu/runs/stop43/shot_ref.npz --json "$OUT/shot_fused.json"
+  step 130 python3 benchmarks/gpu/shot_gpu.py --backend queue --grid 36 24 --repeat 2 --json "$OUT/shot_queue_small.json"
   rm -f "$OUT/pip.log"
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the

@@ -36,8 +36,10 @@ def _run(fn, *args):
 
 def _indexing(y, k):
     a = y[0] * jnp.sin(y[1:3]).sum() + jnp.dot(y[:2], y[2:4])
+    y0, y1, y2, y3 = y  # jax 0.11: one ``unstack``; its elements then go into a select
     return (
         jnp.stack([a, y[k], y[-1], jnp.take(y, k + 1, mode="clip")]),
+        jnp.where(y0 > y1, y2, y3),
         y.at[k].set(-1.0),
         y.at[k].add(2.0),
         y[::-1],
@@ -150,6 +152,23 @@ def test_scan_counts_are_read_from_either_jax_layout():
         1.0, jnp.ones(3)
     ).eqns[0]
     assert _soa._scan_split(eqn.params) == (0, 1)
+
+
+def test_unstack_gives_each_element_as_an_array():
+    """jax 0.11 unpacks a vector (``a, b = y``) by the ``unstack`` primitive. Its rule gave the
+    bare ``(B,)`` element of a vector, which the next rule could not broadcast: the shot's
+    fused kernel failed on the H100 (jax 0.11.2) with ``TracerArrayConversionError``."""
+    els = [jnp.full((4,), float(i)) for i in range(6)]
+    for shape, axis in (((3,), 0), ((2, 3), 0), ((2, 3), 1)):
+        x = _soa.lane_array(els[: int(np.prod(shape))], shape)
+        outs = _soa._Eval(4).r_unstack([x], {"axis": axis}, None)
+        assert len(outs) == shape[axis]
+        for i, o in enumerate(outs):
+            assert isinstance(o, np.ndarray) and o.dtype == object
+            rest = shape[:axis] + shape[axis + 1 :]
+            assert o.shape == rest
+            for idx in np.ndindex(rest):
+                assert o[idx] is x[idx[:axis] + (i,) + idx[axis:]]
 
 
 def test_an_unsupported_primitive_is_named():

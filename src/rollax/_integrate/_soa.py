@@ -266,8 +266,11 @@ class _Eval:
         return np.stack(ins, axis=p.get("axis", 0))
 
     def r_unstack(self, ins, p, eqn):
+        # x[i, ...], not x[i]: a vector's element must stay a 0-d object array (jax 0.11's
+        # tuple unpacking of a vector is this primitive; x[i] gave the bare element, found on
+        # the H100 by the shot's kernel, stop 43)
         x = np.moveaxis(ins[0], p.get("axis", 0), 0)
-        return [x[i] for i in range(x.shape[0])]
+        return [x[i, ...] for i in range(x.shape[0])]
 
     def r_slice(self, ins, p, eqn):
         strides = p["strides"] or (1,) * len(p["start_indices"])
