@@ -418,3 +418,32 @@ def test_bad_save_times_are_refused_in_one_line():
     ]:
         with pytest.raises(ValueError, match=match):
             rollax.solve_ensemble(ball, y0s, 0.0, 5.0, ts=ts)
+
+
+def test_one_compiled_queue_serves_every_size_of_a_class(balls, caplog):
+    """The queue's rows are padded to a size class (``queue.size_class``), so that ensembles of
+    different sizes in one class reuse one compiled kernel (measured: ``make_probability``
+    compiled the shot's 23 s kernel again for every n), and the padding changes no result."""
+    system, _, y0s, _ = balls
+    rng = np.random.default_rng(3)
+    y = np.concatenate([y0s, y0s * rng.uniform(0.8, 1.2, y0s.shape)])
+    n1, n2 = len(y) - 7, len(y)
+    assert queue.size_class(n1) == queue.size_class(n2)
+    kw = dict(KW, lanes=16)  # a kernel no other test compiles
+
+    def kernels_compiled(n):
+        caplog.clear()
+        jax.config.update("jax_log_compiles", True)
+        try:
+            with caplog.at_level("WARNING"):
+                sol = rollax.solve_ensemble(system, y[:n], 0.0, 100.0, **kw)
+        finally:
+            jax.config.update("jax_log_compiles", False)
+        return sol, [r.getMessage() for r in caplog.records if "jit(block)" in r.getMessage()]
+
+    a, first = kernels_compiled(n1)
+    b, second = kernels_compiled(n2)
+    assert first, "the first call compiled no kernel: the check below would prove nothing"
+    assert not second, second
+    for f in ("t", "y", "status", "event", "steps", "counts"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f)[:n1], err_msg=f)

@@ -158,3 +158,18 @@ def test_constant_components_are_carried(n_constant):
             t += 2 * v_land / g
         assert abs(res.t[i] - t) < 1e-10
         assert res.y[i, 2] == s / 8  # the constant is exact: three halvings, never integrated
+
+
+def test_size_classes_bound_the_padding():
+    """Every n gets the smallest class 2^k (5, 6, 7, 8) at or above it (at least the floor):
+    four classes per octave, so the padding above the floor is under a quarter of n."""
+    rng = np.random.default_rng(0)
+    ns = np.unique(np.concatenate([rng.integers(1, 1 << 22, 400), [1, 4095, 4096, 4097]]))
+    classes = {m << k for k in range(30) for m in (5, 6, 7, 8)}
+    for n in ns:
+        w = queue.size_class(int(n))
+        assert w >= max(n, queue.SIZE_FLOOR)
+        assert w == queue.SIZE_FLOOR or w in classes
+        if n > queue.SIZE_FLOOR:
+            assert w - n < n / 4 and min(c for c in classes if c >= n) == w
+    assert queue.size_class(10, floor=1) == 10 and queue.size_class(9, floor=1) == 10

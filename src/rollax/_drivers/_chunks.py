@@ -40,6 +40,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from tqdm.auto import tqdm
 
+from rollax._integrate.queue import size_class
+
 _POLL = 0.05  # seconds between looks at the interrupt flag
 
 
@@ -212,9 +214,7 @@ def chunk_width(n: int, chunk_size: int) -> int:
     four per octave."""
     if n >= chunk_size:
         return chunk_size
-    k = max(n - 1, 1).bit_length() - 3  # 2^(k+2) < n <= 2^(k+3): n needs 5, 6, 7 or 8 x 2^k
-    width = next(m << k for m in (5, 6, 7, 8) if m << k >= n) if k > 0 else 8
-    return min(chunk_size, max(4096, width))
+    return min(chunk_size, size_class(n))
 
 
 def run_chunked(

@@ -203,7 +203,10 @@ def solve_ensemble(
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
     meaningless (the padding of a chunk). ``progress(finished)``: called about every second
     (the queue's slices) with the number of starts finished so far (the results do not change); an
-    exception it raises stops the solve. Returns a :class:`rollax.Solution` of NumPy arrays
+    exception it raises stops the solve. The work queue compiles its kernel for a size class
+    of N (``rollax._integrate.queue.size_class``: at least 4096 rows, then four classes per
+    octave; the rows beyond N are invalid starts), so that calls with other N of the same
+    class reuse it. Returns a :class:`rollax.Solution` of NumPy arrays
     with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """
     on_device = _ON_DEVICE.get()

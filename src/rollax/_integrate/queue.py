@@ -1223,6 +1223,22 @@ def _program(
 #: 18-23 slices and 0.17-0.46 s longer than with 1 s (6-7 slices; benchmarks/RESULTS.md).
 _SLICE_S = 1.0
 
+#: The fewest rows the work queue is compiled for: a smaller ensemble is padded to it.
+SIZE_FLOOR = 4096
+
+
+def size_class(n: int, floor: int = SIZE_FLOOR) -> int:
+    """The rows of starts the work queue is compiled for when it runs ``n`` starts: the
+    smallest size class ``2^k * (5, 6, 7, 8)`` (four per octave) at or above ``n``, and at
+    least ``floor``. The rows are part of the compiled program's shapes, so every ensemble size
+    of one class reuses one program (measured, the shot: ``make_probability`` with n = 256 and
+    then n = 300 compiled twice, 23 s each; benchmarks/RESULTS.md, stop 43), while the padding
+    stays under a quarter of ``n`` above ``floor``. Padding rows are invalid starts: the
+    kernel's set-up and records only, no steps."""
+    k = max(n - 1, 1).bit_length() - 3  # 2^(k+2) < n <= 2^(k+3): n needs 5, 6, 7 or 8 x 2^k
+    width = next(m << k for m in (5, 6, 7, 8) if m << k >= n) if k > 0 else 8
+    return max(floor, width)
+
 
 def run(
     f: Callable,
@@ -1342,7 +1358,8 @@ def run(
         )
     valid = np.ones(N, bool) if valid is None else np.asarray(valid, bool)
     leaves, args_def, batched = _split_args(args, args_batched, N)
-    per = -(-max(N, 1) // n_dev)
+    # the rows padded to a size class (one compiled program per class), split over devices
+    per = -(-size_class(max(N, 1)) // n_dev)
     pad = per * n_dev - N
 
     def shard(x, repeat=False):
