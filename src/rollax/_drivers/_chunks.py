@@ -40,8 +40,6 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from tqdm.auto import tqdm
 
-from rollax._integrate.queue import size_class
-
 _POLL = 0.05  # seconds between looks at the interrupt flag
 
 
@@ -214,7 +212,10 @@ def chunk_width(n: int, chunk_size: int) -> int:
     four per octave."""
     if n >= chunk_size:
         return chunk_size
-    return min(chunk_size, size_class(n))
+    # (imported here: the CLI's --help imports this module and must not load JAX)
+    from rollax._integrate.queue import size_class
+
+    return min(chunk_size, size_class(n, floor=4096))
 
 
 def run_chunked(

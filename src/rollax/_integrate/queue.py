@@ -1227,7 +1227,7 @@ _SLICE_S = 1.0
 SIZE_FLOOR = 4096
 
 
-def size_class(n: int, floor: int = SIZE_FLOOR) -> int:
+def size_class(n: int, floor: int | None = None) -> int:
     """The rows of starts the work queue is compiled for when it runs ``n`` starts: the
     smallest size class ``2^k * (5, 6, 7, 8)`` (four per octave) at or above ``n``, and at
     least ``floor``. The rows are part of the compiled program's shapes, so every ensemble size
@@ -1237,7 +1237,7 @@ def size_class(n: int, floor: int = SIZE_FLOOR) -> int:
     kernel's set-up and records only, no steps."""
     k = max(n - 1, 1).bit_length() - 3  # 2^(k+2) < n <= 2^(k+3): n needs 5, 6, 7 or 8 x 2^k
     width = next(m << k for m in (5, 6, 7, 8) if m << k >= n) if k > 0 else 8
-    return max(floor, width)
+    return max(SIZE_FLOOR if floor is None else floor, width)
 
 
 def run(
