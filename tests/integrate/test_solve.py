@@ -373,3 +373,35 @@ def test_dense_output_is_refused_where_it_cannot_hold():
         ValueError, match=r"no dense output: solve with rollax.solve\(\.\.\., dense"
     ):
         sol.evaluate(1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_save_times_of_one_class_reuse_the_compiled_solve(seed, caplog):
+    """``ts`` is padded to a size class (16, then four per octave) by repeating its last time:
+    another number of save times of the same class compiles nothing again (issue 36: every
+    change of saving compiled afresh), and the rows asked for are those of a longer run."""
+    rng = np.random.default_rng(seed)
+    ball = BouncingBall(n_bounces=3, e=float(rng.uniform(0.5, 0.9)))
+    y0 = jnp.array([float(rng.uniform(0.5, 2.0)), float(rng.uniform(-1.0, 1.0))])
+    ts = np.sort(rng.uniform(0.0, 3.0, 13))
+    kw = dict(TOL, max_resets=7 + seed)  # a program no other test compiles
+    short = rollax.solve(ball, y0, 0.0, 10.0, ts=ts[:9], **kw)
+    jax.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level("WARNING"):
+            long = rollax.solve(ball, y0, 0.0, 10.0, ts=ts, **kw)
+    finally:
+        jax.config.update("jax_log_compiles", False)
+    compiled = [r.getMessage() for r in caplog.records if "jit(_solve)" in r.getMessage()]
+    assert not compiled, compiled
+    assert short.ys.shape == (9, 2) and long.ys.shape == (13, 2)
+    np.testing.assert_array_equal(np.asarray(short.ys), np.asarray(long.ys)[:9])
+    # and a class of its own does compile (the check above can see a compile)
+    caplog.clear()
+    jax.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level("WARNING"):
+            rollax.solve(ball, y0, 0.0, 10.0, ts=np.linspace(0.0, 3.0, 17), **kw)
+    finally:
+        jax.config.update("jax_log_compiles", False)
+    assert any("jit(_solve)" in r.getMessage() for r in caplog.records)
