@@ -668,8 +668,8 @@ def solve(
     if jump_ts is not None:
         t0, y0 = _over_the_gap(system, t0, y0, mode, jump_ts)
     f = jnp.asarray
-    m = None if ts is None else ts.shape[0]
-    if ts is not None:
+    m = None if ts is None else int(ts.shape[0])
+    if ts is not None and m is not None:
         # the save times padded to a size class by repeating the last one, so that other
         # numbers of save times of one class reuse the compiled solve (each new m compiled it
         # again, 9-14 s of CPU for a small hybrid system: issue 36); the extra rows are cut
