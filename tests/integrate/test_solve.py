@@ -385,23 +385,21 @@ def test_save_times_of_one_class_reuse_the_compiled_solve(seed, caplog):
     y0 = jnp.array([float(rng.uniform(0.5, 2.0)), float(rng.uniform(-1.0, 1.0))])
     ts = np.sort(rng.uniform(0.0, 3.0, 13))
     kw = dict(TOL, max_resets=7 + seed)  # a program no other test compiles
-    short = rollax.solve(ball, y0, 0.0, 10.0, ts=ts[:9], **kw)
-    jax.config.update("jax_log_compiles", True)
-    try:
-        with caplog.at_level("WARNING"):
-            long = rollax.solve(ball, y0, 0.0, 10.0, ts=ts, **kw)
-    finally:
-        jax.config.update("jax_log_compiles", False)
-    compiled = [r.getMessage() for r in caplog.records if "jit(_solve)" in r.getMessage()]
-    assert not compiled, compiled
+
+    def solve_logged(ts_):  # the solution, and whether JAX compiled the solve for it
+        caplog.clear()
+        jax.config.update("jax_log_compiles", True)
+        try:
+            with caplog.at_level("WARNING"):
+                sol = rollax.solve(ball, y0, 0.0, 10.0, ts=ts_, **kw)
+        finally:
+            jax.config.update("jax_log_compiles", False)
+        return sol, any("jit(_solve)" in r.getMessage() for r in caplog.records)
+
+    short, _ = solve_logged(ts[:9])
+    long, compiled = solve_logged(ts)
+    assert not compiled
     assert short.ys.shape == (9, 2) and long.ys.shape == (13, 2)
     np.testing.assert_array_equal(np.asarray(short.ys), np.asarray(long.ys)[:9])
     # and a class of its own does compile (the check above can see a compile)
-    caplog.clear()
-    jax.config.update("jax_log_compiles", True)
-    try:
-        with caplog.at_level("WARNING"):
-            rollax.solve(ball, y0, 0.0, 10.0, ts=np.linspace(0.0, 3.0, 17), **kw)
-    finally:
-        jax.config.update("jax_log_compiles", False)
-    assert any("jit(_solve)" in r.getMessage() for r in caplog.records)
+    assert solve_logged(np.linspace(0.0, 3.0, 17))[1]
