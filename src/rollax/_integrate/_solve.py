@@ -62,6 +62,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from rollax._core import _eventlog
 
 from rollax._integrate import dopri5
+from rollax._integrate.queue import size_class
 from rollax._core._eventlog import SAVE_EVENTS_MAX
 from rollax._core._solution import Solution, Status
 from rollax._core._system import AbstractSystem
@@ -668,12 +669,14 @@ def solve(
     if jump_ts is not None:
         t0, y0 = _over_the_gap(system, t0, y0, mode, jump_ts)
     f = jnp.asarray
-    m = None if ts is None else int(ts.shape[0])
-    if ts is not None and m is not None:
-        # the save times padded to a size class by repeating the last one, so that other
-        # numbers of save times of one class reuse the compiled solve (each new m compiled it
-        # again, 9-14 s of CPU for a small hybrid system: issue 36); the extra rows are cut
-        ts = jnp.concatenate([ts, jnp.broadcast_to(ts[-1:], (_ts_class(m) - m,))])
+    m = None
+    if ts is not None:
+        # the save times padded to a size class (at least 16) by repeating the last one, so
+        # that other numbers of save times of one class reuse the compiled solve (each new m
+        # compiled it again, 9-14 s of CPU for a small hybrid system: issue 36); the extra
+        # rows are cut below
+        m = int(ts.shape[0])
+        ts = jnp.concatenate([ts, jnp.broadcast_to(ts[-1:], (size_class(m, floor=16) - m,))])
     sol = _solve(
         system,
         y0,
@@ -691,14 +694,6 @@ def solve(
     if m is None or sol.ys is None or sol.ys.shape[0] == m:
         return sol
     return eqx.tree_at(lambda s: s.ys, sol, sol.ys[:m])
-
-
-def _ts_class(m: int) -> int:
-    """The number of save times a solve is compiled for when ``m`` are asked: at least 16,
-    then four classes per octave (``queue.size_class``)."""
-    from rollax._integrate.queue import size_class
-
-    return size_class(m, floor=16)
 
 
 def _initial_mode(system, t0, y0):
