@@ -269,3 +269,20 @@ def test_one_kernel_of_the_program_lowers_alone_and_bad_phases_are_refused():
         r"has no reset map",
     ):
         rollax.fused_program(osc, y0s, 0.0, t1, phase="serve")
+
+
+def test_chunk_rows_are_classes_with_a_gpu_floor():
+    # generated chunk sizes: every size of one class gets one row count (one compiled kernel)
+    from rollax._integrate.queue import SIZE_FLOOR
+
+    rng = np.random.default_rng(5)
+    for n in np.concatenate([np.arange(1, 70), rng.integers(1, 1 << 20, 300)]).tolist():
+        for block in (8, 32, 128):
+            off = _fused.rows(n, block, "interpret")
+            on = _fused.rows(n, block, "gpu")
+            assert off >= max(n, block) and off & (off - 1) == 0  # a power of two
+            assert off < 2 * max(n, block)  # no more than one octave of padding
+            assert _fused.rows(n, block, "vmap") == off
+            assert on == max(off, SIZE_FLOOR)
+    # one kernel for every GPU ensemble up to the floor
+    assert {_fused.rows(n, 32, "gpu") for n in range(1, SIZE_FLOOR + 1)} == {SIZE_FLOOR}

@@ -21,6 +21,7 @@ results agree with the queue's to rounding: the conformance test holds them to i
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from typing import Any, Callable, NamedTuple
@@ -379,6 +380,18 @@ CPU_MODE = "interpret"
 BLOCK = 32
 
 
+def rows(n: int, block: int, mode: str) -> int:
+    """The rows a chunk of ``n`` starts is padded to: a power of two, at least ``block`` and,
+    compiled for a GPU, at least ``queue.SIZE_FLOOR``. The rows are part of the compiled
+    kernel's shapes, so every chunk of one class reuses it; on a GPU a compile takes
+    minutes (the shot's four kernels: 100 s on an H100, stop 43) and a padding row is an
+    invalid start that ends in the set-up, so every ensemble of up to 4096 starts shares one
+    program. Off a GPU (interpret mode, vmap) padding rows cost their set-up each: only the
+    power of two."""
+    m = max(block, _pow2(n))
+    return max(m, E.SIZE_FLOOR) if mode == "gpu" else m
+
+
 @functools.lru_cache(maxsize=16)
 def _runner(pb, shapes: tuple, mode: str, B: int, num_warps: int) -> jax.stages.Wrapped:
     """The compiled fused solve of ``pb`` for per-start inputs of ``shapes`` ((d,), (p,), the
@@ -458,9 +471,9 @@ def solve(
     """The fused solve of every start (``queue.run``'s inputs, one device):
     ``(status, event, t, y, counts, t_first, steps, resets, aux, rejected)`` as NumPy arrays
     (``device``: as JAX arrays left on the device, for work that continues there). The starts
-    go in chunks of ``chunk`` (progress is reported after each); each chunk is padded to a
-    power of two (at least ``block``) with invalid starts, which end at once: the kernel is
-    compiled once per size class, not per size. ``block`` and ``num_warps`` (default:
+    go in chunks of ``chunk`` (progress is reported after each); each chunk is padded
+    (:func:`rows`: a power of two, at least ``block``, and at least 4096 on a GPU) with invalid
+    starts, which end at once: the kernel is compiled once per size class, not per size. ``block`` and ``num_warps`` (default:
     :data:`BLOCK` and 1, or the environment's ``ROLLAX_FUSED_BLOCK`` and
     ``ROLLAX_FUSED_WARPS``, for tuning) shape the Pallas programs."""
     N = y0s.shape[0]
@@ -477,7 +490,7 @@ def solve(
     chunk = max(block, chunk - chunk % block)
     for lo in range(0, N, chunk):
         hi = min(N, lo + chunk)
-        m = max(block, _pow2(hi - lo))
+        m = rows(hi - lo, block, mode)
 
         def pad(x):
             # the chunk's rows to the device, padded there with its first row (no copy on the
@@ -594,7 +607,35 @@ def lower(pb, y0s, aux, bargs, sargs, sc, platform: str | None = "cuda", phase: 
         sc_arr,
     )
     traced = runner.trace(*args)
-    return traced.lower(lowering_platforms=(platform,)) if platform else traced.lower()
+    if not platform:
+        return traced.lower()
+    with _without_gpu(platform):
+        return traced.lower(lowering_platforms=(platform,))
+
+
+@contextlib.contextmanager
+def _without_gpu(platform: str):
+    """Lower Pallas-Triton kernels for a CUDA GPU on a machine without one: the compute
+    capability of an H100 (9.0). Jax 0.10 falls back to it by itself; jax 0.11 asks for an
+    abstract GPU device instead ("No supported GPU devices found"), and an abstract mesh
+    around the trace fails (the kernel's trace folds constants with eager JAX calls, which
+    jax refuses under an abstract-only mesh), so its device query is answered here, for the
+    lowering only."""
+    try:
+        from jax._src.pallas.triton import gpu_info, pallas_call_registration as reg
+    except ImportError:  # (jax 0.10: no such module, and nothing to answer)
+        yield
+        return
+    query = getattr(reg, "gpu_info_lib", None)
+    if platform != "cuda" or jax.default_backend() == "gpu" or query is not gpu_info:
+        yield
+        return
+    asked = gpu_info.get_gpu_info
+    gpu_info.get_gpu_info = lambda: gpu_info.get_gpu_info_from_version(gpu_info.GpuVersion.H100)
+    try:
+        yield
+    finally:
+        gpu_info.get_gpu_info = asked
 
 
 def run(pb, y0s, aux, valid, bargs, sargs, sc, progress=None, device: bool = False) -> tuple:
