@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|fused18|shot1|shot2|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|fused18|shot1|shot2|sizes|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -197,6 +197,13 @@ elif [ "$what" = shot2 ]; then
   # CPU's reference; then the queue's compile alone, on a 36 x 24 map
   step 250 python3 benchmarks/gpu/shot_gpu.py --backend fused --ref benchmarks/gpu/runs/stop43/shot_ref.npz --json "$OUT/shot_fused.json"
   step 130 python3 benchmarks/gpu/shot_gpu.py --backend queue --grid 36 24 --repeat 2 --json "$OUT/shot_queue_small.json"
+  rm -f "$OUT/pip.log"
+elif [ "$what" = sizes ]; then
+  # prepared in stop 44: the fused path's chunks padded to at least 4096 rows on a GPU, so the
+  # ball's kernels compile once for N = 300, 1000 and 4096 (and again for 5000: 8192 rows);
+  # then lowering without the abstract-device question (rollax.fused_program) on this image
+  step 300 python3 benchmarks/gpu/sizes_gpu.py
+  step 120 python3 -m pytest -q -p no:cacheprovider tests/integrate/test_fused.py -k "lowers or phase or chunk_rows"
   rm -f "$OUT/pip.log"
 elif [ "$what" = compile ]; then
   # the fused kernel's compile time against its size (Triton IR bytes; the CPU measures the
