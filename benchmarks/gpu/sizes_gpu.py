@@ -70,7 +70,11 @@ def main():
     # the expectation: compiles only on the first call (n = 300) and for n = 5000 (8192 rows)
     later = [r["wall_s"] for r, n in zip(summary[1:], sizes[1:]) if n <= 4096]
     ok = all(w < 0.2 * summary[0]["wall_s"] for w in later)
-    print(json.dumps(dict(one_compile_up_to_4096=ok, all_equal=all(r["first_rows_equal"] for r in summary))))
+    print(
+        json.dumps(
+            dict(one_compile_up_to_4096=ok, all_equal=all(r["first_rows_equal"] for r in summary))
+        )
+    )
 
 
 if __name__ == "__main__":
