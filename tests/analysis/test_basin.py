@@ -239,6 +239,9 @@ def test_the_figure_names_what_differs_and_uses_colour_blind_safe_colours():
     assert "r =" not in t and "mu" not in t  # defaults and the rolling model's unused mu
     t = basin_title(basin_map(Rim(mu=0.5), slip=SlipSettings(), **small))
     assert r"slipping, $\mu$ = 0.5" in t
+    # the fixed state components and the time cap with their units (a new-user review)
+    assert r"$\omega_2$ = 35 1/s" in t and r"$\omega_3$ = 10 1/s" in t, t
+    assert r"$t_{max}$ = 60 s" in t, t
     # periodic, in and out stay apart for a red-green colour-blind reader, who sees mostly
     # lightness and the blue-yellow axis: each pair differs in one of them (the old green
     # #2ca02c and red #d62728 differed by 0.08 and 0.11: they failed this)
@@ -248,3 +251,22 @@ def test_the_figure_names_what_differs_and_uses_colour_blind_safe_colours():
         light = abs(ca @ [0.299, 0.587, 0.114] - cb @ [0.299, 0.587, 0.114])
         blue_yellow = abs((ca[2] - (ca[0] + ca[1]) / 2) - (cb[2] - (cb[0] + cb[1]) / 2))
         assert light > 0.15 or blue_yellow > 0.3, (a, b)
+
+
+def test_a_beta_range_beyond_an_angle_is_refused():
+    # beta is the ball's angle around the tube: 1e300 ran, and its starts all "failed"
+    rng = np.random.default_rng(4)
+    for _ in range(6):
+        inside = float(rng.uniform(-3.0, 3.0))
+        lo, hi = (
+            (inside, float(rng.choice([4.0, 1e300]))) if rng.uniform() < 0.5 else (-7.0, inside)
+        )
+        with pytest.raises(ValueError, match="beta = .* outside the allowed range"):
+            basin_map(x=Axis("beta", lo, hi, 3), y=Axis("omega1", -1.0, 1.0, 2), progress=False)
+    with pytest.raises(ValueError, match="beta = 5.0 is outside"):
+        basin_map(
+            x=Axis("omega1", -1.0, 1.0, 3),
+            y=Axis("omega2", 30.0, 40.0, 2),
+            fixed={"beta": 5.0, "omega3": 10.0},
+            progress=False,
+        )

@@ -198,6 +198,12 @@ def test_cli_summary(capsys, tmp_path):
     for k in ("beta_star", "beta_hat", "beta_tilde", "v_min_A", "v_min_B", "v_min_C"):
         assert isinstance(out[k], float)
     assert out["beta_tilde"] == pytest.approx(math.pi / 4)
+    # every number has its unit (a new-user review: none had)
+    units = out["units"]
+    assert units["beta_star"] == "rad" and units["v_min_*"] == "m/s"
+    assert units["parameters.g"] == "m/s^2" and set(out["parameters"]) == {
+        k.split(".")[1] for k in units if k.startswith("parameters.")
+    }
     # a different ball: larger friction enlarges the realisable set, region C gets cheaper
     assert main(["steady", "--summary", "--mu", "2.0", "--R", "0.3"]) == 0
     out2 = json.loads(capsys.readouterr().out)
@@ -237,3 +243,32 @@ def test_fig5_without_its_minimiser_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match="omega30_h_min is needed for Fig. 5") as info:
         plot_steady_figure(5, {}, tmp_path / "fig5.png", rim_mu=1.0)
     assert "\n" not in str(info.value) and not (tmp_path / "fig5.png").exists()
+
+
+def test_each_figure_records_its_parameters_and_units(tmp_path):
+    # found by a new-user review: fig8.npz held no parameter and no unit, and the figure said
+    # nothing of a non-default r or g
+    from PIL import Image
+
+    rng = np.random.default_rng(12)
+    for k in range(2):
+        rim = Rim(r=float(rng.uniform(0.09, 0.13)), g=float(rng.uniform(3.0, 10.0)))
+        v = float(rng.uniform(6.0, 12.0))
+        n = (8, 5)[k]
+        png = S.write_figure(n, rim, str(tmp_path), v_throw=v)
+        assert Image.open(png).size[0] > 300
+        d = np.load(tmp_path / f"fig{n}.npz")  # (no pickle: the JSON is text)
+        params, units = json.loads(str(d["parameters"])), json.loads(str(d["units"]))
+        assert params["r"] == {"value": float(rim.r), "units": "m"}
+        assert params["g"] == {"value": float(rim.g), "units": "m/s^2"}
+        assert params["v_throw"]["value"] == v
+        for name in d.files:
+            if name in ("parameters", "units"):
+                continue
+            base = name.removesuffix("_coarse").removesuffix("_nonneg")
+            assert base in units, f"{name} has no unit"
+        # the line under the plot is built from the same values
+        from rollax.plot import rim_parameters
+
+        line = rim_parameters(rim)
+        assert f"r = {float(rim.r):.4g} m" in line and f"g = {float(rim.g):.4g} m/s" in line

@@ -141,6 +141,17 @@ def test_invalid_values_of_every_option_give_one_line_and_exit_2(call, capsys):
         (["basin", "--friction", "-inf"], "--friction = -inf is not allowed"),
         (["basin", "--grid", "3", "abc"], "--grid = 'abc' is not allowed"),
         (["basin", "--rtol=--"], "--rtol = '--' is not allowed"),
+        (["basin", "--beta", "0.8", "1e300"], "--beta = 1e300 is not allowed"),
+        (["basin", "--beta", "-10", "1"], "--beta = -10 is not allowed"),
+        (["basin", "--slip-delta", "5"], "--slip-delta = 5 is not allowed without --friction"),
+        (
+            ["basin", "--slip-delta", "5", "--friction", "inf"],
+            "--slip-delta = 5 is not allowed without --friction",
+        ),
+        (
+            ["penny", "--impact", "elastic", "--e", "0.5"],
+            "--e = 0.5 is not allowed with --impact elastic",
+        ),
     ],
 )
 def test_the_cases_of_the_issue(argv, match, capsys):
@@ -184,6 +195,9 @@ def test_out_that_cannot_be_written_or_is_empty(tmp_path, capsys):
     assert main(["basin", "--grid", "2", "2", "--no-progress", "--out", str(f / "sub")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot write the output" in err
+    # it says why: the directory cannot be made (not that the disk is full: a new-user review
+    # met "only 0 B is free there" for --out /proc/nope)
+    assert "cannot be made" in err and "free" not in err, err
     assert main(["basin", "--grid", "2", "2", "--out", ""]) == 2
     assert "--out = '' is not allowed" in capsys.readouterr().err
 

@@ -1,6 +1,7 @@
 """``rollax shot``: a labelled map and its figure, resumed from its store; bad input in one line."""
 
 import json
+import warnings
 
 import numpy as np
 import xarray as xr
@@ -25,6 +26,8 @@ def test_the_command_writes_a_labelled_map_and_resumes(tmp_path, capsys):
     assert main([*args, "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
     assert sum(first["counts"].values()) == 16 * 12
+    assert first["units"]["best_release.speed"] == "m/s"
+    assert first["units"]["best_release.angle"] == "degrees"
     with xr.open_zarr(out / "shot.zarr") as ds:
         for name, v in ds.variables.items():
             assert isinstance(v.attrs.get("units"), str) and v.attrs["units"], name
@@ -40,6 +43,13 @@ def test_the_command_writes_a_labelled_map_and_resumes(tmp_path, capsys):
     assert main([*args, "--format", "netcdf"]) == 0
     with xr.open_dataset(out / "shot.nc", engine="scipy") as nc:
         assert np.array_equal(nc["make_probability"].values, p)
+    # a grid coarser than the scatter: said once (it was said twice, a new-user review)
+    coarse = ["shot", "--grid", "12", "8", "--no-progress", "--out", str(tmp_path / "c")]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert main([*coarse, "--json"]) == 0
+    msgs = [str(w.message) for w in said if "too coarse for this scatter" in str(w.message)]
+    assert len(msgs) == 1, msgs
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):

@@ -319,3 +319,62 @@ def test_a_sweep_over_the_arguments_of_a_start_function(tmp_path):
         rollax.sweep(ball, axes, start=start, y0={"v": 0.0}, t1=1.0, progress=False)
     with pytest.raises(ValueError, match="not a state component or scalar parameter"):
         rollax.sweep(ball, [rollax.Axis("width", 0, 1, 2)], start=start, t1=1.0, progress=False)
+
+
+def test_a_bad_solver_option_leaves_a_finished_store_alone(tmp_path):
+    # found by a new-user review: `rollax basin ... --devices 99` into the store of a finished
+    # map replaced it (a warning) and only then failed in the first region's solve
+    import zarr
+
+    ball = BouncingBall(n_bounces=2)
+    axes = [rollax.Axis("z", 0.5, 2.0, 4), rollax.Axis("e", 0.3, 0.9, 3)]
+    store = tmp_path / "ball.zarr"
+    kw = dict(y0={"v": 0.0}, t1=20.0, chunk_size=5, progress=False, store=store)
+    first = rollax.sweep(ball, axes, **kw, **TOL)
+    before = sorted(p.name for p in store.iterdir())
+    # other sweeps (other t1, so that the store would be replaced), each with one bad option
+    bad = [
+        dict(devices=jax.local_device_count() + 1),
+        dict(devices=0),
+        dict(lanes=3),
+        dict(rtol=-1.0),
+        dict(max_steps=0),
+        dict(backend="gpu"),
+        dict(n_samples=0),
+        dict(rtl=1e-9),  # a misspelt option
+    ]
+    for opt in bad:
+        with pytest.raises(ValueError, match=f"{next(iter(opt))} = "):
+            rollax.sweep(ball, axes, **{**kw, "t1": 30.0}, **{**TOL, **opt})
+        assert sorted(p.name for p in store.iterdir()) == before, opt
+    again = xr.open_zarr(store)
+    np.testing.assert_array_equal(again["t"].values, first.solution["t"])
+    assert "outcome" in again and zarr.open_group(str(store), mode="r").attrs["rollax_store"]
+
+
+def test_other_lanes_or_devices_resume_the_store(tmp_path, monkeypatch):
+    # where the starts run is not part of the sweep's identity (the placement bound, README)
+    from rollax._integrate import _ensemble
+
+    ball = BouncingBall(n_bounces=2)
+    axes = [rollax.Axis("z", 0.5, 2.0, 4), rollax.Axis("e", 0.3, 0.9, 3)]
+    store = tmp_path / "ball.zarr"
+    kw = dict(y0={"v": 0.0}, t1=20.0, chunk_size=5, progress=False, store=store)
+    first = rollax.sweep(ball, axes, rtol=1e-10, atol=1e-10, lanes=16, devices=1, **kw)
+    calls = []
+    real = _ensemble.solve_ensemble
+    monkeypatch.setattr(
+        _ensemble, "solve_ensemble", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    import warnings
+
+    for opt in (dict(lanes=32), dict(devices=jax.local_device_count()), {}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", rollax.StoreWarning)
+            res = rollax.sweep(ball, axes, rtol=1e-10, atol=1e-10, **kw, **opt)
+        np.testing.assert_array_equal(res.solution["t"], first.solution["t"])
+    assert not calls, "a region was computed again"
+    # a setting that changes the results is another sweep
+    with pytest.warns(rollax.StoreWarning, match="holds another sweep"):
+        rollax.sweep(ball, axes, rtol=1e-9, atol=1e-10, **kw)
+    assert calls

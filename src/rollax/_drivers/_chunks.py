@@ -497,7 +497,17 @@ def _run_on_cluster(client, compute, regions, todo, rs, place, bar, flag, interr
 
 def check_disk(store, n: int, row_bytes: int) -> None:
     """Refuse (one-line ``OSError``) a store whose results, uncompressed, would not fit on the
-    disk that holds it."""
+    disk that holds it, or one whose directory cannot be made (before the free space: the
+    free space of the nearest existing folder, ``/proc`` say, said nothing of why)."""
+    parent = Path(store).resolve().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OSError(
+            err.errno,
+            f"store = {str(store)!r}: its directory {str(parent)!r} cannot be made "
+            f"({err.strerror or err})",
+        ) from None
     p = Path(store).resolve()
     while not p.exists():
         p = p.parent

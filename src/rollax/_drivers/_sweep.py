@@ -273,7 +273,9 @@ def sweep(
     ``store``: a zarr store (a directory, ``.zarr`` by convention) that is the dataset, written
     region by region as the sweep runs (:mod:`rollax._drivers._store`); a rerun with the same
     arguments resumes from it, computing only regions missing or not trusted (stale, altered,
-    unreadable: a one-line :class:`rollax.StoreWarning`); ``xarray.open_zarr(store)`` reads
+    unreadable: a one-line :class:`rollax.StoreWarning`), with any ``lanes`` and ``devices``
+    (where the starts run is not part of the sweep's identity); a store of another sweep is
+    replaced, but only after every setting has been checked; ``xarray.open_zarr(store)`` reads
     the result. ``client``: a ``dask.distributed.Client``: each region is a task on its
     workers (``pip install "rollax[distributed]"``), with the same results. ``attrs``: more
     dataset attributes. The starts are built region by region; a grid whose results would not
@@ -356,6 +358,7 @@ def sweep(
         )
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size = {chunk_size!r} must be an integer >= 1")
+    _check_solver_options(system, t0, t1, solver_options)
     shape = tuple(int(a.n) for a in axes)
     n = math.prod(shape)
     values = [a.values for a in axes]
@@ -470,9 +473,12 @@ def sweep(
             t1=t1,
             mode=str(mode),
             # (arrays by value: numpy's repr elides long ones, and two ts would share chunks)
+            # (the lanes and devices change no result beyond the placement bound, README: a
+            # rerun with others, or on a machine with another core count, resumes)
             options={
                 k: repr(np.asarray(v).tolist() if isinstance(v, (np.ndarray, jax.Array)) else v)
                 for k, v in sorted(solver_options.items())
+                if k not in _PLACEMENT
             },
             summary=None if summary is None else getattr(summary, "__qualname__", repr(summary)),
             # the system's defaults, which a call may leave out (a new default must not reuse chunks)
@@ -572,6 +578,27 @@ def sweep(
     extra = {k[len("summary.") :]: v for k, v in grid.items() if k.startswith("summary.")}
     sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
     return SweepResult(system, axes, outcome, sol, extra, dataset)
+
+
+#: Solver options that say where the starts run, not what is computed: left out of the key
+_PLACEMENT = ("lanes", "devices")
+
+
+def _check_solver_options(system, t0, t1, options: Mapping[str, Any]) -> None:
+    """The solver options checked as :func:`rollax.solve_ensemble` checks them, before the
+    store is opened: a bad one found by the first region's solve came after a store of
+    another sweep had been replaced (a finished map lost to ``--devices 99``)."""
+    from rollax._integrate._ensemble import OPTIONS, check_settings
+
+    own = {"mode", "valid", "progress"}
+    allowed = [k for k in OPTIONS if k not in own]
+    for k, v in options.items():
+        if k not in allowed:
+            raise ValueError(
+                f"{k} = {v!r} is not allowed: rollax.sweep passes its solver options to "
+                f"rollax.solve_ensemble, which takes {', '.join(allowed)}"
+            )
+    check_settings(system, t0, t1, **options)
 
 
 def _start_names(start, axes, state_ix, system) -> list[str]:

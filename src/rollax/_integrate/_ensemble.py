@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import inspect
 import math
 from typing import Any, cast
 
@@ -135,6 +136,51 @@ def _batched_leaves(system: AbstractSystem, dyn) -> Any:
     return jax.tree_util.tree_map(lambda leaf: next(marks), dyn)
 
 
+def check_settings(
+    system: AbstractSystem,
+    t0,
+    t1,
+    *,
+    rtol=1e-9,
+    atol=1e-9,
+    dt_max=None,
+    max_steps=16_384,
+    max_resets=1_000,
+    n_samples=None,
+    solver=None,
+    lanes=None,
+    devices=None,
+    backend="auto",
+    **_,
+) -> tuple[str, int, str, float | None]:
+    """The checks of :func:`solve_ensemble` on its settings (not its starts): a clear
+    ``ValueError`` for a bad one. Returns ``(backend, n_samples, solver, dt_max)`` with the
+    defaults filled in. :func:`rollax.sweep` calls it before it touches its store, so that a
+    bad setting found only by the first region's solve cannot replace a finished sweep."""
+    backend = queue.check_backend(backend)
+    n_samples = system.n_samples if n_samples is None else n_samples
+    solver = queue.check_solver(system.solver if solver is None else solver)
+    dt_max = system.dt_max if dt_max is None else dt_max
+    system.check_flow_step(dt_max)
+    check_options(
+        t0,
+        t1,
+        rtol,
+        atol,
+        dt_max,
+        max_steps=(max_steps, 1),
+        max_resets=(max_resets, 0),
+        n_samples=(n_samples, 1, SAMPLES_MAX),
+        lanes=(512 if lanes is None else lanes, 16, LANES_MAX),
+    )
+    n_dev_max = jax.local_device_count()
+    if devices is not None and not (
+        isinstance(devices, (int, np.integer)) and 1 <= devices <= n_dev_max
+    ):
+        raise ValueError(f"devices = {devices!r} is outside the allowed range [1, {n_dev_max}]")
+    return backend, n_samples, solver, dt_max
+
+
 def solve_ensemble(
     system: AbstractSystem,
     y0s: Float[ArrayLike, "N d"],
@@ -212,9 +258,21 @@ def solve_ensemble(
     on_device = _ON_DEVICE.get()
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
-    backend = queue.check_backend(backend)
-    n_samples = system.n_samples if n_samples is None else n_samples
-    solver = queue.check_solver(system.solver if solver is None else solver)
+    backend, n_samples, solver, dt_max = check_settings(
+        system,
+        t0,
+        t1,
+        rtol=rtol,
+        atol=atol,
+        dt_max=dt_max,
+        max_steps=max_steps,
+        max_resets=max_resets,
+        n_samples=n_samples,
+        solver=solver,
+        lanes=lanes,
+        devices=devices,
+        backend=backend,
+    )
     d = system.state_dim
     # starts already on the device stay there on the fused path (a sweep's grid, built there)
     keep = on_device and backend == "fused" and isinstance(y0s, jax.Array)
@@ -226,24 +284,6 @@ def solve_ensemble(
             f"with N >= 1 ({', '.join(system.state_names)})"
         )
     N = y0s.shape[0]
-    dt_max = system.dt_max if dt_max is None else dt_max
-    system.check_flow_step(dt_max)
-    check_options(
-        t0,
-        t1,
-        rtol,
-        atol,
-        dt_max,
-        max_steps=(max_steps, 1),
-        max_resets=(max_resets, 0),
-        n_samples=(n_samples, 1, SAMPLES_MAX),
-        lanes=(512 if lanes is None else lanes, 16, LANES_MAX),
-    )
-    n_dev_max = jax.local_device_count()
-    if devices is not None and not (
-        isinstance(devices, (int, np.integer)) and 1 <= devices <= n_dev_max
-    ):
-        raise ValueError(f"devices = {devices!r} is outside the allowed range [1, {n_dev_max}]")
     batch = system.batch_shape()
     if batch not in ((), (N,)):
         raise ValueError(
@@ -330,7 +370,9 @@ def solve_ensemble(
         atol=float(atol),
         max_steps=int(max_steps),
         dt_max=np.inf if dt_max is None else float(dt_max),
-        lanes=_lanes_used(None if lanes is None else int(lanes), N, int(devices or n_dev_max)),
+        lanes=_lanes_used(
+            None if lanes is None else int(lanes), N, int(devices or jax.local_device_count())
+        ),
         n_samples=int(n_samples),
         devices=devices,
         reset=ad.reset if hybrid else None,
@@ -443,6 +485,13 @@ def _terminal_log(K: int, status, event, t, mode, y) -> _eventlog.EventLog:
     rows[hit, 0, 5 + d :] = y[hit]
     return _eventlog.read(hit.astype(np.float64), rows.reshape(N, -1), d)
 
+
+#: The keyword options of :func:`solve_ensemble` (what :func:`rollax.sweep` may pass on)
+OPTIONS = tuple(
+    k
+    for k, p in inspect.signature(solve_ensemble).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+)
 
 # set by rollax.sweep around its solves: the fused path's results stay on the device as JAX
 # arrays (the sweep classifies them there and fetches only what it keeps)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import os
 from typing import Any, Callable, NamedTuple
 
@@ -621,9 +622,10 @@ def _without_gpu(platform: str):
     around the trace fails (the kernel's trace folds constants with eager JAX calls, which
     jax refuses under an abstract-only mesh), so its device query is answered here, for the
     lowering only."""
-    try:
-        from jax._src.pallas.triton import gpu_info, pallas_call_registration as reg
-    except ImportError:  # (jax 0.10: no such module, and nothing to answer)
+    try:  # (by name: jax 0.10 has no such module, and nothing to answer)
+        gpu_info: Any = importlib.import_module("jax._src.pallas.triton.gpu_info")
+        reg = importlib.import_module("jax._src.pallas.triton.pallas_call_registration")
+    except ImportError:
         yield
         return
     query = getattr(reg, "gpu_info_lib", None)

@@ -22,6 +22,8 @@ A basin map is a preset of :func:`rollax.sweep` (the ensemble kernel, in resumab
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 import os
 import secrets
@@ -118,6 +120,10 @@ class BasinMap:
             "atol": float(self.atol),
             "n_samples": -1 if self.n_samples is None else int(self.n_samples),
             "slip": json.dumps(slip, sort_keys=True),
+            # (the rim's mu is listed below either way: say whether the map used it)
+            "contact": "rolling without slipping (the rim's mu is not used)"
+            if slip is None
+            else f"rolling and slipping, mu = {float(self.rim.mu):g}",
             "rim": json.dumps(
                 {f.name: float(getattr(self.rim, f.name)) for f in dataclasses.fields(self.rim)},
                 sort_keys=True,
@@ -277,6 +283,19 @@ def section_starts(x: Axis, y: Axis, fixed: Mapping[str, float]) -> np.ndarray:
     missing = set(VARIABLES) - {x.name, y.name} - set(fixed)
     if missing:
         raise ValueError(f"fixed values needed for {sorted(missing)}")
+    # beta is the ball's angle around the tube (Sect. 2): a range beyond [-pi, pi] is a typo
+    # (1e300 ran, and its starts all "failed")
+    for a in (x, y):
+        if a.name == "beta" and not (-math.pi <= min(a.lo, a.hi) and max(a.lo, a.hi) <= math.pi):
+            raise ValueError(
+                f"beta = [{a.lo!r}, {a.hi!r}] is outside the allowed range [-pi, pi] (the "
+                f"ball's angle around the rim's tube, rad)"
+            )
+    if "beta" in fixed and not -math.pi <= float(fixed["beta"]) <= math.pi:
+        raise ValueError(
+            f"beta = {fixed['beta']!r} is outside the allowed range [-pi, pi] (the ball's "
+            f"angle around the rim's tube, rad)"
+        )
     X, Y = np.meshgrid(x.values, y.values, indexing="ij")
     cols = []
     for v in VARIABLES:

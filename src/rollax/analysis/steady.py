@@ -16,6 +16,7 @@ refinement in beta0, i.e. on the boundary of the region, not on a grid of (beta0
 
 from __future__ import annotations
 
+import json
 import math
 from typing import NamedTuple
 
@@ -492,6 +493,8 @@ def write_figure(n: int, rim: Rim, out, v_throw: float = 10.0, w3_max: float = 6
 
     from rollax.plot import plot_steady_figure
 
+    from rollax.plot import rim_parameters
+
     d = figure_data(n, rim, v_throw, w3_max)
     png = os.path.join(out, f"fig{n}.png")
     plot_steady_figure(
@@ -502,6 +505,54 @@ def write_figure(n: int, rim: Rim, out, v_throw: float = 10.0, w3_max: float = 6
         v_throw=v_throw,
         regions=REGIONS,
         omega30_h_min=h_min_omega3(rim, d["beta_hat"]) if n == 5 else None,
+        parameters=rim_parameters(rim) + f", v_throw = {v_throw:g} m/s",
     )
-    np.savez_compressed(os.path.join(out, f"fig{n}.npz"), **compact_figure_data(d))
+    data = compact_figure_data(d)
+    # what the data were computed with, and their units (JSON text: np.load reads it without
+    # pickle)
+    data["parameters"] = np.asarray(json.dumps(figure_parameters(rim, v_throw, w3_max)))
+    data["units"] = np.asarray(json.dumps(FIGURE_UNITS))
+    np.savez_compressed(os.path.join(out, f"fig{n}.npz"), **data)
     return png
+
+
+#: The units of the arrays :func:`write_figure` saves (by name; ``*_coarse`` and
+#: ``*_nonneg`` keep their field's unit, booleans are "1")
+FIGURE_UNITS = {
+    "beta0": "rad",
+    "omega30": "1/s",
+    "omega20": "1/s",
+    "h": "1/s^2",
+    "beta_star": "rad",
+    "beta_hat": "rad",
+    "beta_tilde": "rad",
+    "mu": "1",
+    "v_required": "m/s",
+    "v_levels": "m/s",
+    "v_throw": "m/s",
+    "v_min_A": "m/s",
+    "v_min_B": "m/s",
+    "v_min_C": "m/s",
+    "argmin_A": "rad, 1/s",
+    "argmin_B": "rad, 1/s",
+    "argmin_C": "rad, 1/s",
+    "margin": "m/s^2",
+    "fall_margin": "m/s^2",
+    "margin_rim_mu": "m/s^2",
+    "realisable": "1",
+    "stable": "1",
+}
+
+
+def figure_parameters(rim: Rim, v_throw: float, w3_max: float) -> dict:
+    """The rim's parameters and the figure's settings, each as ``{"value", "units"}``."""
+    from rollax.plot import _RIM_UNITS
+
+    out = {
+        k: {"value": float(getattr(rim, k)), "units": _RIM_UNITS[k].replace("$^2$", "^2") or "1"}
+        for k in ("r", "a", "R", "j", "g", "mu", "m", "k_d", "k_r")
+        if hasattr(rim, k)
+    }
+    out["v_throw"] = {"value": float(v_throw), "units": "m/s"}
+    out["w3_max"] = {"value": float(w3_max), "units": "1/s"}
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 import time
 
@@ -22,6 +23,9 @@ from rollax.cli._args import (
     real,
     sweep_paths,
 )
+
+
+_SLIP_DELTA = 1e-6  # --slip-delta's default [m/s]
 
 
 def register(subparsers) -> None:
@@ -54,11 +58,11 @@ def register(subparsers) -> None:
     p.add_argument("--omega3", type=FINITE, default=None, help="fixed omega3 [1/s] (default 10)")
     p.add_argument(
         "--beta",
-        type=FINITE,
+        type=real(-math.pi, math.pi),
         nargs=2,
         metavar=("LO", "HI"),
         default=None,
-        help="beta range [rad] (default 0.8 1.8)",
+        help="beta range [rad], in [-pi, pi] (default 0.8 1.8)",
     )
     p.add_argument(
         "--omega1",
@@ -93,7 +97,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--slip-delta",
         type=POSITIVE,
-        default=1e-6,
+        default=_SLIP_DELTA,
         help="with --friction: slip speed [m/s] given at the onset of slipping",
     )
     p.add_argument("--t-max", type=POSITIVE, default=60.0, help="time cap [s] (then 'undecided')")
@@ -191,6 +195,11 @@ def run(args) -> int:
 
         rim = dataclasses.replace(rim, mu=args.friction)
         slip = SlipSettings(delta=args.slip_delta)
+    elif args.slip_delta != _SLIP_DELTA:  # refused, not ignored (a new-user review)
+        raise ValueError(
+            f"--slip-delta = {args.slip_delta:g} is not allowed without --friction MU (a "
+            f"finite friction coefficient): without slipping there is no slip onset"
+        )
     x = Axis("beta", beta[0], beta[1], grid[0])
     y = Axis("omega1", omega1[0], omega1[1], grid[1])
     t0 = time.perf_counter()

@@ -158,6 +158,11 @@ def _check(args) -> None:
             f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to "
             f"`rollax penny {which}` only; {what}"
         )
+    if args.e != _DEFAULTS["e"] and args.impact != "restitution":
+        raise ValueError(
+            f"--e = {args.e:g} is not allowed with --impact {args.impact}: it is the "
+            f"coefficient of restitution of --impact restitution"
+        )
     if args.impacts < 1:
         raise ValueError(f"--impacts = {args.impacts} must be >= 1")
     if args.samples < 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import warnings
 
 import numpy as np
 
@@ -119,7 +120,9 @@ def run(args) -> int:
         )
     elapsed = time.perf_counter() - t0
     p = probability_map(res, args.sd_speed, args.sd_angle)
-    v_best, a_best, p_best = best_release(res, args.sd_speed, args.sd_angle)
+    with warnings.catch_warnings():  # (said once, by probability_map just above)
+        warnings.filterwarnings("ignore", message=".*the map is too coarse for this scatter")
+        v_best, a_best, p_best = best_release(res, args.sd_speed, args.sd_angle)
     ds = res.dataset.copy()
     ds["make_probability"] = (
         ("speed", "angle"),
@@ -166,6 +169,13 @@ def run(args) -> int:
         "swish_fraction": float(np.mean(res.summary["swish"])),
         "best_release": {"speed": v_best, "angle": a_best, "probability": p_best},
         "seconds": round(elapsed, 3),
+        "units": {
+            "spin_hz": "Hz",
+            "best_release.speed": "m/s",
+            "best_release.angle": "degrees",
+            "best_release.probability": "1",
+            "seconds": "s",
+        },
     }
     if args.json:
         print(dumps(summary, indent=2))

@@ -68,6 +68,7 @@ def run(args) -> int:
 
         out = summary(rim)
         out["parameters"] = _params(rim)
+        out["units"] = _UNITS
         print(dumps(out, indent=2))
     if args.figure:
         from rollax.analysis.steady import write_figure
@@ -77,6 +78,24 @@ def run(args) -> int:
             written = write_figure(n, rim, args.out, v_throw=args.v_throw, w3_max=args.w3_max)
             print(f"wrote {written} and its data (.npz)")
     return 0
+
+
+#: the units of --summary's numbers (a key of a nested mapping: dotted, * for each region)
+_UNITS = {
+    "beta_star": "rad",
+    "beta_hat": "rad",
+    "beta_tilde": "rad",
+    "v_min_*": "m/s",
+    "minimum_*.beta0": "rad",
+    "minimum_*.omega30": "1/s",
+    "minimum_*.omega20": "1/s",
+    "parameters.r": "m",
+    "parameters.a": "m",
+    "parameters.R": "m",
+    "parameters.j": "1",
+    "parameters.g": "m/s^2",
+    "parameters.mu": "1",
+}
 
 
 def _params(rim) -> dict:

@@ -49,6 +49,29 @@ _RIM_UNITS = {
 }
 
 
+def _with_unit(name: str, v: float) -> str:
+    """``"$\\omega_2$ = 35 1/s"``: a state component's label (:data:`LABELS`), value and unit."""
+    label = LABELS.get(name, name)
+    symbol, _, unit = label.partition(" [")
+    return f"{symbol} = {v:g}" + (f" {unit.rstrip(']')}" if unit else "")
+
+
+def rim_parameters(rim) -> str:
+    """The rim model's parameters with units, one line for a figure: what the figure was
+    computed with (``r = 0.12 m, a = 0.01 m, ...``; the friction coefficient as ``mu``)."""
+    import dataclasses
+
+    parts = []
+    for f in dataclasses.fields(rim):
+        if f.name not in _RIM_UNITS:
+            continue
+        v = float(getattr(rim, f.name))
+        unit = _RIM_UNITS[f.name]
+        name = {"mu": r"$\mu$", "k_d": "$k_d$", "k_r": "$k_r$"}.get(f.name, f.name)
+        parts.append(f"{name} = {v:.4g}" + (f" {unit}" if unit else ""))
+    return ", ".join(parts)
+
+
 def basin_title(bmap) -> str:
     """The fixed state components, the dissipation rates, every rim parameter that differs
     from :class:`rollax.models.rim.Rim`'s defaults (with units) and, when slipping was simulated, the
@@ -57,7 +80,8 @@ def basin_title(bmap) -> str:
 
     from rollax.models.rim import Rim
 
-    parts = [f"{LABELS[k].split(' ')[0]} = {v:g}" for k, v in bmap.fixed.items()]
+    parts = [_with_unit(k, v) for k, v in bmap.fixed.items()]
+    parts.append(rf"$t_{{max}}$ = {float(bmap.t_max):g} s")
     default = Rim()
     shown = {"k_d", "k_r"} if (float(bmap.rim.k_d) > 0 or float(bmap.rim.k_r) > 0) else set()
     for f in dataclasses.fields(Rim):
@@ -228,8 +252,11 @@ def plot_steady_figure(
     v_throw: float = 10.0,
     regions: dict | None = None,
     omega30_h_min: float | None = None,
+    parameters: str | None = None,
 ) -> None:
     """Figs. 3, 5, 6, 7, 8 of the rim paper from :func:`rollax.analysis.steady.figure_data` ``d``.
+    ``parameters``: a line under the plot saying what it was computed with
+    (:func:`rim_parameters`).
 
     ``rim_mu``: the rim's friction coefficient (Fig. 6, 8 titles); ``regions``: the beta0 ranges of
     the realisable regions (Fig. 8, :data:`rollax.analysis.steady.REGIONS`); ``omega30_h_min``: the
@@ -338,7 +365,9 @@ def plot_steady_figure(
             rf"$v_{{throw}}$={v_throw:g} m/s); x: minimum throw speed",
         )
     ax.title.set_fontsize(9)
-    fig.tight_layout()
+    if parameters:
+        fig.text(0.01, 0.005, parameters, fontsize=7, ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.03, 1, 1) if parameters else (0, 0, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
