@@ -180,6 +180,7 @@ def slide(folder=HERE, smoke=False):
     summary = {
         "truth": {"pressure": "hertz", "mu": mu},
         "best": out["best"],
+        "decided": out["decided"],
         "chi2": out["chi2"],
         "fits": {k: f.to_dict() for k, f in out["fits"].items()},
     }

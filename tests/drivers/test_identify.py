@@ -181,7 +181,7 @@ def test_coverage_of_the_95_percent_intervals(record):
 
 
 # ------------------------------------------------------------------ the sliding disc
-def _slide_record(pressure, mu, seed):
+def _slide_record(pressure, mu, seed, spin=20.0):
     m, g = 1.0, 9.81
     body = SlidingBody(exact_law(pressure, mu=mu, P=m * g, R=0.05), m=m, j=0.5, R_bar=0.1)
     f = jax.jit(body.rhs)
@@ -191,7 +191,7 @@ def _slide_record(pressure, mu, seed):
     sol = solve_ivp(
         lambda t, x: np.asarray(f(jnp.asarray(x))),
         (0.0, 10.0),
-        [1.0, 0.0, 20.0 * rho],
+        [1.0, 0.0, spin * rho],
         method="DOP853",
         rtol=1e-12,
         atol=1e-13,
@@ -211,6 +211,7 @@ def test_sliding_disc_mu_and_pressure_model_are_recovered(pressure, mu):
     t, speed, spin = _slide_record(pressure, mu, seed=4)
     out = fit_slide(t, speed, spin, m=1.0, j=0.5, R_bar=0.1, R=0.05)
     assert out["best"] == pressure, out["chi2"]
+    assert out["decided"]
     other = "uniform" if pressure == "hertz" else "hertz"
     assert out["chi2"][other] > 2.0 * out["chi2"][pressure]  # not a close call
     value, se = out["fits"][pressure]["mu"]
@@ -222,6 +223,19 @@ def test_sliding_disc_mu_and_pressure_model_are_recovered(pressure, mu):
     assert wrong.status == "poor_fit" and not wrong.converged
     lo, hi = right.profile["mu"]["interval"]
     assert lo < mu < hi
+
+
+@pytest.mark.parametrize("pressure, mu, seed", [("hertz", 0.3, 2), ("uniform", 0.45, 5)])
+def test_a_slide_without_spin_cannot_choose_the_pressure_model(pressure, mu, seed):
+    # a new-user review: without spin both models give the force mu m g; fit_slide reported a
+    # "best" model (chi2 129.4944 against 129.4954) with no warning
+    t, speed, spin = _slide_record(pressure, mu, seed=seed, spin=0.0)
+    with pytest.warns(rollax.IdentifiabilityWarning, match="cannot choose the pressure model"):
+        out = fit_slide(t, speed, spin, m=1.0, j=0.5, R_bar=0.1, R=0.05)
+    assert not out["decided"]
+    assert abs(out["chi2"]["hertz"] - out["chi2"]["uniform"]) < 4.0
+    value, se = out["fits"][out["best"]]["mu"]  # mu is still determined: it sets the deceleration
+    assert abs(value - mu) < 4 * se
 
 
 # ------------------------------------------------------------------ bad data
@@ -361,3 +375,53 @@ def test_ball_robot_shell_mass_from_the_contact_path():
     fit = rollax.identify(start, obs, ["m0"], y0=y0, fit_y0=False, rtol=1e-9, atol=1e-9)
     value, se = fit["m0"]
     assert fit.converged and abs(value - 1.0) < 3 * se and se < 0.05
+
+
+class _DampedWithADeadParameter(rollax.AbstractSystem):
+    """x'' = -omega^2 x - c x', with a parameter ``dead`` that nothing uses."""
+
+    omega: jax.Array = rollax.parameter(1.0)
+    c: jax.Array = rollax.parameter(0.1)
+    dead: jax.Array = rollax.parameter(1.0)
+    state_names = ("x", "v")
+
+    def vector_field(self, t, y, mode):
+        return jnp.stack([y[1], -self.omega**2 * y[0] - self.c * y[1]])
+
+    def position(self, t, y):
+        return y[:1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_parameter_the_data_do_not_touch_leaves_the_others_error_bars(seed):
+    # a new-user review: one unused parameter gave every fitted parameter an infinite error
+    # and no profile; it must be flagged alone, the others keep the errors of a fit without it
+    rng = np.random.default_rng(seed)
+    omega, c = float(rng.uniform(1.5, 2.5)), float(rng.uniform(0.15, 0.4))
+    t = np.linspace(0.0, 20.0, 201)
+    wd = np.sqrt(omega**2 - c**2 / 4)
+    x = np.exp(-c * t / 2) * (np.cos(wd * t) + c / (2 * wd) * np.sin(wd * t))
+    obs = rollax.Observations(
+        t, (x + 0.01 * rng.normal(size=t.size))[:, None], "position", ("x",), sigma=np.array([0.01])
+    )
+    start = _DampedWithADeadParameter(omega=0.95 * omega, c=0.8 * c)
+    kw = dict(y0=np.array([1.0, 0.0]), fit_y0=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rollax.IdentifiabilityWarning)
+        two = rollax.identify(start, obs, params=("omega", "c"), profile=False, **kw)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        three = rollax.identify(start, obs, params=("omega", "c", "dead"), **kw)
+    msgs = [str(w.message) for w in said if issubclass(w.category, rollax.IdentifiabilityWarning)]
+    assert any("dead is not identifiable" in m for m in msgs), msgs
+    assert not any(m.startswith(("omega", "c ")) for m in msgs), msgs
+    assert three.status == "converged"
+    for name in ("omega", "c"):
+        v2, e2 = two[name]
+        v3, e3 = three[name]
+        assert np.isfinite(e3) and e3 == pytest.approx(e2, rel=1e-6), name
+        assert v3 == pytest.approx(v2, rel=1e-8), name
+        truth = {"omega": omega, "c": c}[name]
+        assert abs(v3 - truth) < 4 * e3, (name, v3, truth, e3)
+        assert name in three.profile and three.profile[name]["closed"] == (True, True)
+    assert three["dead"][1] == np.inf and "dead" not in three.profile

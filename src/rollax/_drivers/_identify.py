@@ -763,15 +763,18 @@ def identify(
             f"the estimates and their errors are not final",
         )
     prof = {}
-    if profile and params and status != "poor_fit" and np.all(np.isfinite(se[: len(params)])):
+    # the profiles of the parameters with a finite error (one the data do not touch has none:
+    # it is held where it is, a zero row of the starting prediction's covariance)
+    which = [i for i in range(len(params)) if np.isfinite(se[i])]
+    if profile and which and status != "poor_fit":
         rj, cf = _full_record(problem, L)
         prof = _diagnostics.profile(
             x,
             cost,
-            cov,
+            np.where(np.isfinite(cov), cov, 0.0),
             lo,
             hi,
-            list(range(len(params))),
+            which,
             fitted,
             rj,
             cf,
@@ -973,24 +976,35 @@ def _noise_guess(values: np.ndarray) -> np.ndarray:
 
 
 def _covariance(J):
+    """Gauss-Newton covariance, correlation, standard errors and the condition number of the
+    information matrix's correlation form. A quantity the data do not touch at all (a zero
+    column of ``J``: a parameter with no effect on the record) gets an infinite standard
+    error and NaN covariances, and the rest are computed without it: inverting the whole
+    matrix failed and gave every quantity an infinite error (a new-user review: one unused
+    parameter wiped out the error bars of two well-determined ones)."""
     A = J.T @ J
+    n = A.shape[0]
     dA = np.sqrt(np.maximum(np.diag(A), 0.0))
-    scale = np.where(dA > 0, dA, 1.0)
-    C = A / np.outer(scale, scale)
+    live = dA > 0
+    cov = np.full((n, n), np.nan)
+    corr = np.full((n, n), np.nan)
+    se = np.full(n, np.inf)
+    if not live.any():
+        return cov, corr, se, math.inf
+    scale = dA[live]
+    block = np.ix_(live, live)
+    C = A[block] / np.outer(scale, scale)
     try:
         cond = float(np.linalg.cond(C))
-        Ci = np.linalg.inv(C)
-        cov = Ci / np.outer(scale, scale)
+        cov_l = np.linalg.inv(C) / np.outer(scale, scale)
     except np.linalg.LinAlgError:
-        n = A.shape[0]
-        return (np.full((n, n), np.nan), np.full((n, n), np.nan), np.full(n, np.inf), math.inf)
-    var = np.diag(cov)
-    se = np.where(var >= 0, np.sqrt(np.abs(var)), np.nan)
+        return cov, corr, se, math.inf
+    var = np.diag(cov_l)
+    se_l = np.where(var >= 0, np.sqrt(np.abs(var)), np.nan)
+    cov[block] = cov_l
+    se[live] = se_l
     with np.errstate(invalid="ignore", divide="ignore"):
-        corr = cov / np.outer(se, se)
-    if not np.all(dA > 0):
-        se = np.where(dA > 0, se, np.inf)
-        cond = math.inf
+        corr[block] = cov_l / np.outer(se_l, se_l)
     return cov, corr, se, cond
 
 

@@ -23,7 +23,14 @@ import numpy as np
 
 import jax.numpy as jnp
 
-from rollax._drivers._identify import Fit, Observations, _EventlessFlow, _noise_guess, identify
+from rollax._drivers._identify import (
+    Fit,
+    IdentifiabilityWarning,
+    Observations,
+    _EventlessFlow,
+    _noise_guess,
+    identify,
+)
 from rollax._integrate._solve import solve
 from rollax.models.friction.exact import exact_law
 from rollax.models.friction.sliding import SlidingBody
@@ -152,8 +159,10 @@ def fit_slide(
     known. Each pressure model is fitted (mu and the initial slip ``u_x``, spin ``rho w_z``);
     mu starts from the mean deceleration over g (a lower bound: the friction force is at most
     mu m g, so the model does not stop before the data end). The chosen model has the least
-    chi-square with the noise levels common to all fits (given, or estimated from the data).
-    Returns ``{"best": name, "fits": {name: Fit}, "chi2": {name: float}}``."""
+    chi-square with the noise levels common to all fits (given, or estimated from the data);
+    when another model's chi-square is within :data:`DECISIVE_DCHI2` of it, the record cannot
+    choose (``decided`` False, and an :class:`rollax.IdentifiabilityWarning`).
+    Returns ``{"best": name, "fits": {name: Fit}, "chi2": {name: float}, "decided": bool}``."""
     t = np.asarray(t, float)
     vals = np.stack([np.asarray(speed, float), np.asarray(spin, float)], 1)
     obs = Observations(t, vals, "record", ("speed", "spin"), sigma=sigma)
@@ -174,7 +183,27 @@ def fit_slide(
     best = min(chi2, key=lambda p: chi2[p])
     for w in fits[best].warnings:
         warnings.warn(w, stacklevel=2)
-    return {"best": best, "fits": fits, "chi2": chi2}
+    # the models fit the same three quantities, so the chi-square difference is twice the log
+    # likelihood ratio; below DECISIVE_DCHI2 the record cannot choose (a slide without spin:
+    # both models give the friction force mu m g, and chi2 differed by 0.001 -- a new-user
+    # review found "best" reported with no warning)
+    others = sorted(chi2[p] - chi2[best] for p in chi2 if p != best)
+    decided = not others or others[0] >= DECISIVE_DCHI2
+    if not decided:
+        warnings.warn(
+            f"the record cannot choose the pressure model: chi2 "
+            f"{', '.join(f'{p} {chi2[p]:.6g}' for p in chi2)} (a difference of "
+            f"{others[0]:.3g} < {DECISIVE_DCHI2:g}); '{best}' is the nearer fit only. A record "
+            f"with more spin, or one that reaches the stop, tells them apart",
+            IdentifiabilityWarning,
+            stacklevel=2,
+        )
+    return {"best": best, "fits": fits, "chi2": chi2, "decided": decided}
+
+
+#: The chi-square difference :func:`fit_slide` needs to choose a pressure model (a likelihood
+#: ratio of e^2 = 7.4)
+DECISIVE_DCHI2 = 4.0
 
 
 def fit_summary(fit: Fit) -> str:
