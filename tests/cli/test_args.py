@@ -148,6 +148,13 @@ def test_invalid_values_of_every_option_give_one_line_and_exit_2(call, capsys):
             ["basin", "--slip-delta", "5", "--friction", "inf"],
             "--slip-delta = 5 is not allowed without --friction",
         ),
+        (["floquet", "--n-rho", "100000"], "--n-rho = 100000 is not allowed"),
+        (
+            ["floquet", "--n-rho", "1000", "--n-j", "1000", "--out", "/tmp/x"],
+            "--n-rho x --n-j = 1000 x 1000 = 1,000,000 is not allowed",
+        ),
+        (["floquet", "--j-max", "2"], "--j-max = 2 is not allowed"),
+        (["friction", "stop", "--force", "1"], "--force = 1 is not allowed"),
         (
             ["penny", "--impact", "elastic", "--e", "0.5"],
             "--e = 0.5 is not allowed with --impact elastic",

@@ -111,3 +111,13 @@ def test_stop(capsys, tmp_path):
     assert d["eps"] == pytest.approx(d["eps_limit_direction"][0], abs=2e-6)
     assert (tmp_path / "stop.png").exists()
     assert main(["friction", "stop", "--law", "harmonic-x"]) == 2
+
+
+def test_a_stop_that_does_not_happen_reports_no_stop(capsys, tmp_path):
+    # a new-user review: --force 5 printed t_stop 3e143, eps 9e161 and exit 0
+    assert main(["friction", "stop", "--force", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--force = 5 is not allowed" in err
+    d = _json(capsys, ["friction", "stop", "--force", "0.99", "--json", "--out", str(tmp_path)])
+    assert d["stopped"] is False and d["t_stop"] is None and d["eps"] is None
+    assert "did not stop" in d["note"] and not (tmp_path / "stop.png").exists()

@@ -153,3 +153,10 @@ def test_each_penny_mode_has_its_own_help():
             help_of(argv)
         text = out.getvalue()
         assert all(h in text for h in has) and not any(x in text for x in lacks), text
+
+
+def test_the_cli_floquet_limits_are_the_analysis_ones():
+    from rollax.analysis import floquet
+    from rollax.cli import floquet as cli
+
+    assert (cli.GRID_MAX, cli.POINTS_MAX) == (floquet.GRID_MAX, floquet.POINTS_MAX)

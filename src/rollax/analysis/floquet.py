@@ -152,14 +152,31 @@ def summary(rim: Rim) -> dict:
     }
 
 
+#: The most points per axis of the Fig. 9 map, and in all
+GRID_MAX = 1000
+POINTS_MAX = 250_000
+
+
 def stability_data(n_rho: int, n_j: int, j_max: float = 1.0) -> dict:
     """tr M on the (rho/R, j) grid of Fig. 9 (cell centres, avoiding the excluded edges):
     ``rho_over_R``, ``j``, ``trace`` and ``stable`` (|tr M| < 2)."""
     import numpy as np
 
     for name, n in (("n_rho", n_rho), ("n_j", n_j)):
-        if not (isinstance(n, int) and n >= 2):
-            raise ValueError(f"{name} = {n!r} must be an integer >= 2")
+        if not (isinstance(n, int) and 2 <= n <= GRID_MAX):
+            raise ValueError(f"{name} = {n!r} is not allowed: an integer in [2, {GRID_MAX}]")
+    # the map is one batched computation in memory (--n-rho 1e5 --n-j 1e5 asked for 80 GB):
+    # about 10 s per 1e5 points on 2 cores
+    if n_rho * n_j > POINTS_MAX:
+        raise ValueError(
+            f"n_rho x n_j = {n_rho} x {n_j} = {n_rho * n_j:,} is not allowed: at most "
+            f"{POINTS_MAX:,} points (about {POINTS_MAX // 10_000} s on 2 cores)"
+        )
+    if not (isinstance(j_max, (int, float)) and 0.0 < j_max <= 1.0):
+        raise ValueError(
+            f"j_max = {j_max!r} is not allowed: a number in (0, 1] (j = J / (m r^2) of a ball "
+            f"lies in (0, 1])"
+        )
     rho_R = (np.arange(n_rho) + 0.5) / n_rho
     j = (np.arange(n_j) + 0.5) / n_j * j_max
     tr = np.asarray(stability_map(rho_R, j))

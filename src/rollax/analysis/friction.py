@@ -214,16 +214,27 @@ def stop_report(body: str, law_name: str, force: float = 0.0, u0=(1.0, 0.0, 1.0)
     if float(jnp.linalg.norm(x0)) == 0.0:
         raise ValueError("u0 must be nonzero (zero slip is already stuck)")
     res = simulate_stop(sb, x0)
+    stopped = bool(res.stopped)
     data = {
         "body": body,
         "law": law_name,
         "force": force,
         "u0": list(u0),
-        "stopped": bool(res.stopped),
-        "t_stop": float(res.t_stop),
-        "eps": float(res.eps),
-        "w_stop": (np.asarray(res.x_o) / float(jnp.linalg.norm(res.x_o))).tolist(),
+        "stopped": stopped,
+        # a run that did not stop has no stop time, ratio or direction (its end values were
+        # reported: t_stop 3e143 and eps 9e161 for --force 5, a new-user review)
+        "t_stop": float(res.t_stop) if stopped else None,
+        "eps": float(res.eps) if stopped else None,
+        "w_stop": (np.asarray(res.x_o) / float(jnp.linalg.norm(res.x_o))).tolist()
+        if stopped
+        else None,
     }
+    if not stopped:
+        data["note"] = (
+            f"the body did not stop within the run (to t = {float(res.t_stop):.4g}): a force "
+            f"near or above the largest friction force mu m g (F/(mu m g) = {force:g}) keeps "
+            f"it sliding"
+        )
     if force == 0.0 and body == "disc":
         pb = PlanarBody.disc(law) if hasattr(law, "C_w") else None
         if pb is not None:

@@ -9,7 +9,12 @@ import os
 
 import numpy as np
 
-from rollax.cli._args import POSITIVE, dump, dumps, integer
+from rollax.cli._args import POSITIVE, dump, dumps, integer, real
+
+# rollax.analysis.floquet's bounds, written out so that --help does not load JAX
+# (tests/cli/test_help.py holds them equal)
+GRID_MAX = 1000
+POINTS_MAX = 250_000
 
 
 def register(subparsers) -> None:
@@ -21,9 +26,19 @@ def register(subparsers) -> None:
     )
     p.add_argument("--out", help="output directory: fig9.png, fig9.npz, floquet_summary.json")
     p.add_argument("--json", action="store_true", help="print the summary JSON (always printed)")
-    p.add_argument("--n-rho", type=integer(2), default=120, help="grid points in rho/R")
-    p.add_argument("--n-j", type=integer(2), default=80, help="grid points in j")
-    p.add_argument("--j-max", type=POSITIVE, default=1.0, help="largest j of the map")
+    p.add_argument(
+        "--n-rho",
+        type=integer(2, GRID_MAX),
+        default=120,
+        help=f"grid points in rho/R (at most {POINTS_MAX:,} points in all)",
+    )
+    p.add_argument("--n-j", type=integer(2, GRID_MAX), default=80, help="grid points in j")
+    p.add_argument(
+        "--j-max",
+        type=real(0.0, 1.0, lo_open=True),
+        default=1.0,
+        help="largest j of the map, in (0, 1]",
+    )
     p.add_argument("--r", type=POSITIVE, default=0.12, help="ball radius [m]")
     p.add_argument("--a", type=POSITIVE, default=0.01, help="rim tube radius [m]")
     p.add_argument("--R", type=POSITIVE, default=0.225, help="rim major radius [m]")
@@ -35,12 +50,16 @@ def run(args) -> int:
     from rollax.analysis.floquet import stability_data, summary, write_figure
     from rollax.models.rim import Rim
 
+    if args.out and args.n_rho * args.n_j > POINTS_MAX:
+        raise ValueError(
+            f"--n-rho x --n-j = {args.n_rho} x {args.n_j} = {args.n_rho * args.n_j:,} is "
+            f"not allowed: at most {POINTS_MAX:,} points (about {POINTS_MAX // 10_000} s "
+            f"on 2 cores)"
+        )
     rim = Rim(r=args.r, a=args.a, R=args.R, j=args.j)
     summ = summary(rim)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        if args.n_rho < 2 or args.n_j < 2:
-            raise ValueError("--n-rho and --n-j must be >= 2")
         data = stability_data(args.n_rho, args.n_j, args.j_max)
         write_figure(data, summ, float(rim.a / rim.R), args.out)
         summ["map"] = {

@@ -14,7 +14,16 @@ import argparse
 import os
 import sys
 
-from rollax.cli._args import FINITE, NONNEGATIVE, POSITIVE, check_out, dump, dumps, integer
+from rollax.cli._args import (
+    FINITE,
+    NONNEGATIVE,
+    POSITIVE,
+    check_out,
+    dump,
+    dumps,
+    integer,
+    real,
+)
 
 #: rollax.models.friction.harmonic.MAX_DEGREE, written out so that ``rollax --help`` does not load the
 #: friction models (and JAX); tests/cli/test_help.py holds the two equal
@@ -108,7 +117,13 @@ def register(subparsers) -> None:
         default="exact-uniform",
         help="exact-uniform, exact-hertz, linear, harmonic-N (e.g. harmonic-2), pade",
     )
-    stop.add_argument("--force", type=NONNEGATIVE, default=0.0, help="F/(mu m g)")
+    stop.add_argument(
+        "--force",
+        type=real(0.0, 1.0, hi_open=True),
+        default=0.0,
+        help="F/(mu m g), in [0, 1): at or above 1 the force overcomes friction and the body "
+        "never stops",
+    )
     stop.add_argument(
         "--u0", type=FINITE, nargs=3, default=(1.0, 0.0, 1.0), help="initial (u_x, u_y, rho w_z)"
     )
@@ -216,10 +231,17 @@ def run_stop(args) -> int:
     body, x0, data = stop_report(args.body, args.law, args.force, args.u0, args.lam)
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)
-    if args.out:
+    if args.out and data["stopped"]:
         from rollax.plot import plot_stop
 
-        plot_stop(*stop_curves(body, x0, data["t_stop"]), os.path.join(args.out, "stop.png"))
+        plot_stop(
+            *stop_curves(body, x0, data["t_stop"]),
+            os.path.join(args.out, "stop.png"),
+            title=f"{args.body}, {args.law} law, F/(mu m g) = {args.force:g}, "
+            f"u0 = ({', '.join(f'{u:g}' for u in args.u0)})",
+        )
+    elif args.out:
+        print("no stop.png: the body did not stop (see note)", file=sys.stderr)
     return 0
 
 

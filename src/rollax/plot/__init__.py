@@ -461,12 +461,16 @@ def plot_bifurcations(diagram: dict, title: str, path: str | os.PathLike) -> Non
     plt.close(fig)
 
 
-def plot_stop(t, u, rho_omega, path: str | os.PathLike) -> None:
-    """|u| and rho |omega| of a body sliding and spinning to a stop."""
-    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
-    ax.plot(t, u, label="|u|")
-    ax.plot(t, rho_omega, label="rho |omega|")
-    ax.set_xlabel("t")
+def plot_stop(t, u, rho_omega, path: str | os.PathLike, title: str | None = None) -> None:
+    """|u| and rho |omega| of a body sliding and spinning to a stop, in the friction models'
+    normalised units (m = mu P = R = 1); ``title``: the body, law, force and start."""
+    fig, ax = plt.subplots(figsize=(5.4, 3.8), dpi=100)
+    ax.plot(t, u, label="|u| (slip speed)")
+    ax.plot(t, rho_omega, label=r"$\rho |\omega|$ (spin speed)")
+    ax.set_xlabel("t (normalised: m = mu P = R = 1)")
+    ax.set_ylabel("speed (normalised)")
+    if title:
+        ax.set_title(title, fontsize=8)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path)
