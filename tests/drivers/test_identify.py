@@ -301,6 +301,24 @@ def test_csv_header_and_cells_are_checked(tmp_path):
         read_rim_csv(p)
 
 
+def test_cli_identify_a_poor_fit_exits_1_and_says_why(record, tmp_path, capsys):
+    # a new-user review: a poor fit exited 0, advised "robust=True" (the CLI's default
+    # already), and --out wrote no profile.png without a word
+    t, v, _ = _noisy(record, seed=6)
+    keep = t < 2.0
+    data = tmp_path / "obs.csv"
+    write_rim_csv(data, t[keep], v[keep, 0], v[keep, 1], v[keep, 2])
+    out = tmp_path / "out"
+    tiny = ["--sigma-d", "1e-5", "--sigma-z", "1e-5", "--sigma-alpha", "1e-5"]
+    argv = ["identify", "rim", "--data", str(data), "--fit", "k_d", "--json", "--out", str(out)]
+    assert main(argv + tiny) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["status"] == "poor_fit" and not res["converged"]
+    assert json.loads((out / "identify.json").read_text())["status"] == "poor_fit"
+    assert not any("robust=True" in n for n in res["notes"]), res["notes"]
+    assert any("no profile.png" in n for n in res["notes"]) and not (out / "profile.png").exists()
+
+
 def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
     t, v, _ = _noisy(record, seed=5)
     keep = t < 2.0

@@ -752,9 +752,10 @@ def identify(
             0,
             f"poor fit: {poor}; the model does not follow the data (a local "
             f"minimum, a wrong model or noise levels set too small), so the "
-            f"standard errors are not to be trusted: try robust=True, a better y0 "
-            f"or its candidates, other fitted parameters, or check the noise levels"
-            f" (no profile likelihoods are computed for a poor fit)",
+            f"standard errors are not to be trusted: try "
+            + ("" if robust else "robust=True, ")
+            + "a better y0 or its candidates, other fitted parameters, or check the noise "
+            "levels (no profile likelihoods are computed for a poor fit)",
         )
     elif not converged:
         msgs.insert(

@@ -210,7 +210,8 @@ def fit_summary(fit: Fit) -> str:
     """One line per fitted quantity: value +- standard error."""
     lines = []
     for n, v, s, b in zip(fit.names, fit.values, fit.std_errors, fit.at_bound):
-        lines.append(f"{n:>14s} = {v:.8g} +- {s:.3g}" + ("  (at bound)" if b else ""))
+        err = f"+- {s:.3g}" if math.isfinite(s) else "(undetermined by these data)"
+        lines.append(f"{n:>14s} = {v:.8g} {err}" + ("  (at bound)" if b else ""))
     lines.append("residual RMS: " + ", ".join(f"{k} {v:.3g}" for k, v in fit.residual_rms.items()))
     for name, p in fit.profile.items():
         iv = ", ".join("open" if e is None else f"{e:.8g}" for e in p["interval"])

@@ -5,11 +5,13 @@ distance from the rim axis, its height above the rim plane and its unwrapped ang
 rim. ``--fit`` names the parameters (``k_d``, ``k_r`` of eq. (83), ``j``, ...); the initial
 state ``(beta, w1, w2, w3, alpha)`` is always fitted. Noise levels not given are estimated
 from the residuals. ``--out DIR`` writes ``identify.json``, ``fit.png``, ``residuals.png`` and
-``profile.png`` (the profile likelihood of each fitted parameter and its 95 % interval).
+``profile.png`` (the profile likelihood of each fitted parameter the data determine, and its
+95 % interval; none for a poor fit, or when the data determine no fitted parameter).
 The fit continues over growing windows of the record from several starts read off the data;
 ``status`` is ``converged``, ``poor_fit`` (the model does not follow the data: its error bars
-are not to be trusted) or ``not_converged``. ``--no-robust`` fits the whole record at once
-from the best start (to compare).
+are not to be trusted) or ``not_converged``. Exit code 0 when it converged, 1 otherwise (the
+result is written and printed either way), 2 for bad input. ``--no-robust`` fits the whole
+record at once from the best start (to compare).
 """
 
 from __future__ import annotations
@@ -126,7 +128,16 @@ def run(args) -> int:
         plot_identification(
             obs.t, obs.values, fitted, obs.names, ("m", "m", "rad"), caption, *paths
         )
-        if fit.profile:
+        if not fit.profile:
+            notes.append(
+                "no profile.png: "
+                + (
+                    "no profile likelihoods are computed for a poor fit"
+                    if fit.status == "poor_fit"
+                    else "the data determine none of the fitted parameters"
+                )
+            )
+        else:
             from rollax.plot import plot_profiles
 
             paths.append(os.path.join(args.out, "profile.png"))
@@ -146,4 +157,5 @@ def run(args) -> int:
         print(fit_summary(fit))
         for n in notes:
             print(f"warning: {n}")
-    return 0
+    # a result that may be wrong says so in the exit code too (as rollax robot optimize)
+    return 0 if fit.status == "converged" else 1
