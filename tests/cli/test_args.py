@@ -156,6 +156,19 @@ def test_invalid_values_of_every_option_give_one_line_and_exit_2(call, capsys):
         (["floquet", "--j-max", "2"], "--j-max = 2 is not allowed"),
         (["friction", "stop", "--force", "1"], "--force = 1 is not allowed"),
         (
+            ["friction", "limit-directions", "--body", "disc", "--lam", "0.5"],
+            "--lam = 0.5 is not allowed with --body disc",
+        ),
+        (
+            ["robot", "optimize", "--body", "disk", "--target", "1", "1"],
+            "--target applies to --body ball only",
+        ),
+        (
+            ["robot", "optimize", "--body", "disk", "--heading", "1"],
+            "--heading applies to --body ball only",
+        ),
+        (["robot", "optimize", "--body", "ball", "--phi-T", "1"], "--phi-T applies to --body disk"),
+        (
             ["penny", "--impact", "elastic", "--e", "0.5"],
             "--e = 0.5 is not allowed with --impact elastic",
         ),

@@ -404,7 +404,7 @@ class _DampedWithADeadParameter(rollax.AbstractSystem):
     state_names = ("x", "v")
 
     def vector_field(self, t, y, mode):
-        return jnp.stack([y[1], -self.omega**2 * y[0] - self.c * y[1]])
+        return jnp.stack([y[1], -(self.omega**2) * y[0] - self.c * y[1]])
 
     def position(self, t, y):
         return y[:1]

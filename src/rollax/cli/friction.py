@@ -28,6 +28,7 @@ from rollax.cli._args import (
 #: rollax.models.friction.harmonic.MAX_DEGREE, written out so that ``rollax --help`` does not load the
 #: friction models (and JAX); tests/cli/test_help.py holds the two equal
 MAX_DEGREE = 32
+_LAM = 5.0  # --lam's default (a ball's R_bar/R)
 
 
 def _out_first(run):
@@ -101,7 +102,7 @@ def register(subparsers) -> None:
     ld.add_argument(
         "--degree", type=integer(1, MAX_DEGREE), default=2, help="degree N of the harmonic model"
     )
-    ld.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
+    ld.add_argument("--lam", type=POSITIVE, default=_LAM, help="ball: lambda = R_bar/R")
     _common(ld)
     ld.set_defaults(func=_out_first(run_limit_directions))
 
@@ -127,7 +128,7 @@ def register(subparsers) -> None:
     stop.add_argument(
         "--u0", type=FINITE, nargs=3, default=(1.0, 0.0, 1.0), help="initial (u_x, u_y, rho w_z)"
     )
-    stop.add_argument("--lam", type=POSITIVE, default=5.0, help="ball: lambda = R_bar/R")
+    stop.add_argument("--lam", type=POSITIVE, default=_LAM, help="ball: lambda = R_bar/R")
     _common(stop)
     stop.set_defaults(func=_out_first(run_stop))
 
@@ -186,6 +187,14 @@ def run_fit(args) -> int:
     return 0
 
 
+def _lam_for_a_ball(args) -> None:
+    # refused, not dropped, for a disc (a new-user review)
+    if args.body == "disc" and args.lam != _LAM:
+        raise ValueError(
+            f"--lam = {args.lam:g} is not allowed with --body disc: it is a ball's R_bar/R"
+        )
+
+
 # ------------------------------------------------------------------------ limit directions
 def run_limit_directions(args) -> int:
     from rollax.analysis.friction import bifurcation_diagram, limit_direction_report
@@ -194,6 +203,7 @@ def run_limit_directions(args) -> int:
         raise ValueError(f"--degree {args.degree} must be >= 1")
     if not args.force >= 0:
         raise ValueError(f"--force {args.force} must be >= 0")
+    _lam_for_a_ball(args)
     body, data = limit_direction_report(args.body, args.force, args.degree, args.lam)
     lines = [
         f"{args.body}, F/(mu m g) = {args.force}, harmonic degree N = {args.degree}",
@@ -228,6 +238,7 @@ def run_stop(args) -> int:
         raise ValueError(f"--force {args.force} must be >= 0")
     if not any(args.u0):
         raise ValueError("--u0 must be nonzero (zero slip is already stuck)")
+    _lam_for_a_ball(args)
     body, x0, data = stop_report(args.body, args.law, args.force, args.u0, args.lam)
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)

@@ -164,6 +164,16 @@ def optimize(args) -> int:
 
     if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"--out = {args.out!r} is a file; it must be a directory")
+    # an option of the other body is refused, not dropped (a new-user review)
+    other = ("target", "heading") if args.body == "disk" else ("phi_T",)
+    given = [_OPTIMIZE_ONLY[d][0] for d in other if getattr(args, d) != _OPTIMIZE_ONLY[d][1]]
+    if given:
+        body = "ball" if args.body == "disk" else "disk"
+        raise ValueError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --body "
+            f"{body} only; --body {args.body} "
+            + ("ends at the rotation --phi-T" if args.body == "disk" else "ends at --target")
+        )
     if args.body == "disk":
         man = disk_manoeuvre(phi_T=args.phi_T, T=args.T, mu=args.mu, n_min=args.n_min)
     else:
