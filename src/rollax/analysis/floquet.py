@@ -183,9 +183,10 @@ def stability_data(n_rho: int, n_j: int, j_max: float = 1.0) -> dict:
     return {"rho_over_R": rho_R, "j": j, "trace": tr, "stable": np.abs(tr) < 2.0}
 
 
-def write_figure(data: dict, summ: dict, a_over_R: float, out) -> str:
+def write_figure(data: dict, summ: dict, a_over_R: float, out, rim=None) -> str:
     """Write ``fig9.png`` (:func:`rollax.plot.plot_floquet_map`) and ``fig9.npz`` (``data``)
-    into ``out``; returns the PNG path."""
+    into ``out``; returns the PNG path. ``rim``: the marked ball's model, named under the
+    plot."""
     import os
 
     import numpy as np
@@ -193,6 +194,18 @@ def write_figure(data: dict, summ: dict, a_over_R: float, out) -> str:
     from rollax.plot import plot_floquet_map
 
     png = os.path.join(out, "fig9.png")
-    plot_floquet_map(data, summ, a_over_R, png)
+    from rollax.plot import rim_parameters
+
+    plot_floquet_map(
+        data,
+        summ,
+        a_over_R,
+        png,
+        parameters=None
+        if rim is None
+        else ", ".join(
+            p for p in rim_parameters(rim).split(", ") if p.split(" =")[0] in ("r", "a", "R", "j")
+        ),
+    )
     np.savez_compressed(os.path.join(out, "fig9.npz"), **data)
     return png

@@ -61,7 +61,7 @@ def run(args) -> int:
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         data = stability_data(args.n_rho, args.n_j, args.j_max)
-        write_figure(data, summ, float(rim.a / rim.R), args.out)
+        write_figure(data, summ, float(rim.a / rim.R), args.out, rim=rim)
         summ["map"] = {
             "n_rho": args.n_rho,
             "n_j": args.n_j,

@@ -183,6 +183,8 @@ def run_fit(args) -> int:
             fit_curves(law, model),
             f"{args.model} N={args.degree}",
             os.path.join(args.out, "fit.png"),
+            title=f"{args.pressure} pressure, rho = {args.rho}: {args.model} model of "
+            f"degree N = {args.degree} fitted to the exact law",
         )
     return 0
 

@@ -373,10 +373,17 @@ def plot_steady_figure(
 
 
 # ------------------------------------------------------------- Floquet map (rim, Fig. 9)
-def plot_floquet_map(data: dict, summ: dict, a_over_R: float, path: str | os.PathLike) -> None:
+def plot_floquet_map(
+    data: dict,
+    summ: dict,
+    a_over_R: float,
+    path: str | os.PathLike,
+    parameters: str | None = None,
+) -> None:
     """Fig. 9 of the rim paper: the Floquet stability map ``data`` of
     :func:`rollax.analysis.floquet.stability_data` with the ball of ``summ``
-    (:func:`rollax.analysis.floquet.summary`) marked and the unphysical ranges hatched."""
+    (:func:`rollax.analysis.floquet.summary`) marked and the unphysical ranges hatched;
+    ``parameters``: a line under the plot naming the marked ball (:func:`rim_parameters`)."""
     x, y = data["rho_over_R"], data["j"]
     fig, ax = plt.subplots(figsize=(5.6, 4.4), dpi=100)
     ax.contourf(x, y, data["stable"].astype(float), levels=[0.5, 1.5], colors=["0.75"])
@@ -387,7 +394,7 @@ def plot_floquet_map(data: dict, summ: dict, a_over_R: float, path: str | os.Pat
     )
     ax.fill_between([0, 1], 2 / 3, y.max(), hatch="\\\\\\", facecolor="none", edgecolor="0.4", lw=0)
     ax.plot(summ["rho_over_R"], summ["j"], "o", mfc="w", mec="C3", ms=8, mew=2)
-    ax.text(summ["rho_over_R"] + 0.02, summ["j"] + 0.02, "standard ball", color="C3", fontsize=8)
+    ax.text(summ["rho_over_R"] + 0.02, summ["j"] + 0.02, "the ball", color="C3", fontsize=8)
     ax.text(
         0.99,
         0.99,
@@ -405,7 +412,9 @@ def plot_floquet_map(data: dict, summ: dict, a_over_R: float, path: str | os.Pat
     ax.set_xlabel(r"$\rho/R$")
     ax.set_ylabel(r"$j$")
     ax.set_title("Fig. 9: Floquet stability of (62); grey: |tr M| < 2 (stable)", fontsize=10)
-    fig.tight_layout()
+    if parameters:
+        fig.text(0.01, 0.005, "marked ball: " + parameters, fontsize=7, ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.03, 1, 1) if parameters else (0, 0, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
@@ -427,16 +436,21 @@ def plot_friction_law(curves, data: dict, path: str | os.PathLike) -> None:
     plt.close(fig)
 
 
-def plot_friction_fit(curves: dict, label: str, path: str | os.PathLike) -> None:
-    """Q and T over theta of the exact law (dotted) and a fitted model (``label``)."""
+def plot_friction_fit(
+    curves: dict, label: str, path: str | os.PathLike, title: str | None = None
+) -> None:
+    """Q and T over theta of the exact law (dotted) and a fitted model (``label``); ``title``:
+    the pressure and the scaling length rho the fit was made with."""
     th = curves["theta"]
-    fig, ax = plt.subplots(1, 2, figsize=(8, 3.2), dpi=100)
+    fig, ax = plt.subplots(1, 2, figsize=(8, 3.4), dpi=100)
     for a, name in ((ax[0], "Q"), (ax[1], "T")):
         a.plot(th, curves[f"{name}_law"], "k:", label="exact")
         a.plot(th, curves[f"{name}_model"], label=label)
-        a.set_xlabel("theta")
-        a.set_ylabel(name)
+        a.set_xlabel(r"$\theta$ [rad] (slip-spin angle)")
+        a.set_ylabel(f"{name} (normalised)")
     ax[0].legend()
+    if title:
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

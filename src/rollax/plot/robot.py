@@ -124,7 +124,10 @@ def _force_figure(d, title, disk: bool, path_out: str, extra_omega: bool = False
         axs[0, 1].plot(d["t"], np.linalg.norm(d["F_h"], axis=1))
         axs[0, 1].set_title("(b) static friction f_s", fontsize=9)
     if extra_omega:
-        axs[1, 0].plot(d["t"], d["omega"])
+        om = np.asarray(d["omega"])
+        for k in range(om.shape[1] if om.ndim == 2 else 1):
+            axs[1, 0].plot(d["t"], om[:, k] if om.ndim == 2 else om, label=f"Omega_{k + 1}")
+        axs[1, 0].legend(fontsize=8)
         axs[1, 0].set_title("(c) body angular velocity Omega", fontsize=9)
     else:
         axs[1, 0].plot(d["t"], d["ratio"])
@@ -148,8 +151,8 @@ def _force_figure(d, title, disk: bool, path_out: str, extra_omega: bool = False
         ax.set_aspect("equal", adjustable="datalim")
         ax.set_title("(d) static friction along the GC/CP path", fontsize=9)
     for a in axs.flat[:3]:
-        a.set_xlabel("t")
-    fig.suptitle(title)
+        a.set_xlabel("t (model units: r = g = 1)")
+    fig.suptitle(title + " (model units: r = g = 1)")
     fig.tight_layout()
     fig.savefig(path_out, dpi=80)
     plt.close(fig)
