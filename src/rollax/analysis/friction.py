@@ -65,7 +65,7 @@ def simulate_stop(
     return Stop(y[3], x, body.eps(x), jnp.asarray(sol.status == Status.EVENT))
 
 
-LAW_NAMES = "exact-uniform, exact-hertz, linear, pade or harmonic-N"
+LAW_NAMES = "exact-uniform, exact-hertz, linear, pade or harmonic-N (N in 1..32)"
 
 
 def _check_body(body: str) -> None:

@@ -116,7 +116,8 @@ def register(subparsers) -> None:
     stop.add_argument(
         "--law",
         default="exact-uniform",
-        help="exact-uniform, exact-hertz, linear, harmonic-N (e.g. harmonic-2), pade",
+        help=f"exact-uniform, exact-hertz, linear, harmonic-N (N in 1..{MAX_DEGREE}, e.g. "
+        "harmonic-2), pade",
     )
     stop.add_argument(
         "--force",

@@ -35,7 +35,7 @@ def register(subparsers) -> None:
         action="extend",
         choices=RIM_FIELDS,
         metavar="NAME",
-        help=f"parameters to fit (repeatable; {', '.join(RIM_FIELDS)})",
+        help=f"parameters to fit (required, repeatable; {', '.join(RIM_FIELDS)})",
     )
     for name, unit in (("d", "m"), ("z", "m"), ("alpha", "rad")):
         p.add_argument(

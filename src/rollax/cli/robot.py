@@ -102,7 +102,12 @@ def _optimize_options(p, hidden: bool) -> None:
         default=None,
         help=h("ball: final heading of the body axis E1 [rad] (default: free)"),
     )
-    p.add_argument("--T", type=POSITIVE, default=8.0, help=h("duration [s] (default 8)"))
+    p.add_argument(
+        "--T",
+        type=POSITIVE,
+        default=8.0,
+        help=h("duration, in the model's time units (r = g = 1; default 8)"),
+    )
     p.add_argument(
         "--mu",
         type=real(0.0, inf=True),
@@ -142,7 +147,7 @@ def _optimize_options(p, hidden: bool) -> None:
         "--samples",
         type=integer(1001, 10**6),
         default=1001,
-        help=h("uniform samples of [0, T] in optimize.json (default 1001)"),
+        help=h("uniform samples of [0, T] in optimize.json, in [1001, 1000000] (default 1001)"),
     )
 
     if not hidden:
