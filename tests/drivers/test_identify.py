@@ -301,16 +301,32 @@ def test_csv_header_and_cells_are_checked(tmp_path):
         read_rim_csv(p)
 
 
-def test_cli_identify_a_poor_fit_exits_1_and_says_why(record, tmp_path, capsys):
-    # a new-user review: a poor fit exited 0, advised "robust=True" (the CLI's default
-    # already), and --out wrote no profile.png without a word
-    t, v, _ = _noisy(record, seed=6)
+def _cli_record(record, tmp_path, seed):
+    """The first 2 s of a noisy record as a CSV, and the ``rollax identify`` command that fits
+    k_d to it (``--json --out``), with the output folder."""
+    t, v, _ = _noisy(record, seed=seed)
     keep = t < 2.0
     data = tmp_path / "obs.csv"
     write_rim_csv(data, t[keep], v[keep, 0], v[keep, 1], v[keep, 2])
     out = tmp_path / "out"
+    return [
+        "identify",
+        "rim",
+        "--data",
+        str(data),
+        "--fit",
+        "k_d",
+        "--json",
+        "--out",
+        str(out),
+    ], out
+
+
+def test_cli_identify_a_poor_fit_exits_1_and_says_why(record, tmp_path, capsys):
+    # a new-user review: a poor fit exited 0, advised "robust=True" (the CLI's default
+    # already), and --out wrote no profile.png without a word
+    argv, out = _cli_record(record, tmp_path, seed=6)
     tiny = ["--sigma-d", "1e-5", "--sigma-z", "1e-5", "--sigma-alpha", "1e-5"]
-    argv = ["identify", "rim", "--data", str(data), "--fit", "k_d", "--json", "--out", str(out)]
     assert main(argv + tiny) == 1
     res = json.loads(capsys.readouterr().out)
     assert res["status"] == "poor_fit" and not res["converged"]
@@ -320,13 +336,8 @@ def test_cli_identify_a_poor_fit_exits_1_and_says_why(record, tmp_path, capsys):
 
 
 def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
-    t, v, _ = _noisy(record, seed=5)
-    keep = t < 2.0
-    data = tmp_path / "obs.csv"
-    write_rim_csv(data, t[keep], v[keep, 0], v[keep, 1], v[keep, 2])
-    out = tmp_path / "out"
-    rc = main(["identify", "rim", "--data", str(data), "--fit", "k_d", "--json", "--out", str(out)])
-    assert rc == 0
+    cmd, out = _cli_record(record, tmp_path, seed=5)
+    assert main(cmd) == 0
     res = json.loads(capsys.readouterr().out)
     on_disk = json.loads((out / "identify.json").read_text())
     assert on_disk["parameters"] == res["parameters"]
@@ -356,7 +367,7 @@ def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
         # checked before the fit (issue 32's review: a fit, then no place)
         (["--fit", "k_d", "--out", "/proc/nope"], "cannot be created"),
     ):
-        assert main(["identify", "rim", "--data", str(data)] + argv) == 2
+        assert main(cmd[:4] + argv) == 2  # ("identify", "rim", "--data", the CSV)
         err = capsys.readouterr().err
         assert match in err and "Traceback" not in err
 

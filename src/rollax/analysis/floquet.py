@@ -201,11 +201,7 @@ def write_figure(data: dict, summ: dict, a_over_R: float, out, rim=None) -> str:
         summ,
         a_over_R,
         png,
-        parameters=None
-        if rim is None
-        else ", ".join(
-            p for p in rim_parameters(rim).split(", ") if p.split(" =")[0] in ("r", "a", "R", "j")
-        ),
+        parameters=None if rim is None else rim_parameters(rim, ("r", "a", "R", "j")),
     )
     np.savez_compressed(os.path.join(out, "fig9.npz"), **data)
     return png

@@ -56,14 +56,15 @@ def _with_unit(name: str, v: float) -> str:
     return f"{symbol} = {v:g}" + (f" {unit.rstrip(']')}" if unit else "")
 
 
-def rim_parameters(rim) -> str:
+def rim_parameters(rim, names: Sequence[str] | None = None) -> str:
     """The rim model's parameters with units, one line for a figure: what the figure was
-    computed with (``r = 0.12 m, a = 0.01 m, ...``; the friction coefficient as ``mu``)."""
+    computed with (``r = 0.12 m, a = 0.01 m, ...``; the friction coefficient as ``mu``);
+    ``names``: only these (default: all with a unit in :data:`_RIM_UNITS`)."""
     import dataclasses
 
     parts = []
     for f in dataclasses.fields(rim):
-        if f.name not in _RIM_UNITS:
+        if f.name not in _RIM_UNITS or (names is not None and f.name not in names):
             continue
         v = float(getattr(rim, f.name))
         unit = _RIM_UNITS[f.name]
