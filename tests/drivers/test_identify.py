@@ -337,7 +337,8 @@ def test_cli_identify_a_poor_fit_exits_1_and_says_why(record, tmp_path, capsys):
 
 def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
     cmd, out = _cli_record(record, tmp_path, seed=5)
-    assert main(cmd) == 0
+    # (a literal command: tests/test_layout.py follows main(["identify", ...]) to rollax.cli.identify)
+    assert main(["identify", *cmd[1:]]) == 0
     res = json.loads(capsys.readouterr().out)
     on_disk = json.loads((out / "identify.json").read_text())
     assert on_disk["parameters"] == res["parameters"]
@@ -367,7 +368,7 @@ def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
         # checked before the fit (issue 32's review: a fit, then no place)
         (["--fit", "k_d", "--out", "/proc/nope"], "cannot be created"),
     ):
-        assert main(cmd[:4] + argv) == 2  # ("identify", "rim", "--data", the CSV)
+        assert main(["identify", "rim", "--data", cmd[3]] + argv) == 2
         err = capsys.readouterr().err
         assert match in err and "Traceback" not in err
 
