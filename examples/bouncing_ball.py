@@ -83,4 +83,6 @@ if __name__ == "__main__":
             ).t
         )
     )(0.8)
-    print("dt4/de =", float(dt_de), "closed form", 2 * math.sqrt(2 / 9.81) * (1 + 2 * 0.8))
+    # d/de of T0 (1 + 2 (e + e^2 + e^3)): 2 T0 (1 + 2 e + 3 e^2)
+    closed = 2 * math.sqrt(2 / 9.81) * (1 + 2 * 0.8 + 3 * 0.8**2)
+    print("dt4/de =", float(dt_de), "closed form", closed)

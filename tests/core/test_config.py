@@ -22,16 +22,69 @@ def _python(code: str, **env) -> subprocess.CompletedProcess:
     )
 
 
-def test_import_has_no_side_effects_but_float64():
-    r = _python(
+def test_import_sets_float64_and_the_cache_only(tmp_path):
+    code = (
         "import os, jax, rollax\n"
         "from jax._src import xla_bridge as xb\n"
         "print(os.environ.get('XLA_FLAGS'), jax.config.jax_enable_x64,\n"
         "      jax.config.jax_compilation_cache_dir, jax.config.jax_num_cpu_devices,\n"
-        "      xb.backends_are_initialized())"
+        "      xb.backends_are_initialized(), jax.config.jax_compilation_cache_max_size)"
     )
+    where = str(tmp_path / "c")
+    r = _python(code, ROLLAX_CACHE_DIR=where)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["None", "True", "None", "-1", "False"]
+    assert r.stdout.split() == ["None", "True", where, "-1", "False", str(2 * 2**30)]
+    r = _python(code, ROLLAX_CACHE_DIR="off")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["None", "True", "None", "-1", "False", "-1"]
+    r = _python(code, ROLLAX_CACHE_DIR=where, ROLLAX_CACHE_MAX_SIZE="1e8")
+    assert r.stdout.split()[-1] == "100000000", r.stderr
+    # the user's own choice for JAX is left alone
+    r = _python(code, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "mine"))
+    assert r.stdout.split()[2] == str(tmp_path / "mine"), r.stderr
+
+
+def test_a_second_process_loads_the_first_ones_programs(tmp_path):
+    """Asserted from JAX's cache events (hits and misses), not from timings."""
+    code = (
+        "import jax, rollax, jax.numpy as jnp\n"
+        "seen = []\n"
+        "jax.monitoring.register_event_listener(lambda e, **k: seen.append(e))\n"
+        "def f(x):\n"
+        "    for i in range(1500):\n"
+        "        x = jnp.sin(x) * (1 + i * 1e-4) + jnp.cos(x * i)\n"
+        "    return x\n"
+        "jax.jit(f)(1.0).block_until_ready()\n"
+        "print(seen.count('/jax/compilation_cache/cache_hits'),"
+        " seen.count('/jax/compilation_cache/cache_misses'))"
+    )
+    env = dict(ROLLAX_CACHE_DIR=str(tmp_path / "c"))
+    first, second = _python(code, **env), _python(code, **env)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    hits1, misses1 = map(int, first.stdout.split())
+    hits2, misses2 = map(int, second.stdout.split())
+    assert hits1 == 0 and misses1 >= 1
+    assert hits2 >= 1 and misses2 == 0
+    assert list((tmp_path / "c").glob("jit_f-*"))
+
+
+def test_a_bad_cache_size_is_one_clear_line(tmp_path):
+    r = _python(
+        "import rollax; rollax.configure(cache_dir='off')",
+        ROLLAX_CACHE_MAX_SIZE="lots",
+    )
+    # on import: a warning, the cache unbounded; configure: the one-line error
+    assert "ROLLAX_CACHE_MAX_SIZE = 'lots' is not allowed" in r.stderr
+    r = _python("import rollax; rollax.configure()", ROLLAX_CACHE_MAX_SIZE="0")
+    assert r.returncode != 0
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "ROLLAX_CACHE_MAX_SIZE = '0' is not allowed: it must be a size in bytes >= 1, "
+            "or -1 (no bound)"
+        )
+    )
 
 
 def test_importing_every_module_starts_no_backend():

@@ -1,8 +1,9 @@
-"""Opt-in, process-wide JAX set-up: CPU devices and the persistent compile cache.
+"""Process-wide JAX set-up: CPU devices and the persistent compile cache.
 
-Importing rollax only enables float64 (:mod:`rollax._core._setup`). Everything else that changes the
-process is done by :func:`configure`, which the ``rollax`` command calls first thing, and which a
-script or a test session calls itself when it wants the same set-up.
+Importing rollax enables float64 and the compile cache (:mod:`rollax._core._setup`). Splitting
+the CPU into devices, or moving or disabling the cache in a running process, is done by
+:func:`configure`, which the ``rollax`` command calls first thing, and which a script or a test
+session calls itself when it wants the same set-up.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import os
 import warnings
 
-_OFF = ("", "0", "off", "none", "false", "no")
-_DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "rollax", "jax")
+from rollax._core import _setup
+from rollax._core._setup import DEFAULT_CACHE as _DEFAULT_CACHE
+from rollax._core._setup import MIN_COMPILE_SECS, OFF as _OFF, _max_size
+
 _XLA_FLAG = "--xla_force_host_platform_device_count"
 
 
@@ -79,9 +82,11 @@ def configure(cpu_devices: int | None = None, cache_dir: str | os.PathLike | Non
       it is too late and the count differs, an explicit ``cpu_devices`` raises ``RuntimeError``
       and the default only warns. With the default, an existing
       ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS`` is left alone.
-    * ``cache_dir``: JAX's persistent compilation cache (default: ``ROLLAX_CACHE_DIR``, else
-      ``~/.cache/rollax/jax``); ``"off"`` disables it. A default directory that cannot be
-      created is skipped silently; an explicit one raises ``ValueError``.
+    * ``cache_dir``: JAX's persistent compilation cache, on since ``import rollax`` (default:
+      ``ROLLAX_CACHE_DIR``, else ``~/.cache/rollax/jax``, bounded by ``ROLLAX_CACHE_MAX_SIZE``
+      bytes, default 2 GiB); ``"off"`` disables it, also after a first compile. A default
+      directory that cannot be created is skipped silently; an explicit one raises
+      ``ValueError``.
 
     Bad values (arguments or environment variables) raise a one-line ``ValueError`` naming the
     parameter, its value and what is allowed. Calling it again with the same values is harmless.
@@ -114,15 +119,43 @@ def configure(cpu_devices: int | None = None, cache_dir: str | os.PathLike | Non
 
     _split_cpu(n, explicit, source)
 
-    if path is not None:
-        try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as err:
-            if explicit_cache:
-                raise ValueError(
-                    f"{cache_source} = {path!r} is not allowed: the directory cannot be created "
-                    f"({err.strerror}); give a writable directory, or 'off'"
-                ) from None
-            return  # a read-only home must not break the command
+    if path is None:
+        _set_cache(jax, None, 0)
+        return
+    if (
+        cache_source == "default"
+        and os.environ.get("JAX_COMPILATION_CACHE_DIR")
+        and not _setup.SET_BY_ROLLAX
+    ):
+        return  # the user's own choice, made for JAX
+    max_size = _max_size()  # a bad ROLLAX_CACHE_MAX_SIZE: one-line ValueError
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        if explicit_cache:
+            raise ValueError(
+                f"{cache_source} = {path!r} is not allowed: the directory cannot be created "
+                f"({err.strerror}); give a writable directory, or 'off'"
+            ) from None
+        return  # a read-only home must not break the command
+    _set_cache(jax, path, max_size)
+
+
+def _set_cache(jax, path: str | None, max_size: int) -> None:
+    """Point JAX's persistent cache at ``path`` (``None``: off). JAX decides once per process,
+    at its first compile, whether it uses the cache: a change after that resets its choice."""
+    before = (jax.config.jax_enable_compilation_cache, jax.config.jax_compilation_cache_dir)
+    if path is None:
+        jax.config.update("jax_enable_compilation_cache", False)
+    else:
+        jax.config.update("jax_enable_compilation_cache", True)
         jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+        jax.config.update("jax_compilation_cache_max_size", max_size)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECS)
+    if before != (jax.config.jax_enable_compilation_cache, jax.config.jax_compilation_cache_dir):
+        try:
+            from jax._src import compilation_cache
+
+            compilation_cache.reset_cache()
+        except (ImportError, AttributeError):  # a JAX without it: the first choice stays
+            pass

@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
+
+from rollax._core._announce import restart_clock
 from tqdm.auto import tqdm
 
 _POLL = 0.05  # seconds between looks at the interrupt flag
@@ -307,10 +309,13 @@ def run_chunked(
 
     def shown(bar, k):
         nonlocal started
-        if not started:
+        first = not started
+        if first:
             started = True
             bar.set_postfix_str("", refresh=False)
         bar.update(k)
+        if first:
+            restart_clock(bar)
         if after["solved"]:
             after["solved"] = False
             bar.set_postfix_str("solved; outcomes and summaries of the region", refresh=True)

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
+from rollax._core import _announce
 from rollax._core import _eventlog
 
 from rollax._integrate import _fused, queue
@@ -247,14 +248,18 @@ def solve_ensemble(
     queue, benchmarks/RESULTS.md).
 
     ``valid`` (``(N,)`` bools): starts to run; the others cost nothing and their results are
-    meaningless (the padding of a chunk). ``progress(finished)``: called about every second
-    (the queue's slices) with the number of starts finished so far (the results do not change); an
-    exception it raises stops the solve. The work queue compiles its kernel for a size class
+    meaningless (the padding of a chunk). ``progress``: ``None`` (the default) shows a bar on
+    stderr for :data:`BAR_MIN` starts or more (a compile phase, labelled, then the starts
+    finished, the rate and the time left from finished work only), ``True`` always, ``False``
+    never; or a function ``progress(finished)``, called about every second (the queue's slices)
+    with the number of starts finished so far (the results do not change); an exception it
+    raises stops the solve. The work queue compiles its kernel for a size class
     of N (``rollax._integrate.queue.size_class``: at least 4096 rows, then four classes per
     octave; the rows beyond N are invalid starts), so that calls with other N of the same
     class reuse it. Returns a :class:`rollax.Solution` of NumPy arrays
     with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """
+    _announce.start()  # a compile of more than 2 s is said (rollax._core._announce)
     on_device = _ON_DEVICE.get()
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
@@ -302,11 +307,6 @@ def solve_ensemble(
         if modes.shape != (N,):
             raise ValueError(f"mode has shape {modes.shape}; it must be one mode or ({N},)")
 
-    if progress is not None and not callable(progress):
-        raise ValueError(
-            f"progress = {progress!r} is not allowed: it must be a function of the "
-            f"number of starts finished, or None"
-        )
     system.check_functions(y0s[0], int(modes[0]), t0)
     dyn, static = eqx.partition(system, eqx.is_array)
     try:
@@ -333,6 +333,35 @@ def solve_ensemble(
         raise ValueError(
             f"aux has shape {aux.shape}; {type(system).__name__} needs ({p},) or ({N}, {p})"
         )
+    bar = None
+    if progress is None:
+        progress = N >= BAR_MIN and not on_device  # (a sweep passes its own reports)
+    if progress is True or progress is False:
+        n_valid = N if valid is None else int(np.sum(np.asarray(valid, bool)))
+        bar = _bar(n_valid, type(system).__name__) if progress else None
+        progress = None if bar is None else bar.report
+    elif not callable(progress):
+        raise ValueError(
+            f"progress = {progress!r} is not allowed: it must be None (a bar for {BAR_MIN} "
+            f"starts or more), True, False, or a function of the number of starts finished"
+        )
+    try:
+        return _solve_ensemble(
+            system, y0s, N, d, p, ad, hybrid, marks, dyn, modes, aux, keep, on_device,
+            t0, t1, ts, rtol, atol, dt_max, max_steps, max_resets, n_samples, solver, lanes,
+            devices, valid, progress, jump_ts, save_events, backend,
+        )  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.finish()
+
+
+def _solve_ensemble(
+    system, y0s, N, d, p, ad, hybrid, marks, dyn, modes, aux, keep, on_device, t0, t1, ts,
+    rtol, atol, dt_max, max_steps, max_resets, n_samples, solver, lanes, devices, valid,
+    progress, jump_ts, save_events, backend,
+) -> Solution:  # fmt: skip
+    """:func:`solve_ensemble` from its checked inputs on (the kernel and the Solution)."""
     if ts is not None:  # (before the kernel's own handling of jump times: rollax.solve's)
         opts = dict(rtol=rtol, atol=atol, dt_max=dt_max, max_steps=max_steps, solver=solver)
         opts.update(max_resets=max_resets, n_samples=n_samples, jump_ts=jump_ts)
@@ -427,6 +456,41 @@ def solve_ensemble(
         events=log,
     )
     return sol if on_device else jax.device_get(sol)  # (NumPy, in one transfer)
+
+
+#: Starts from which :func:`solve_ensemble` shows a progress bar by default (``progress=None``):
+#: a first call of 10,000 starts took 30-80 s on a loaded 2-core machine (issue 56).
+BAR_MIN = 10_000
+
+
+class _Bar:
+    """The ensemble's bar: "compiling or loading the kernel" until the first report, then the
+    starts finished; the rate and the time left from finished work only (the sweep's bar does
+    the same: :func:`rollax._core._announce.restart_clock`)."""
+
+    def __init__(self, total: int, name: str):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(
+            total=total, unit="start", desc=f"solve_ensemble {name}", mininterval=0.5, smoothing=0.1
+        )
+        self.bar.set_postfix_str("compiling or loading the kernel", refresh=True)
+        self.started = False
+
+    def report(self, finished: int) -> None:
+        self.bar.update(max(0, min(int(finished), self.bar.total) - self.bar.n))
+        if not self.started:
+            self.started = True
+            self.bar.set_postfix_str("", refresh=False)
+            _announce.restart_clock(self.bar)
+
+    def finish(self) -> None:
+        self.bar.update(self.bar.total - self.bar.n)
+        self.bar.close()
+
+
+def _bar(total: int, name: str) -> _Bar:
+    return _Bar(total, name)
 
 
 #: Starts per ``jax.vmap(rollax.solve)`` call on the saving route (``ts``): the chunk is
@@ -538,7 +602,7 @@ def fused_program(
 
     token = _RUNNER.set(lower)
     try:
-        solve_ensemble(system, y0s, t0, t1, backend="fused", **options)
+        solve_ensemble(system, y0s, t0, t1, backend="fused", **{"progress": False, **options})
     except _Lowered as done:
         return done.lowered
     finally:

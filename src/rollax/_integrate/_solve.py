@@ -59,9 +59,9 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from rollax._core import _eventlog
+from rollax._core import _announce, _eventlog
 
-from rollax._integrate import dopri5
+from rollax._integrate import _traced, dopri5
 from rollax._integrate.queue import size_class
 from rollax._core._eventlog import SAVE_EVENTS_MAX
 from rollax._core._solution import Solution, Status
@@ -559,6 +559,7 @@ def solve(
     gives the state at any time of the run (systems without a reset map; for those with one,
     use ``ts``). Returns a :class:`rollax.Solution`.
     """
+    _announce.start()  # a compile of more than 2 s is said (rollax._core._announce)
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     if system.batch_shape():
@@ -677,7 +678,7 @@ def solve(
         # rows are cut below
         m = int(ts.shape[0])
         ts = jnp.concatenate([ts, jnp.broadcast_to(ts[-1:], (size_class(m, floor=16) - m,))])
-    sol = _solve(
+    args = (
         system,
         y0,
         mode,
@@ -691,6 +692,12 @@ def solve(
         ts,
         opts,
     )
+    sol = None
+    if not dense and _traced.wanted(jax.tree_util.tree_leaves(eqx.filter(args, eqx.is_array))):
+        # reverse mode: the traced reverse pass is read from disk after its first process
+        sol = _traced.call(_solve, args)
+    if sol is None:
+        sol = _solve(*args)
     if m is None or sol.ys is None or sol.ys.shape[0] == m:
         return sol
     return eqx.tree_at(lambda s: s.ys, sol, sol.ys[:m])

@@ -1,0 +1,219 @@
+"""No silent waits: a compile that takes longer than :data:`AFTER` seconds is announced once.
+
+JAX gives no signal when it *starts* to trace or compile a program, only when it has finished,
+so rollax watches instead: a daemon thread (started by the first solve, ensemble or sweep)
+looks at the other threads' Python stacks every :data:`PERIOD` seconds. A thread whose stack
+has stood in JAX's tracing, lowering or XLA compilation for :data:`AFTER` seconds gets one line
+on the ``rollax`` logger::
+
+    rollax: compiling rollax.solve for WallPendulum: the first call with these shapes and
+    options; later calls reuse it (compile cache: ~/.cache/rollax/jax)
+
+and, when it is done, ``rollax: compiled rollax.solve for WallPendulum in 12.4 s``. What is
+compiled is named after the outermost public rollax function on the stack (and the type of its
+``system``); a compile with no rollax frame on the stack (the reverse pass of a ``jax.grad``
+through a solve, compiled after the solve has returned) is named after the user's line.
+Sampling works because XLA releases the GIL while it compiles (measured: a 5.6 s compile
+sampled every 0.5 s throughout). Reading the stacks costs a few microseconds a sample.
+
+The lines go to Python's ``logging`` (logger ``"rollax"``, level INFO). When the program has
+configured no logging (no handler on the root logger), rollax prints them itself to stderr,
+through ``tqdm.write`` so that a progress bar is not torn. ``logging.getLogger("rollax")
+.setLevel(logging.WARNING)`` silences them; ``ROLLAX_ANNOUNCE=off`` stops the watcher.
+
+XLA's own multi-line "Very slow compile?" banner (printed by its C++ logging after minutes)
+cannot be silenced on its own: only ``TF_CPP_MIN_LOG_LEVEL=3``, which hides every XLA error
+too, removes it; rollax's line comes first (after 2 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+
+LOG = logging.getLogger("rollax")
+#: Seconds a thread must stand in a compile before it is announced (the issue's "about 2 s").
+AFTER = 2.0
+#: Seconds between two looks at the stacks.
+PERIOD = 0.25
+
+_SEP = os.sep
+_JAX = f"{_SEP}jax{_SEP}_src{_SEP}"
+_ROLLAX = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + _SEP
+#: (file under jax/_src, function) pairs that mean "tracing, lowering or compiling".
+_COMPILING_FILES = (
+    "compiler.py",
+    f"interpreters{_SEP}mlir.py",
+    f"interpreters{_SEP}partial_eval.py",
+)
+_COMPILING_FUNCS = {
+    ("pxla.py", "lower_sharding_computation"),
+    ("pxla.py", "_cached_lowering_to_hlo"),
+    ("pjit.py", "_create_pjit_jaxpr"),
+    ("pjit.py", "_pjit_lower"),
+}
+#: Libraries whose frames are not "the user's line".
+_LIBRARIES = tuple(
+    f"{_SEP}{name}{_SEP}"
+    for name in ("jax", "jaxlib", "equinox", "diffrax", "lineax", "optimistix", "optax")
+) + (_ROLLAX, f"{_SEP}threading.py", f"{_SEP}contextlib.py", f"{_SEP}functools.py")
+
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+
+
+class _Stderr(logging.Handler):
+    """Prints rollax's lines when the program configured no logging of its own."""
+
+    def emit(self, record):
+        if logging.getLogger().handlers:
+            return  # the record propagates to the program's own handlers
+        try:
+            from tqdm import tqdm
+
+            tqdm.write(f"rollax: {record.getMessage()}", file=sys.stderr)
+        except Exception:  # never let a message break a computation
+            pass
+
+
+if not any(isinstance(h, _Stderr) for h in LOG.handlers):
+    LOG.addHandler(_Stderr())
+if LOG.level == logging.NOTSET:
+    LOG.setLevel(logging.INFO)
+
+
+def _compiling(frame) -> bool:
+    while frame is not None:
+        name = frame.f_code.co_filename
+        i = name.find(_JAX)
+        if i >= 0:
+            rel = name[i + len(_JAX) :]
+            if rel in _COMPILING_FILES or (rel, frame.f_code.co_name) in _COMPILING_FUNCS:
+                return True
+        frame = frame.f_back
+    return False
+
+
+def _public(module: str, func: str) -> str | None:
+    parts = module.split(".")
+    if any(p.startswith("_") for p in parts[1:]):
+        import rollax
+
+        return f"rollax.{func}" if func in getattr(rollax, "__all__", ()) else None
+    return None if func.startswith("_") else f"{module}.{func}"
+
+
+def _label(frame) -> str:
+    """What the stack is compiling: the outermost public rollax function, with its system."""
+    stack = []
+    while frame is not None:
+        stack.append(frame)
+        frame = frame.f_back
+    best = None
+    for f in reversed(stack):  # outermost first
+        path = f.f_code.co_filename
+        if not path.startswith(_ROLLAX) or path.endswith("_announce.py"):
+            continue
+        rel = os.path.relpath(path, os.path.dirname(_ROLLAX))[: -len(".py")]
+        module = rel.replace(_SEP, ".").removesuffix(".__init__")
+        name = _public(module, f.f_code.co_name)
+        if name is not None:
+            best = (name, f)
+            break
+    if best is None:
+        user = next(
+            (f for f in stack if not any(lib in f.f_code.co_filename for lib in _LIBRARIES)),
+            None,
+        )
+        where = (
+            ""
+            if user is None
+            else f" (called at {os.path.basename(user.f_code.co_filename)}:{user.f_lineno})"
+        )
+        return f"a JAX program{where}"
+    name, f = best
+    try:
+        system = f.f_locals.get("system")
+    except Exception:
+        system = None
+    return name if system is None else f"{name} for {type(system).__name__}"
+
+
+def _cache_note() -> str:
+    jax = sys.modules.get("jax")
+    try:
+        on = jax is not None and jax.config.jax_enable_compilation_cache
+        where = jax.config.jax_compilation_cache_dir if on else None  # pyright: ignore
+    except Exception:
+        where = None
+    if not where:
+        return "the compile cache is off, so a new process compiles it again"
+    return f"compile cache: {where.replace(os.path.expanduser('~'), '~', 1)}"
+
+
+def _watch() -> None:
+    me = threading.get_ident()
+    since: dict[int, float] = {}
+    said: dict[int, tuple[str, float]] = {}
+    while True:
+        time.sleep(PERIOD)
+        now = time.monotonic()
+        try:
+            frames = sys._current_frames()
+            for ident in list(since) + list(said):
+                if ident not in frames:
+                    since.pop(ident, None)
+                    said.pop(ident, None)
+            for ident, frame in frames.items():
+                if ident == me:
+                    continue
+                if _compiling(frame):
+                    start = since.setdefault(ident, now)
+                    if ident not in said and now - start >= AFTER:
+                        label = _label(frame)
+                        said[ident] = (label, start)
+                        LOG.info(
+                            f"compiling {label}: the first call with these shapes and "
+                            f"options; later calls reuse it ({_cache_note()})"
+                        )
+                elif ident in since:
+                    since.pop(ident)
+                    if ident in said:
+                        label, start = said.pop(ident)
+                        LOG.info(f"compiled {label} in {now - start:.1f} s")
+            del frames
+        except Exception:  # a sample that failed: the next one will do
+            pass
+
+
+def start() -> None:
+    """Start the watcher (once per process; idempotent and cheap)."""
+    global _thread
+    if _thread is not None or os.environ.get("ROLLAX_ANNOUNCE", "").strip().lower() in (
+        "off",
+        "0",
+        "no",
+        "false",
+    ):
+        return
+    with _lock:
+        if _thread is None:
+            _thread = threading.Thread(target=_watch, name="rollax-announce", daemon=True)
+            _thread.start()
+
+
+def restart_clock(bar) -> None:
+    """The rate and the time left from finished work only: the compile (or the loading of the
+    kernel) before the first report is not work. Right after a compile, tqdm's own estimate
+    read 18:49 for a one-second sweep (issue 56); now it shows "?" until the second report."""
+    now = bar._time()
+    bar.start_t = now
+    bar.last_print_t = now
+    bar.last_print_n = bar.n
+    for name in ("_ema_dn", "_ema_dt"):
+        ema = getattr(bar, name, None)
+        if ema is not None:
+            setattr(bar, name, type(ema)(bar.smoothing))

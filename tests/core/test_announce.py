@@ -1,0 +1,82 @@
+"""No silent waits (rollax._core._announce): a compile longer than AFTER seconds is said once,
+named after the rollax function and system that asked for it, and its end is said too."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import rollax
+from rollax._core import _announce
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    """Announce after 0.2 s, looking every 0.02 s (the watcher reads both at each look)."""
+    monkeypatch.setattr(_announce, "AFTER", 0.2)
+    monkeypatch.setattr(_announce, "PERIOD", 0.02)
+    _announce.start()
+    time.sleep(0.1)  # the watcher's current sleep (at most the old PERIOD) ends
+
+
+class Slow(rollax.AbstractSystem):
+    """A system whose program takes a while to compile: a long chain of transcendental terms."""
+
+    k: jax.Array = rollax.parameter(1.0)
+    terms: int = 400
+
+    state_names = ("x", "v")
+
+    def vector_field(self, t, y, mode):
+        a = y[0]
+        for i in range(self.terms):
+            a = jnp.sin(a + i * 1e-3) * self.k
+        return jnp.stack([y[1], -y[0] + 1e-9 * a])
+
+
+def test_a_long_compile_of_a_solve_is_announced_with_its_system(quick, caplog):
+    with caplog.at_level(logging.INFO, logger="rollax"):
+        rollax.solve(Slow(terms=401), jnp.array([1.0, 0.0]), 0.0, 1.0)
+        time.sleep(0.2)  # the watcher sees the compile end
+    said = [r.getMessage() for r in caplog.records if r.name == "rollax"]
+    start = [m for m in said if m.startswith("compiling rollax.solve for Slow")]
+    assert len(start) == 1, said
+    assert "later calls reuse it" in start[0]
+    assert any(m.startswith("compiled rollax.solve for Slow in ") for m in said), said
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="rollax"):  # compiled: nothing to say
+        rollax.solve(Slow(terms=401), jnp.array([0.5, 0.0]), 0.0, 1.0)
+        time.sleep(0.2)
+    assert not [r for r in caplog.records if r.name == "rollax"]
+
+
+def test_a_compile_outside_rollax_is_named_by_the_callers_line(quick, caplog):
+    def f(x):
+        for i in range(3000):
+            x = jnp.sin(x) * (1 + i * 1e-4) + jnp.cos(x * i)
+        return x
+
+    with caplog.at_level(logging.INFO, logger="rollax"):
+        jax.jit(f)(1.0).block_until_ready()
+        time.sleep(0.2)
+    said = [r.getMessage() for r in caplog.records if r.name == "rollax"]
+    assert any(
+        m.startswith("compiling a JAX program (called at test_announce.py:") for m in said
+    ), said
+
+
+def test_without_logging_configured_the_line_goes_to_stderr(monkeypatch, capsys):
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    _announce.LOG.info("compiling rollax.solve for X: test")
+    assert "rollax: compiling rollax.solve for X: test" in capsys.readouterr().err
+
+
+def test_with_logging_configured_rollax_prints_nothing_itself(capsys, caplog):
+    with caplog.at_level(logging.INFO, logger="rollax"):  # caplog: a root handler
+        _announce.LOG.info("compiling rollax.solve for X: test")
+    assert "rollax: compiling" not in capsys.readouterr().err
+    assert "compiling rollax.solve for X: test" in caplog.text

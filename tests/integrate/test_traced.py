@@ -1,0 +1,155 @@
+"""The traced reverse pass kept on disk (rollax._integrate._traced): the same gradients as JAX's
+own differentiation of the solve, from a fresh read of the file too, and only where it applies."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rollax
+from rollax._integrate import _traced
+
+
+class Oscillator(rollax.AbstractSystem):
+    """x'' = -omega^2 x from (1, 0): the first zero of x at t* = pi / (2 omega)."""
+
+    omega: jax.Array = rollax.parameter(1.0)
+
+    state_names = ("x", "v")
+    events = (rollax.crossing("zero", target=1),)
+
+    def vector_field(self, t, y, mode):
+        return jnp.stack([y[1], -(self.omega**2) * y[0]])
+
+    def event_values(self, t, y, mode):
+        return y[:1]
+
+
+def _end(p):
+    """(t*, v(t*)) of the oscillator with omega = p[0] from x0 = p[1]."""
+    sol = rollax.solve(
+        Oscillator(omega=p[0]), jnp.stack([p[1], 0.0]), 0.0, 50.0, rtol=1e-11, atol=1e-11
+    )
+    return jnp.stack([sol.t, sol.y[1]])
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A fresh compile cache (so a fresh traced-program folder) for the test, then the old one."""
+    before = jax.config.jax_compilation_cache_dir
+    rollax.configure(cache_dir=tmp_path / "cache")
+    _traced._flat.cache_clear()
+    _traced._load.cache_clear()
+    yield tmp_path / "cache" / "rollax-traced"
+    rollax.configure(cache_dir=before or "off")
+    _traced._flat.cache_clear()
+    _traced._load.cache_clear()
+
+
+def _cases(n=4, seed=56):
+    rng = np.random.default_rng(seed)
+    return [jnp.array([rng.uniform(0.5, 2.5), rng.uniform(0.3, 2.0)]) for _ in range(n)]
+
+
+def test_the_kept_reverse_pass_gives_the_exact_gradients(cache, caplog):
+    """t* = pi / (2 omega), v(t*) = -x0 omega: on generated (omega, x0), through the exported
+    reverse pass, written once and then read back as a new process would read it."""
+    grad = jax.grad(lambda p: _end(p)[0] + _end(p)[1])
+    for p in _cases():
+        w, x0 = float(p[0]), float(p[1])
+        exact = np.array([-math.pi / (2 * w**2) - x0, -w])
+        np.testing.assert_allclose(grad(p), exact, rtol=1e-8, atol=1e-9)
+    files = list(cache.glob("*.exported"))
+    assert len(files) == 1, files  # one program for every case: keyed by shapes, not values
+    _traced._flat.cache_clear()
+    _traced._load.cache_clear()
+    with caplog.at_level(logging.DEBUG, logger="rollax"):
+        g = grad(_cases(1, seed=7)[0])
+    assert any("read the traced reverse pass of Oscillator" in r.message for r in caplog.records)
+    w, x0 = (float(v) for v in _cases(1, seed=7)[0])
+    np.testing.assert_allclose(g, [-math.pi / (2 * w**2) - x0, -w], rtol=1e-8, atol=1e-9)
+
+
+def test_jacrev_and_jit_agree_with_jax_own_differentiation(cache, monkeypatch):
+    """``jax.jacrev`` maps the reverse pass over the outputs (sequentially here); under ``jit``
+    the exported pair is staged like any call. Both equal the solve differentiated by JAX."""
+    p = _cases(1, seed=3)[0]
+    kept = np.asarray(jax.jacrev(_end)(p))
+    jitted = np.asarray(jax.jit(jax.grad(lambda q: _end(q)[0]))(p))
+    assert list(cache.glob("*.exported"))
+    monkeypatch.setenv("ROLLAX_TRACED", "off")
+    native = np.asarray(jax.jacrev(_end)(p))
+    np.testing.assert_allclose(kept, native, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(jitted, native[0], rtol=1e-12, atol=1e-14)
+
+
+def test_used_only_for_first_order_reverse_mode_without_batching():
+    seen = {}
+
+    def probe(name):
+        def f(x):
+            seen[name] = _traced.wanted([x]) if _traced._directory() else "no cache"
+            return x * x
+
+        return f
+
+    x = jnp.asarray(1.5)
+    jax.grad(probe("grad"))(x)
+    jax.jit(jax.grad(probe("jit(grad)")))(x)
+    jax.jvp(probe("jvp"), (x,), (x,))
+    jax.vmap(jax.grad(probe("vmap(grad)")))(jnp.ones(3))
+    jax.grad(jax.grad(probe("grad(grad)")))(x)
+    jax.jacfwd(jax.jacrev(probe("hessian")))(x)
+    probe("plain")(x)
+    if jax.config.jax_enable_compilation_cache and jax.config.jax_compilation_cache_dir:
+        assert seen == {
+            "grad": True,
+            "jit(grad)": True,
+            "jvp": False,
+            "vmap(grad)": False,
+            "grad(grad)": False,
+            "hessian": False,
+            "plain": False,
+        }
+
+
+def test_the_key_is_the_program():
+    """Another vector field, other constants or other shapes: another key; the same program
+    traced again: the same key."""
+
+    def key(fn, *shapes):
+        avals = [jax.ShapeDtypeStruct(s, jnp.float64) for s in shapes]
+        return _traced._key(jax.jit(fn).trace(*avals).jaxpr, avals)
+
+    c = np.arange(3.0)
+    assert key(lambda x: jnp.sin(x) * 2, (3,)) == key(lambda x: jnp.sin(x) * 2, (3,))
+    assert key(lambda x: jnp.sin(x) * 2, (3,)) != key(lambda x: jnp.cos(x) * 2, (3,))
+    assert key(lambda x: jnp.sin(x) * 2, (3,)) != key(lambda x: jnp.sin(x) * 2, (4,))
+    assert key(lambda x: x + jnp.asarray(c), (3,)) != key(lambda x: x + jnp.asarray(c + 1), (3,))
+
+    def rule(scale):
+        @jax.custom_jvp
+        def f(x):
+            return jnp.sin(x)
+
+        f.defjvp(lambda p, t: (jnp.sin(p[0]), scale * jnp.cos(p[0]) * t[0]))
+        return f
+
+    # the same forward program, another derivative rule (Python, not in the printed jaxpr):
+    # another code, or the same code closing over another number
+    one, two, again = rule(1.0), rule(2.0), rule(1.0)
+    k1 = key(lambda x: one(x), (3,))
+    assert k1 != key(lambda x: two(x), (3,))
+    assert k1 == key(lambda x: again(x), (3,))
+
+    @jax.custom_jvp
+    def other(x):
+        return jnp.sin(x)
+
+    other.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.cos(p[0]) * t[0] * 3.0))
+    assert k1 != key(lambda x: other(x), (3,))
