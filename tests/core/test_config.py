@@ -154,3 +154,22 @@ def test_cli_bad_environment_is_one_line_error(env, match):
     assert len(lines) == 1 and lines[0].startswith("rollax: error: ") and match in lines[0], (
         r.stderr
     )
+
+
+def test_entries_without_an_access_time_do_not_break_a_bounded_cache(tmp_path):
+    """JAX's eviction reads an access time for every entry: one written without (no bound, an
+    older rollax) made every later write fail. They are given one; "no bound" keeps them."""
+    from rollax._core import _setup
+
+    (tmp_path / "jit_f-abc-cache").write_bytes(b"x" * 10)
+    (tmp_path / "jit_g-def-cache").write_bytes(b"y")
+    (tmp_path / "jit_g-def-atime").write_bytes((5).to_bytes(8, "little"))
+    _setup.repair(str(tmp_path))
+    assert (tmp_path / "jit_f-abc-atime").read_bytes() != b""
+    assert (tmp_path / "jit_g-def-atime").read_bytes() == (5).to_bytes(8, "little")
+    r = _python(
+        "import jax, rollax; print(jax.config.jax_compilation_cache_max_size)",
+        ROLLAX_CACHE_DIR=str(tmp_path),
+        ROLLAX_CACHE_MAX_SIZE="-1",
+    )
+    assert r.stdout.split() == [str(2**62)], r.stderr

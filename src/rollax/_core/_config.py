@@ -138,6 +138,8 @@ def configure(cpu_devices: int | None = None, cache_dir: str | os.PathLike | Non
                 f"({err.strerror}); give a writable directory, or 'off'"
             ) from None
         return  # a read-only home must not break the command
+    if max_size != -1:
+        _setup.repair(path)
     _set_cache(jax, path, max_size)
 
 

@@ -65,9 +65,30 @@ def _max_size() -> int:
             )
     else:
         value = DEFAULT_CACHE_MAX_SIZE
-    if value != -1 and importlib.util.find_spec("filelock") is None:
+    if importlib.util.find_spec("filelock") is None:
         return -1  # JAX refuses a bound without its file lock
-    return value
+    # "no bound" as a bound no disk reaches: JAX then still keeps the access times and takes the
+    # lock, so that this process's entries do not break a bounded one's eviction (below)
+    return 2**62 if value == -1 else value
+
+
+def repair(path: str) -> None:
+    """Give every entry of the cache in ``path`` an access-time file. JAX's eviction reads one
+    for every entry and fails on an entry without one (written by a process with no bound, or by
+    an older rollax): then every later write of a bounded process failed ("Error writing
+    persistent compilation cache entry ... -atime", seen here)."""
+    try:
+        names = set(os.listdir(path))
+    except OSError:
+        return
+    for name in names:
+        if name.endswith("-cache") and name[: -len("-cache")] + "-atime" not in names:
+            try:
+                stamp = os.stat(os.path.join(path, name)).st_mtime_ns
+                with open(os.path.join(path, name[: -len("-cache")] + "-atime"), "xb") as fh:
+                    fh.write(stamp.to_bytes(8, "little"))
+            except OSError:  # another process did it, or the entry went
+                pass
 
 
 def cache_settings() -> dict | None:
@@ -126,6 +147,8 @@ def enable_cache() -> None:
         os.makedirs(settings["dir"], exist_ok=True)
     except OSError:
         return
+    if settings["max_size"] != -1:
+        repair(settings["dir"])
     global SET_BY_ROLLAX
     SET_BY_ROLLAX = True
     values = (settings["dir"], settings["max_size"], settings["min_compile_secs"])
