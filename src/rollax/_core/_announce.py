@@ -209,7 +209,9 @@ def restart_clock(bar) -> None:
     """The rate and the time left from finished work only: the compile (or the loading of the
     kernel) before the first report is not work. Right after a compile, tqdm's own estimate
     read 18:49 for a one-second sweep (issue 56); now it shows "?" until the second report."""
-    now = bar._time()
+    if getattr(bar, "disable", False):
+        return  # (a disabled tqdm has no clock)
+    now = getattr(bar, "_time", time.time)()
     bar.start_t = now
     bar.last_print_t = now
     bar.last_print_n = bar.n

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import threading
 import os
 import warnings
 from pathlib import Path
@@ -396,6 +397,9 @@ def sweep(
 
     on_start = tuple(k for k, a in enumerate(axes) if a.name in start_names)
 
+    warmed: list = []  # (a list: it travels to a Dask worker with the function)
+    keep_events = bool(solver_options.get("save_events", 0))
+
     def run(chunk, valid, report):
         if start is not None:
             ys = _starts(start, tuple(start_names), jnp.asarray(chunk)[:, jnp.asarray(on_start)])
@@ -415,6 +419,18 @@ def sweep(
         # (imported here: a ContextVar in the closure could not be sent to a Dask worker)
         from rollax._integrate._ensemble import _ON_DEVICE, solve_ensemble
 
+        warm = None
+        if not warmed and not on_device and not keep_events:
+            # the outcomes' (and summary's) program compiled beside the kernel, not after it:
+            # a first sweep's bar stood 5-12 s at N-1/N compiling it (issue 56)
+            warmed.append(True)
+            warm = threading.Thread(
+                target=_warm_outcomes,
+                args=(system, sys_b, len(ys), summary),
+                name="rollax-outcomes",
+                daemon=True,
+            )
+            warm.start()
         token = _ON_DEVICE.set(True)
         try:
             sol = solve_ensemble(
@@ -422,6 +438,8 @@ def sweep(
             )
         finally:
             _ON_DEVICE.reset(token)
+            if warm is not None:
+                warm.join()
         out = {f: getattr(sol, f) for f in _FIELDS} if keep_solution else {}
         if sol.ys is not None and keep_solution:  # ts: the saved states, (rows, m, d)
             out["ys"] = sol.ys
@@ -545,6 +563,9 @@ def sweep(
         ),
     )
     meta.update(dict(attrs or {}))
+    # the labelled dataset's library loaded beside the kernel: imported after the bar it held
+    # a full bar for 3-4 s on a loaded machine (issue 56)
+    threading.Thread(target=_warm_xarray, daemon=True).start()
     out = run_chunked(
         run,
         points,
@@ -753,6 +774,47 @@ def _row_bytes(
     row = 4 + (fields if keep_solution else 0)  # the outcome, then the Solution's fields
     log = 4 + save_events * (8 + 4 + 4 + 8 + 4 + 16 * d) if save_events else 0
     return row + log + 8 * n_ts * d + (128 if summary is not None else 0)
+
+
+def _warm_xarray() -> None:
+    """xarray and the array libraries it looks for on its first variable (dask.array: 2.3 s
+    of a first sweep's dataset, measured), loaded beside the kernel."""
+    try:
+        import xarray
+
+        xarray.Variable(("x",), np.zeros(1))
+    except Exception:  # the real use says what is wrong
+        pass
+
+
+def _warm_outcomes(system, sys_b, rows: int, summary) -> None:
+    """Compile the classification of ``rows`` runs (and the summary) on a solution of zeros of
+    the work queue's shapes and dtypes, so that the real call after the kernel finds it
+    compiled. Anything that goes wrong here only leaves the compile to that call."""
+    from rollax._core._solution import Solution
+
+    try:
+        d, p, n = system.state_dim, system.n_aux, system.event_set.n
+        i32 = np.zeros(rows, np.int32)
+        sol = Solution(  # pyright: ignore[reportArgumentType]
+            t=np.zeros(rows),
+            y=np.zeros((rows, d)),
+            mode=i32,
+            aux=np.zeros((rows, p)),
+            status=i32,
+            event=i32,
+            counts=np.zeros((rows, n), np.int32),
+            t_first=np.zeros((rows, n)),
+            steps=i32,
+            resets=i32,
+            rejected=i32,
+        )
+        if summary is None:
+            jax.block_until_ready(classify(sys_b, sol))
+        else:
+            jax.block_until_ready(_per_run(_with_outcome(summary), sys_b, sol))
+    except Exception:
+        pass
 
 
 @functools.lru_cache(maxsize=64)
