@@ -250,6 +250,33 @@ def versions() -> dict[str, str]:
     return out
 
 
+def static_fields(system) -> dict[str, Any]:
+    """The static fields of a system and of the modules it holds (``{dotted name: value}``; a
+    value JSON cannot hold as its repr): settings such as ``n_bounces`` that change the runs."""
+    import dataclasses
+
+    import equinox as eqx
+
+    out: dict[str, Any] = {}
+
+    def walk(node, prefix):
+        if not isinstance(node, eqx.Module):
+            return
+        for f in dataclasses.fields(node):
+            v = getattr(node, f.name, None)
+            if f.metadata.get("static", False):
+                try:
+                    json.dumps(v)
+                except (TypeError, ValueError):
+                    v = repr(v)
+                out[prefix + f.name] = v
+            else:
+                walk(v, f"{prefix}{f.name}.")
+
+    walk(system, "")
+    return out
+
+
 def _aux_attrs(system) -> dict[str, list[str]]:
     aux = aux_labels(system)
     return {} if aux is None else {"aux_names": list(aux[0]), "aux_units": list(aux[1])}
@@ -265,6 +292,7 @@ def dataset_attrs(system, params: Mapping, units: Mapping, spec: Mapping) -> dic
         "source": f"rollax {v['rollax']}",
         "system": f"{type(system).__module__}.{type(system).__qualname__}",
         "parameters": json.dumps(params, sort_keys=True),
+        "static_fields": json.dumps(static_fields(system), sort_keys=True),
         "parameter_units": json.dumps(units, sort_keys=True),
         "state_names": list(system.state_names),
         "state_units": list(state_units(system)),
