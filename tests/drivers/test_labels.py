@@ -172,21 +172,21 @@ def test_declared_aux_units_label_the_aux_numbers(seed):
     np.testing.assert_array_equal(back["aux"], part["aux"])
 
 
-def test_a_sweep_writes_the_declared_aux_units(tmp_path):
-    res = rollax.sweep(
-        _CountedBall(n_bounces=2),
-        [rollax.Axis("z", 0.5, 2.0, 3)],
-        y0={"v": 0.0},
-        t1=20.0,
-        store=tmp_path / "c.zarr",
-        progress=False,
-        **TOL,
-    )
+def test_a_sweep_writes_the_declared_aux_units(tmp_path, monkeypatch):
+    kw = dict(y0={"v": 0.0}, t1=20.0, store=tmp_path / "c.zarr", progress=False, **TOL)
+    axes = [rollax.Axis("z", 0.5, 2.0, 3)]
+    res = rollax.sweep(_CountedBall(n_bounces=2), axes, **kw)
     with xr.open_zarr(tmp_path / "c.zarr") as ds:
         assert ds["aux_impacts"].attrs["units"] == "1" and "aux" not in ds
         np.testing.assert_array_equal(ds["aux_impacts"].values, [2.0, 2.0, 2.0])
         assert list(ds.attrs["aux_names"]) == ["impacts"] and list(ds.attrs["aux_units"]) == ["1"]
     np.testing.assert_array_equal(res.solution["aux"][..., 0], [2.0, 2.0, 2.0])
+    # other declared units: not resumed from a store labelled with the old ones
+    monkeypatch.setattr(_CountedBall, "aux_units", ("count",))
+    with pytest.warns(rollax.StoreWarning, match=r'aux_units \["1"\] -> \["count"\]'):
+        rollax.sweep(_CountedBall(n_bounces=2), axes, **kw)
+    with xr.open_zarr(tmp_path / "c.zarr") as ds:
+        assert ds["aux_impacts"].attrs["units"] == "count"
 
 
 def test_aux_units_are_checked_when_the_system_is_defined():

@@ -101,8 +101,9 @@ def _user_settings(attrs: Mapping[str, Any]) -> dict[str, Any]:
             return {}
 
     out: dict[str, Any] = {}
-    if "system" in attrs:
-        out["system"] = attrs["system"]
+    for k in ("system", "aux_names", "aux_units"):
+        if k in attrs:
+            out[k] = list(attrs[k]) if k != "system" else attrs[k]
     out.update(_flat(loads("static_fields")))
     out.update(_flat(loads("parameters")))
     settings = loads("settings")
