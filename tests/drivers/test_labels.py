@@ -59,6 +59,7 @@ def test_a_stored_sweep_has_units_flags_and_attributes(tmp_path):
         assert a["system"].endswith("BouncingBall") and a["Conventions"].startswith("CF")
         assert json.loads(a["parameters"]) == {"e": 0.8, "g": 9.81}
         assert json.loads(a["parameter_units"]) == {"e": "1", "g": "m/s^2"}
+        assert json.loads(a["static_fields"]) == {"n_bounces": 2}  # (issue 56)
         settings = json.loads(a["settings"])
         assert settings["t1"] == 20.0 and settings["options"]["rtol"] == 1e-10
         assert settings["y0"]["v"] == 0.0 and settings["axes"] == ["z", "e"]

@@ -1073,6 +1073,7 @@ def _interval_text(iv) -> str:
 
 def predict(fit: Fit, observations: Observations, t=None) -> np.ndarray:
     """The fitted model's observables at the times ``t`` (default: the observation times)."""
+    _check_observe(fit.system, observations.observe)
     t = observations.t if t is None else np.asarray(t, dtype=float)
     obs = dataclasses.replace(
         observations,

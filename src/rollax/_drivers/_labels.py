@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import shlex
 import sys
 import warnings
@@ -251,27 +252,34 @@ def versions() -> dict[str, str]:
 
 
 def static_fields(system) -> dict[str, Any]:
-    """The static fields of a system and of the modules it holds (``{dotted name: value}``; a
-    value JSON cannot hold as its repr): settings such as ``n_bounces`` that change the runs."""
+    """The fields of a system and of the modules it holds that are not arrays (``{dotted name:
+    value}``; a value JSON cannot hold as its repr): settings such as ``n_bounces`` or
+    ``w1_target`` that change the runs but are no parameter."""
     import dataclasses
 
     import equinox as eqx
 
     out: dict[str, Any] = {}
 
-    def walk(node, prefix):
-        if not isinstance(node, eqx.Module):
-            return
-        for f in dataclasses.fields(node):
-            v = getattr(node, f.name, None)
-            if f.metadata.get("static", False):
-                try:
-                    json.dumps(v)
-                except (TypeError, ValueError):
-                    v = repr(v)
-                out[prefix + f.name] = v
-            else:
-                walk(v, f"{prefix}{f.name}.")
+    def walk(node, name):
+        if isinstance(node, eqx.Module):
+            for f in dataclasses.fields(node):
+                walk(getattr(node, f.name, None), f"{name}.{f.name}" if name else f.name)
+        elif isinstance(node, (tuple, list)) and any(isinstance(x, eqx.Module) for x in node):
+            for i, x in enumerate(node):
+                walk(x, f"{name}.{i}")
+        elif not eqx.is_array(node) and name:
+            try:
+                json.dumps(node)
+            except (TypeError, ValueError):
+                # (a function by its name: its repr's address changes from process to process)
+                qual = getattr(node, "__qualname__", None)
+                node = (
+                    f"{getattr(node, '__module__', '')}.{qual}"
+                    if callable(node) and qual
+                    else re.sub(r" at 0x[0-9a-fA-F]+", "", repr(node))
+                )
+            out[name] = node
 
     walk(system, "")
     return out
