@@ -95,3 +95,55 @@ def test_optimal_control_example():
     assert out[0].split()[0] == "converged" and opt.converged and opt.feasible
     miss, n_min, ratio = _numbers(out[1])
     assert abs(miss) < 1e-4 and n_min >= 0.5 - 1e-3 and ratio <= 0.2 + 1e-3
+
+
+def _sweeps_by_store(page: str) -> dict[str, set[str]]:
+    """Each ``store=`` path a page's ``rollax.sweep`` calls write, with the options of each
+    call that writes it (where the call runs left out: ``client``, ``progress``)."""
+    import ast
+
+    stores: dict[str, set[str]] = {}
+    for block in re.findall(r"```python\n(.*?)```", (GUIDE / page).read_text(), re.S):
+        for node in ast.walk(ast.parse(block)):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("sweep")):
+                continue
+            kw = {k.arg: k.value for k in node.keywords if k.arg not in ("client", "progress")}
+            store = kw.pop("store", None)
+            if isinstance(store, ast.Constant):
+                options = [ast.unparse(a) for a in node.args]
+                options += sorted(f"{k}={ast.unparse(v)}" for k, v in kw.items())
+                stores.setdefault(store.value, set()).add(", ".join(options))
+    return stores
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in GUIDE.glob("*.md")))
+def test_no_two_sweeps_of_a_page_share_a_store(page):
+    # issue 56: distributed.md's Dask example wrote block 0's store with other options, so
+    # running the page in order replaced block 0's finished map
+    for store, calls in _sweeps_by_store(page).items():
+        assert len(calls) == 1, (page, store, sorted(calls))
+
+
+@pytest.mark.slow  # the Fig. 11 map, then again on a 2-worker LocalCluster: a few minutes
+def test_the_distributed_examples_run_in_order_and_lose_no_store(tmp_path, monkeypatch):
+    import warnings
+
+    import xarray as xr
+
+    monkeypatch.chdir(tmp_path)
+    code = re.findall(r"```python\n(.*?)```", (GUIDE / "distributed.md").read_text(), re.S)
+    ns: dict = {"__name__": "__main__"}
+    ran = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", __import__("rollax").StoreWarning)  # nothing replaced
+        for i, block in enumerate(code):
+            if re.search(r"^(from|import) (dask_jobqueue|dask_cuda)", block, re.M):
+                continue  # a SLURM cluster, GPUs: not on this machine
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(block, f"distributed.md block {i}", "exec"), ns)
+            ran.append(i)
+    assert ran == [0, 1, 2]
+    with xr.open_zarr("fig11.zarr") as ds:  # block 0's map is still there, whole
+        assert "y_beta" not in ds and ds["outcome"].shape == (360, 240)
+    with xr.open_zarr("fig11-dask.zarr") as ds:
+        assert "y_beta" in ds and ds["outcome"].shape == (360, 240)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from _units import numbers_without_units
 from rollax.analysis import steady as S
 from rollax.cli import main
 from rollax.models.rim import Rim
@@ -204,6 +205,7 @@ def test_cli_summary(capsys, tmp_path):
     assert units["parameters.g"] == "m/s^2" and set(out["parameters"]) == {
         k.split(".")[1] for k in units if k.startswith("parameters.")
     }
+    assert numbers_without_units(out) == [], units  # (issue 56: checked, it had them all)
     # a different ball: larger friction enlarges the realisable set, region C gets cheaper
     assert main(["steady", "--summary", "--mu", "2.0", "--R", "0.3"]) == 0
     out2 = json.loads(capsys.readouterr().out)

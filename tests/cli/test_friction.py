@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from _units import numbers_without_units
 from rollax.cli import main
 
 
@@ -109,6 +110,9 @@ def test_stop(capsys, tmp_path):
     )
     assert d["stopped"] and d["eps"] == pytest.approx(0.653, abs=5e-4)
     assert d["eps"] == pytest.approx(d["eps_limit_direction"][0], abs=2e-6)
+    # units (issue 56), as rollax shot --json has them
+    assert numbers_without_units(d) == [], d["units"]
+    assert d["units"]["t_stop"] == "sqrt(m*R/(mu*P))" and d["units"]["force"] == "1"
     assert (tmp_path / "stop.png").exists()
     assert main(["friction", "stop", "--law", "harmonic-x"]) == 2
 
@@ -121,3 +125,4 @@ def test_a_stop_that_does_not_happen_reports_no_stop(capsys, tmp_path):
     d = _json(capsys, ["friction", "stop", "--force", "0.99", "--json", "--out", str(tmp_path)])
     assert d["stopped"] is False and d["t_stop"] is None and d["eps"] is None
     assert "did not stop" in d["note"] and not (tmp_path / "stop.png").exists()
+    assert numbers_without_units(d) == [], d["units"]

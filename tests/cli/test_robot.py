@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from _units import numbers_without_units
 from rollax.cli import main
 
 
@@ -13,6 +14,10 @@ def test_robot_disk_json_and_figures(capsys, tmp_path):
     res = json.loads(capsys.readouterr().out)
     assert round(res["mu_hat"], 4) == 0.2951
     assert res["min_N"] > 0 and 0 <= res["t_mu_hat"] <= 20
+    # units (issue 56), as rollax shot --json has them
+    assert numbers_without_units(res) == [], res["units"]
+    assert res["units"]["t_mu_hat"] == "sqrt(r/g)" and res["units"]["min_N"] == "m*g"
+    assert json.loads((tmp_path / "disk.json").read_text())["units"] == res["units"]
     for name in ("fig5_3_disk_motion.png", "fig5_4_disk_forces.png", "disk_data.npz", "disk.json"):
         assert os.path.getsize(tmp_path / name) > 100
 
@@ -23,6 +28,7 @@ def test_robot_ball_detach_json(capsys):
     assert res["t_detach"] == pytest.approx(3.6095007, abs=2e-7)
     assert abs(res["min_N"]) < 1e-6 and res["lifts_off"] is False
     assert res["mu_hat"] is None
+    assert numbers_without_units(res) == [] and res["units"]["t_detach"] == "sqrt(r/g)"
 
 
 def test_robot_bad_tolerance(capsys):

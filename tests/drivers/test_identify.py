@@ -6,6 +6,7 @@ import json
 import math
 import warnings
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -271,7 +272,7 @@ def test_non_finite_values_are_dropped_with_a_warning():
 @pytest.mark.parametrize(
     "kw, match",
     [
-        (dict(params=["k_x"]), "'k_x' is not a parameter of RimTracked; known: .*k_d"),
+        (dict(params=["k_x"]), "'k_x' of RimTracked is not a parameter; allowed: .*k_d"),
         (dict(params=["k_d", "k_d"]), "twice"),
         (dict(params=["k_d"], fit_y0=["gamma"]), "'gamma' is not a state component"),
         (dict(params=["k_d"], bounds={"j": (0, 1)}), "'j' is not among params"),
@@ -299,6 +300,159 @@ def test_csv_header_and_cells_are_checked(tmp_path):
     p.write_text("t,d,z,alpha\n0,1,x,3\n")
     with pytest.raises(ValueError, match="line 2: z = 'x' is not a number"):
         read_rim_csv(p)
+
+
+# ------------------------------------------------------------------ what may be fitted (issue 56)
+class _WithSettings(rollax.AbstractSystem):
+    """x' = -k x, with fields that are not parameters: a static int, a plain int, a flag, a
+    vector parameter."""
+
+    k: jax.Array = rollax.parameter(1.0)
+    c: float = 0.5  # a plain float field: fittable
+    gain: jax.Array = rollax.parameter(np.ones(3), shape=(3,))
+    count: int = 3
+    flag: bool = True
+    order: int = eqx.field(static=True, default=2)
+    state_names = ("x",)
+
+    def vector_field(self, t, y, mode):
+        return -self.k * self.c * y
+
+    def position(self, t, y):
+        return y
+
+
+def _settings_cases():
+    from rollax.systems import RimRolling, RimSlipping
+
+    return [
+        (RimRolling(Rim()), "w1_target", "static field"),
+        (RimSlipping(Rim(mu=0.5)), "max_switches", "static field"),
+        (_WithSettings(), "order", "static field"),
+        (_WithSettings(), "count", "integer"),
+        (_WithSettings(), "flag", "flag"),
+        (_WithSettings(), "gain", "shape (3,)"),
+        (_WithSettings(), "nope", "is not a parameter"),
+        (RimTracked(Rim()), "rim", "is a Rim"),
+        (RimTracked(Rim()), "rim.nope", "is not a field"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_settings_cases())))
+def test_identify_refuses_what_is_not_a_float_parameter_by_name(case):
+    # a new-user review: a static int field was accepted as a parameter (only a
+    # singular-matrix warning) and listed as "known"
+    system, name, why = _settings_cases()[case]
+    t = np.linspace(0.0, 1.0, 11)
+    obs = rollax.Observations(t, np.exp(-t)[:, None], "position", ("x",), sigma=(0.01,))
+    if not isinstance(system, _WithSettings):
+        obs = _obs(np.linspace(0.0, 1.0, 20))
+    with pytest.raises(ValueError) as err:
+        rollax.identify(system, obs, [name], y0=np.zeros(len(system.state_names)))
+    msg = str(err.value)
+    assert "\n" not in msg and f"params: {name!r} of {type(system).__name__}" in msg, msg
+    assert why in msg and "allowed: " in msg, msg
+    allowed = msg.split("allowed: ")[1].split(", ")
+    assert name not in allowed, msg
+    for never in ("w1_target", "max_switches", "max_short", "order", "count", "flag", "gain"):
+        assert never not in allowed, msg
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_fittable_fields_of_every_builtin_system_are_floats_and_not_static(seed):
+    from rollax.systems import RimRolling, RimSlipping, Shot
+
+    rng = np.random.default_rng(seed)
+    rim = Rim(k_d=float(rng.uniform(0, 0.05)), k_r=float(rng.uniform(0, 0.05)))
+    slip = Rim(mu=float(rng.uniform(0.2, 1.0)))
+    for system in (RimRolling(rim), RimSlipping(slip), RimTracked(rim), Shot(), _WithSettings()):
+        fields = _identify.fittable_fields(system)
+        assert fields, type(system).__name__
+        for dotted, path in fields.items():
+            value = _identify._get(system, path)
+            assert np.ndim(value) == 0 and np.issubdtype(np.asarray(value).dtype, np.floating)
+            assert _identify.parameter_path(system, dotted) == path
+    assert set(_identify.fittable_fields(_WithSettings())) == {"k", "c"}
+
+
+@pytest.mark.parametrize("observe", ["cam", "state_names", "Camera"])
+def test_observe_naming_a_missing_method_is_one_line(observe):
+    obs = rollax.Observations(
+        np.linspace(0.0, 1.0, 20), np.ones((20, 3)), observe, ("d", "z", "alpha")
+    )
+    with pytest.raises(ValueError) as err:
+        rollax.identify(RimTracked(Rim()), obs, ["k_d"], y0=_true_start())
+    msg = str(err.value)
+    assert "\n" not in msg and f"observe = {observe!r}" in msg and "RimTracked" in msg, msg
+    assert "camera" in msg.split("methods: ")[1], msg  # the allowed ones
+    with pytest.raises(ValueError, match="observe = 3 must be a function"):
+        rollax.Observations(np.linspace(0.0, 1.0, 20), np.ones((20, 3)), 3, ("d", "z", "alpha"))  # pyright: ignore[reportArgumentType]
+
+
+# ------------------------------------------------------------------ records' units (issue 56)
+def _generated(seed):
+    from rim_records import make_record
+
+    rec = make_record(seed, t_max=4.0)
+    return rec["t"], rec["values"]
+
+
+_SPOILED = {
+    # a record in milliseconds: steps 1000x too long for the rim's time scale
+    "ms": (lambda t, v: (t * 1000.0, v), "t: the median step is"),
+    # a 1e-15 s step (times in the wrong unit)
+    "fs": (lambda t, v: (t * 1e-15 / t[1], v), "t: the step"),
+    # one step rounded to nothing against the record's span
+    "rounded": (
+        lambda t, v: (np.concatenate([t[:5], [t[4] + 0.5e-9 * t[-1]], t[6:]]), v),
+        "of the record's span",
+    ),
+    # the angle around the rim in degrees
+    "degrees": (lambda t, v: (t, v * np.array([1.0, 1.0, 180.0 / np.pi])), "alpha: the angle"),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_records_in_wrong_units_are_refused_before_the_fit_naming_the_column(seed):
+    # a new-user review: a record in ms said "the model cannot be evaluated at any starting
+    # guess", one in degrees ran 8 minutes to a poor_fit
+    t, v = _generated(seed)
+    _identify.check_record(RimTracked(Rim()), rim_observations(t, v[:, 0], v[:, 1], v[:, 2]))
+    for kind, (spoil, match) in _SPOILED.items():
+        ts, vs = spoil(t, v)
+        with pytest.raises(ValueError, match=match) as err:
+            fit_rim(rim_observations(ts, vs[:, 0], vs[:, 1], vs[:, 2]))
+        assert "\n" not in str(err.value), kind
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cli_identify_refuses_records_in_wrong_units_with_exit_2(seed, tmp_path, capsys):
+    t, v = _generated(seed)
+    for kind, (spoil, match) in _SPOILED.items():
+        ts, vs = spoil(t, v)
+        data = tmp_path / f"{kind}.csv"
+        write_rim_csv(data, ts, vs[:, 0], vs[:, 1], vs[:, 2])
+        assert main(["identify", "rim", "--data", str(data), "--fit", "k_d", "--json"]) == 2
+        err = capsys.readouterr().err
+        assert match in err and "Traceback" not in err and err.count("\n") == 1, (kind, err)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_binary_or_non_utf8_record_is_named_in_one_line(seed, tmp_path, capsys):
+    rng = np.random.default_rng(seed)
+    binary = tmp_path / "record.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n" + rng.integers(0, 256, 512, dtype=np.uint8).tobytes())
+    nul = tmp_path / "nul.csv"
+    nul.write_bytes(b"t,d,z,alpha\n0,\x001,2,3\n")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("t,d,z,alpha\n0,1,2,3 \u00e9\n".encode("latin-1"))
+    for path in (binary, nul, latin):
+        with pytest.raises(ValueError, match="is not a text CSV file") as err:
+            read_rim_csv(path)
+        assert str(path) in str(err.value) and "codec" not in str(err.value)
+        assert main(["identify", "rim", "--data", str(path), "--fit", "k_d"]) == 2
+        out = capsys.readouterr().err
+        assert str(path) in out and "codec" not in out and "Traceback" not in out, out
 
 
 def _cli_record(record, tmp_path, seed):
@@ -335,11 +489,31 @@ def test_cli_identify_a_poor_fit_exits_1_and_says_why(record, tmp_path, capsys):
     assert any("no profile.png" in n for n in res["notes"]) and not (out / "profile.png").exists()
 
 
-def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys):
+def test_cli_identify_rim_writes_json_and_figures(record, tmp_path, capsys, monkeypatch):
+    import rollax.plot
+
     cmd, out = _cli_record(record, tmp_path, seed=5)
+    titles = []
+    draw = rollax.plot.plot_identification
+
+    def spy(*a, **kw):
+        titles.append(a[5])  # the caption: the figures' title
+        return draw(*a, **kw)
+
+    monkeypatch.setattr(rollax.plot, "plot_identification", spy)
     # (a literal command: tests/test_layout.py follows main(["identify", ...]) to rollax.cli.identify)
     assert main(["identify", *cmd[1:]]) == 0
     res = json.loads(capsys.readouterr().out)
+    # units (issue 56): every fitted quantity, the noise levels, the residuals; the title
+    units = res["units"]
+    assert units["parameters.k_d"] == "1/s" and units["profile.k_d.values"] == "1/s"
+    assert all(f"parameters.{n}" in units for n in res["parameters"])
+    assert units["parameters.y0.beta"] == "rad" and units["parameters.y0.omega2"] == "1/s"
+    assert units["sigma.d"] == "m" and units["residual_rms.alpha"] == "rad"
+    assert units["windows_s"] == "s" and units["chi2"] == "1"
+    assert json.loads((out / "identify.json").read_text())["units"] == units
+    assert len(titles) == 1 and titles[0].startswith("k_d = ") and "1/s" in titles[0].split("\n")[0]
+    assert "(m, m, rad)" in titles[0]
     on_disk = json.loads((out / "identify.json").read_text())
     assert on_disk["parameters"] == res["parameters"]
     assert set(res["parameters"]) == {

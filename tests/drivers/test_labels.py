@@ -59,6 +59,7 @@ def test_a_stored_sweep_has_units_flags_and_attributes(tmp_path):
         assert a["system"].endswith("BouncingBall") and a["Conventions"].startswith("CF")
         assert json.loads(a["parameters"]) == {"e": 0.8, "g": 9.81}
         assert json.loads(a["parameter_units"]) == {"e": "1", "g": "m/s^2"}
+        assert json.loads(a["static_fields"]) == {"n_bounces": 2}  # (issue 56)
         settings = json.loads(a["settings"])
         assert settings["t1"] == 20.0 and settings["options"]["rtol"] == 1e-10
         assert settings["y0"]["v"] == 0.0 and settings["axes"] == ["z", "e"]
@@ -129,3 +130,77 @@ def test_a_result_reads_as_its_dataset():
     assert isinstance(res.outcome, np.ndarray)  # its own fields first
     with pytest.raises(AttributeError):
         res.no_such_thing
+
+
+# ---------------------------------------------------------------- aux units (issue 56)
+class _CountedBall(BouncingBall):
+    """The bouncing ball whose one aux number (the impacts so far) is named, with its unit."""
+
+    aux_names = ("impacts",)
+    aux_units = ("1",)
+
+
+def _aux_system(n_aux: int, units: bool, names: bool):
+    attrs = {"state_names": ("x",), "n_aux": n_aux, "vector_field": lambda self, t, y, m: -y}
+    if names:
+        attrs["aux_names"] = tuple(f"a{k}" for k in range(n_aux))
+    if units:
+        attrs["aux_units"] = tuple(["s", "m", "1", "J"][k % 4] for k in range(n_aux))
+    return type("AuxSystem", (rollax.AbstractSystem,), attrs)()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_declared_aux_units_label_the_aux_numbers(seed):
+    rng = np.random.default_rng(seed)
+    n_aux, n = int(rng.integers(1, 5)), int(rng.integers(1, 7))
+    units, names = bool(seed % 2 == 0), bool(seed < 2)
+    system = _aux_system(n_aux, units, names)
+    part = {"t": rng.normal(size=n), "aux": rng.normal(size=(n, n_aux))}
+    labels = Labels(system, True)
+    out = labels.label(part)
+    if not (units or names):  # neither declared: one variable "aux", units "unspecified"
+        assert [k for k in out if k.startswith("aux")] == ["aux"]
+        assert labels.describe("aux", out["aux"])[1]["units"] == UNSPECIFIED
+        np.testing.assert_array_equal(labels.unlabel(out)["aux"], part["aux"])
+        return
+    keys = [f"aux_{f'a{k}' if names else k}" for k in range(n_aux)]
+    assert sorted(k for k in out if k.startswith("aux")) == sorted(keys)
+    for k, key in enumerate(keys):
+        dims, attrs = labels.describe(key, out[key])
+        assert dims == () and attrs["source"] == f"aux[{k}]"
+        assert attrs["units"] == (["s", "m", "1", "J"][k % 4] if units else UNSPECIFIED)
+    back = labels.unlabel(out)
+    np.testing.assert_array_equal(back["aux"], part["aux"])
+
+
+def test_a_sweep_writes_the_declared_aux_units(tmp_path, monkeypatch):
+    kw = dict(y0={"v": 0.0}, t1=20.0, store=tmp_path / "c.zarr", progress=False, **TOL)
+    axes = [rollax.Axis("z", 0.5, 2.0, 3)]
+    res = rollax.sweep(_CountedBall(n_bounces=2), axes, **kw)
+    with xr.open_zarr(tmp_path / "c.zarr") as ds:
+        assert ds["aux_impacts"].attrs["units"] == "1" and "aux" not in ds
+        np.testing.assert_array_equal(ds["aux_impacts"].values, [2.0, 2.0, 2.0])
+        assert list(ds.attrs["aux_names"]) == ["impacts"] and list(ds.attrs["aux_units"]) == ["1"]
+    np.testing.assert_array_equal(res.solution["aux"][..., 0], [2.0, 2.0, 2.0])
+    # other declared units: not resumed from a store labelled with the old ones
+    monkeypatch.setattr(_CountedBall, "aux_units", ("count",))
+    with pytest.warns(rollax.StoreWarning, match=r'aux_units \["1"\] -> \["count"\]'):
+        rollax.sweep(_CountedBall(n_bounces=2), axes, **kw)
+    with xr.open_zarr(tmp_path / "c.zarr") as ds:
+        assert ds["aux_impacts"].attrs["units"] == "count"
+
+
+def test_aux_units_are_checked_when_the_system_is_defined():
+    with pytest.raises(TypeError, match=r"Bad.aux_units = \('s',\) is not allowed: .* 2 "):
+
+        class Bad(rollax.AbstractSystem):  # noqa: F841
+            state_names = ("x",)
+            n_aux = 2
+            aux_units = ("s",)
+
+    with pytest.raises(TypeError, match="names one number twice"):
+
+        class Twice(rollax.AbstractSystem):  # noqa: F841
+            state_names = ("x",)
+            n_aux = 2
+            aux_names = ("a", "a")

@@ -215,3 +215,67 @@ def test_a_directory_that_is_not_a_store_is_refused(tmp_path):
     zarr.open_group(str(tmp_path / "other.zarr"), mode="w").attrs["x"] = 1
     with pytest.raises(ValueError, match="holds no rollax sweep store"):
         RegionStore.open(tmp_path / "other.zarr", "k", (4,), 2)
+
+
+# ------------------------------------------------------- what the replacing warning says (issue 56)
+def _attrs(t1=20.0, rtol=1e-10, e=0.8, n_bounces=2, y0_v=0.0):
+    import json
+
+    return {
+        "system": "examples.BouncingBall",
+        "parameters": json.dumps({"e": e, "g": 9.81}),
+        "static_fields": json.dumps({"n_bounces": n_bounces}),
+        "settings": json.dumps(
+            {
+                "axes": ["a", "b"],
+                "y0": {"z": None, "v": y0_v},
+                "t0": 0.0,
+                "t1": t1,
+                "options": {"rtol": rtol, "atol": 1e-10},
+            }
+        ),
+    }
+
+
+def _open_with(path, key, attrs, a_values):
+    return RegionStore.open(
+        path,
+        key,
+        (a_values.size, 9),
+        CHUNK,
+        dims=("a", "b"),
+        coords={"a": (("a",), a_values, {}), "b": (("b",), np.arange(9.0), {})},
+        attrs=attrs,
+    )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_replacing_warning_names_the_options_that_differ_at_the_callers_line(tmp_path, seed):
+    # a new-user review: the warning named hash keys and internal fields ("its key differ"),
+    # and pointed at rollax's _sweep.py instead of the user's line
+    rng = np.random.default_rng(seed)
+    old = dict(t1=20.0, rtol=1e-10, e=0.8, n_bounces=2, y0_v=0.0)
+    changed = {
+        k: v
+        for k, v in dict(t1=30.0, rtol=1e-8, e=0.9, n_bounces=3, y0_v=-1.0).items()
+        if rng.random() < 0.5
+    }
+    a_old = np.linspace(0.0, 1.0, 6)
+    a_new = np.linspace(0.0, 1.0, 4) if seed % 2 else a_old
+    if not changed and seed % 2 == 0:
+        changed = {"t1": 30.0}
+    path = tmp_path / "s.zarr"
+    _open_with(path, "old", _attrs(**old), a_old)
+    with pytest.warns(StoreWarning) as rec:
+        _open_with(path, "new", _attrs(**{**old, **changed}), a_new)  # (the caller's line)
+    (w,) = [w for w in rec if w.category is StoreWarning]
+    msg = str(w.message)
+    assert "\n" not in msg and "holds another sweep" in msg and "key" not in msg, msg
+    names = {"t1": "t1", "rtol": "rtol", "e": "e", "n_bounces": "n_bounces", "y0_v": "y0.v"}
+    for k, new in changed.items():
+        assert f"{names[k]} {old[k]:.6g} -> {new:.6g}" in msg, (k, msg)
+    items = msg.split("what differs: ")[1].split("); replacing")[0].split(", ")
+    for k in set(old) - set(changed):
+        assert not any(i.startswith(f"{names[k]} ") for i in items), (k, msg)
+    assert ("axis a: 6 values in [0, 1] -> 4 values in [0, 1]" in msg) == bool(seed % 2), msg
+    assert w.filename == __file__, w.filename  # not rollax/_drivers/*.py

@@ -270,8 +270,12 @@ def test_a_sweep_saves_states_at_given_times(tmp_path):
     again = rollax.sweep(ball, axes, store=tmp_path / "s.zarr", **kw)  # from the store
     np.testing.assert_array_equal(again.solution["ys"], res.solution["ys"])
     assert res.as_solution().ys.shape == (4, 3, 5, 2)
-    with pytest.warns(rollax.StoreWarning, match="holds another sweep"):
+    with pytest.warns(rollax.StoreWarning, match="holds another sweep") as rec:
         other = rollax.sweep(ball, axes, store=tmp_path / "s.zarr", **{**kw, "ts": ts + 0.01})
+    # the options that differ, at this line (issue 56: it named the key, at rollax's _sweep.py)
+    (w,) = [w for w in rec if w.category is rollax.StoreWarning]
+    assert f"ts [{ts[0]:.6g}, " in str(w.message) and "key" not in str(w.message)
+    assert w.filename == __file__, w.filename
     assert not np.array_equal(other.solution["ys"], res.solution["ys"])  # not the old regions
     with pytest.raises(ValueError, match="ts is not allowed with keep_solution=False"):
         rollax.sweep(ball, axes, keep_solution=False, **kw)

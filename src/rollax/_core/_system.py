@@ -109,7 +109,8 @@ class AbstractSystem(eqx.Module):
     Subclasses set the class attributes ``state_names`` (one name per state component; its
     length is the state dimension), ``events`` (a tuple of :class:`Event`, or a property that
     derives them from static fields), and for hybrid systems ``modes``, ``n_aux`` and the
-    methods ``reset``, ``initial_aux`` and ``initial_mode``. ``outcomes`` is the enumeration
+    methods ``reset``, ``initial_aux`` and ``initial_mode``. ``state_units``, ``time_units``,
+    ``aux_names`` and ``aux_units`` (one per aux number) label a sweep's dataset. ``outcomes`` is the enumeration
     ``outcome`` returns. Methods: ``vector_field(t, y, mode)``, ``event_values(t, y, mode)``
     (one value per event: a boundary is valid while > 0, a crossing fires at its target-th
     sign change), ``reset(t, y, mode, aux, event) -> (t, y, mode, aux, terminal)``,
@@ -130,6 +131,11 @@ class AbstractSystem(eqx.Module):
     events: ClassVar[tuple[Event, ...]] = ()
     modes: ClassVar[tuple[str, ...]] = ("default",)
     n_aux: ClassVar[int] = 0
+    # names and units of the n_aux bookkeeping numbers, for labelled results (rollax.sweep's
+    # dataset splits aux into aux_<name> variables with these units); None: not stated (one
+    # variable "aux", units "unspecified")
+    aux_names: ClassVar[tuple[str, ...] | None] = None
+    aux_units: ClassVar[tuple[str, ...] | None] = None
     outcomes: ClassVar[type[enum.IntEnum] | None] = None
     # event samples per step that both integrators use unless a call says otherwise: a system
     # whose event functions vary slowly on the scale of its steps may lower it (cost per step)
@@ -172,6 +178,24 @@ class AbstractSystem(eqx.Module):
                     f"tuple of {len(tuple(names))} strings, one per state component "
                     f"{tuple(names)}, or None"
                 )
+
+        n_aux = inspect.getattr_static(cls, "n_aux", 0)
+        for attr in ("aux_names", "aux_units"):
+            value = inspect.getattr_static(cls, attr, None)
+            if value is None or isinstance(n_aux, property):
+                continue
+            if not (
+                isinstance(value, tuple)
+                and len(value) == n_aux
+                and all(isinstance(u, str) and u for u in value)
+            ):
+                raise TypeError(
+                    f"{cls.__name__}.{attr} = {value!r} is not allowed: it must be a tuple of "
+                    f"{n_aux} non-empty strings, one per aux number (n_aux = {n_aux}), or None"
+                )
+        aux_names = inspect.getattr_static(cls, "aux_names", None)
+        if aux_names is not None and len(set(aux_names)) != len(aux_names):
+            raise TypeError(f"{cls.__name__}.aux_names = {aux_names!r} names one number twice")
 
     def __check_init__(self):
         # a subclass that forgot state_names once failed later with "vector_field returns

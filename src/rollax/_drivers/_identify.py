@@ -82,6 +82,11 @@ class Observations:
         t = np.asarray(self.t, dtype=float)
         v = np.asarray(self.values, dtype=float)
         names = tuple(self.names)
+        if not (callable(self.observe) or isinstance(self.observe, str)):
+            raise ValueError(
+                f"observe = {_short(self.observe)} must be a function observe(system, t, y) "
+                f"or the name of a method of the system"
+            )
         if t.ndim != 1:
             raise ValueError(f"t has shape {t.shape}; observation times must be a 1-d array")
         if v.ndim == 1:
@@ -252,66 +257,108 @@ class Fit:
 # ---------------------------------------------------------------------- parameters by name
 def parameter_path(system: eqx.Module, name: str) -> tuple[str, ...]:
     """The attribute path of a parameter field: ``"rim.k_d"``, or a bare ``"k_d"`` found in
-    exactly one (possibly nested) module field."""
+    exactly one (possibly nested) module field.
+
+    Only a *fittable* field is one: a scalar that is not static and holds a real float (a
+    :func:`rollax.parameter` field, or a float / float array); a static field (a setting such
+    as ``w1_target``), an integer, a flag, a text or a vector is refused by name, in one line
+    that lists the allowed names (:func:`fittable_fields`)."""
+    owner = type(system).__name__
+    allowed = fittable_fields(system)
+
+    def refuse(why: str) -> ValueError:
+        return ValueError(
+            f"params: {name!r} of {owner} {why}; allowed: "
+            f"{', '.join(_display_names(allowed)) or 'none (it has no float parameter)'}"
+        )
+
+    if not isinstance(name, str):
+        raise refuse("is not a name")
     if "." in name:
-        obj = system
-        path = tuple(name.split("."))
-        for p in path:
-            if not hasattr(obj, p):
-                raise ValueError(f"params: {name!r} is not a field of {type(system).__name__}")
-            obj = getattr(obj, p)
-        _check_scalar(name, obj)
-        return path
-    found = []
-
-    def walk(obj, prefix):
-        if not isinstance(obj, eqx.Module):
-            return
-        for f in dataclasses.fields(obj):
-            v = getattr(obj, f.name, None)
-            if f.name == name and not isinstance(v, eqx.Module):
-                found.append(prefix + (f.name,))
-            walk(v, prefix + (f.name,))
-
-    walk(system, ())
-    if len(found) != 1:
-        known = sorted(_scalar_fields(system))
-        why = (
-            "is not a parameter"
-            if not found
-            else "is ambiguous (" + ", ".join(".".join(p) for p in found) + ")"
-        )
-        raise ValueError(
-            f"params: {name!r} {why} of {type(system).__name__}; known: {', '.join(known)}"
-        )
-    _check_scalar(name, _get(system, found[0]))
-    return found[0]
+        if name in allowed:
+            return allowed[name]
+        raise refuse(_field_kind(system, tuple(name.split("."))) or "is not a field")
+    found = [path for dotted, path in allowed.items() if path[-1] == name]
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise refuse("is ambiguous (" + ", ".join(".".join(p) for p in found) + ")")
+    # not fittable: say what it is (a static setting, an integer, ...) or that it is missing
+    what = None
+    if isinstance(getattr(system, name, None), eqx.Module):
+        what = f"is a {type(getattr(system, name)).__name__}, not a number"
+    for path in _all_fields(system):
+        if path[-1] == name:
+            what = _field_kind(system, path)
+            break
+    raise refuse(what or "is not a parameter")
 
 
-def _scalar_fields(system, prefix=()):
+def fittable_fields(system) -> dict[str, tuple[str, ...]]:
+    """Every field of ``system`` (and of the modules it holds) that :func:`identify` can fit,
+    ``{dotted name: attribute path}``: not static, and a real scalar float (a
+    :func:`rollax.parameter` of shape ``()``, a Python float or a 0-d float array)."""
+    return {
+        ".".join(path): path for path in _all_fields(system) if _field_kind(system, path) is None
+    }
+
+
+def _display_names(allowed: dict[str, tuple[str, ...]]) -> list[str]:
+    """The allowed names as a user writes them: bare where that is unique, dotted otherwise."""
+    last = [path[-1] for path in allowed.values()]
+    return sorted(
+        path[-1] if last.count(path[-1]) == 1 else dotted for dotted, path in allowed.items()
+    )
+
+
+def _all_fields(system, prefix=()) -> list[tuple[str, ...]]:
+    """The attribute paths of every dataclass field (not modules themselves), depth first."""
     out = []
     if isinstance(system, eqx.Module):
         for f in dataclasses.fields(system):
             v = getattr(system, f.name, None)
             if isinstance(v, eqx.Module):
-                out += _scalar_fields(v, prefix + (f.name,))
-            elif (
-                isinstance(v, (float, int, np.ndarray, jax.Array))
-                and np.ndim(v) == 0
-                and not isinstance(v, bool)
-                and not f.metadata.get("static", False)
-            ):
-                out.append(f.name)
+                out += _all_fields(v, prefix + (f.name,))
+            else:
+                out.append(prefix + (f.name,))
     return out
 
 
-def _check_scalar(name, v):
-    if (
-        not isinstance(v, (jax.Array, np.ndarray, float, int))
-        or np.ndim(v) != 0
-        or isinstance(v, bool)
-    ):
-        raise ValueError(f"params: {name!r} = {v!r} is not a scalar parameter field")
+def _field_kind(system, path) -> str | None:
+    """``None`` for a fittable field; otherwise why it is not one (for the error line)."""
+    obj = system
+    for p in path[:-1]:
+        if not isinstance(obj, eqx.Module) or not hasattr(obj, p):
+            return "is not a field"
+        obj = getattr(obj, p)
+    fields = {f.name: f for f in dataclasses.fields(obj)} if isinstance(obj, eqx.Module) else {}
+    if path[-1] not in fields:
+        return "is not a field"
+    f = fields[path[-1]]
+    v = getattr(obj, path[-1], None)
+    if isinstance(v, eqx.Module):
+        return f"is a {type(v).__name__}, not a number"
+    if f.metadata.get("static", False):
+        return f"= {v!r} is a static field (a setting, not a parameter)"
+    if isinstance(v, (bool, np.bool_)):
+        return f"= {v!r} is a flag, not a parameter"
+    if isinstance(v, (int, np.integer)):
+        return f"= {v!r} is an integer, not a float parameter"
+    if isinstance(v, float):
+        return None
+    if isinstance(v, (np.ndarray, jax.Array, np.floating)):
+        if np.ndim(v) != 0:
+            return f"has shape {np.shape(v)}, not a scalar parameter"
+        dtype = v.dtype if isinstance(v, jax.Array) else np.asarray(v).dtype
+        if not np.issubdtype(dtype, np.floating):
+            return f"= {_short(v)} is not a float parameter (dtype {dtype})"
+        return None
+    return f"= {_short(v)} is not a number"
+
+
+def _short(v) -> str:
+    s = repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."
 
 
 def _get(obj: Any, path) -> Any:
@@ -329,6 +376,114 @@ def _bounds_of(system, path) -> tuple[float, float]:
     owner = _get(system, path[:-1])
     lo, hi = getattr(type(owner), "bounds", {}).get(path[-1], (-math.inf, math.inf))
     return float(lo), float(hi)
+
+
+#: the shortest step between observation times a record may have, in the system's time units
+#: (s): no camera or sensor of a rolling body samples at 1 GHz, and the fit integrates at
+#: tolerances near 1e-10 (a 1e-15 s step is times in the wrong unit, or rounding)
+MIN_STEP = 1e-9
+#: the shortest step relative to the record's span: times rounded to too few digits
+MIN_RELATIVE_STEP = 1e-9
+#: samples per time scale a record needs at least (a system's ``time_scale``): fewer cannot
+#: follow the motion, and a record in milliseconds has steps 1000x too long
+SAMPLES_PER_TIME_SCALE = 1.0
+
+
+def check_record(system, obs: "Observations") -> None:
+    """Plausible units and spacing of a record, before any fit: a ``ValueError`` naming the
+    column, in one line.
+
+    * ``t``: no step below :data:`MIN_STEP` (1e-9 s) or :data:`MIN_RELATIVE_STEP` (1e-9) of the
+      span; where the system states a ``time_scale`` (a property, in its time units: the rim's
+      ``sqrt(rho/g)``), a median step of at most that time scale (times in milliseconds give
+      steps 1000x too long: 4.2 s for a 240 Hz camera, against the rim's 0.115 s).
+    * each column the system declares an angle (``observable_units`` entry ``"rad"``, matched
+      to ``observables`` by name): its median rate must turn less than a full turn (2 pi) per
+      time scale (an angle in degrees turns 57x as fast: the generated rim records of
+      ``tests/rim_records.py``, seeds 0-39, turn at most 0.35 turns per time scale in rad, and
+      every one of them is refused in degrees).
+    Systems without a ``time_scale`` get the first two checks only."""
+    owner = type(system).__name__
+    unit = getattr(system, "time_units", "s")
+    t = np.asarray(obs.t, float)
+    dt = np.diff(t)
+    span = float(t[-1] - t[0])
+    i = int(np.argmin(dt))
+    least = max(MIN_STEP, MIN_RELATIVE_STEP * span)
+    if dt[i] < least:
+        why = (
+            f"below {MIN_STEP:g} {unit} (no camera samples at 1 GHz)"
+            if dt[i] < MIN_STEP
+            else f"below {MIN_RELATIVE_STEP:g} of the record's span {span:.6g} {unit} (times "
+            f"rounded to too few digits?)"
+        )
+        raise ValueError(
+            f"t: the step t[{i + 1}] - t[{i}] = {float(dt[i]):.3g} {unit} is {why}; "
+            f"observation times must be in {unit}, with steps of at least {least:.3g} {unit}"
+        )
+    try:
+        tau = float(system.time_scale) if hasattr(type(system), "time_scale") else None
+    except (TypeError, ValueError):  # a batched system: no one time scale
+        tau = None
+    if tau is None or not (math.isfinite(tau) and tau > 0):
+        return
+    step = float(np.median(dt))
+    if step > tau / SAMPLES_PER_TIME_SCALE:
+        raise ValueError(
+            f"t: the median step is {step:.4g} {unit}, longer than {owner}'s time "
+            f"scale {tau:.3g} {unit}: samples this far apart cannot follow the motion (times "
+            f"in milliseconds?); t must be in {unit}, with at least "
+            f"{SAMPLES_PER_TIME_SCALE:g} sample per {tau:.3g} {unit}"
+        )
+    names = tuple(getattr(system, "observables", ()) or ())
+    units = tuple(getattr(system, "observable_units", ()) or ())
+    for k, name in enumerate(obs.names):
+        if name not in names or names.index(name) >= len(units):
+            continue
+        if units[names.index(name)] != "rad":
+            continue
+        rate = float(np.median(np.abs(np.diff(obs.values[:, k])) / dt))
+        turn = rate * tau / (2 * math.pi)
+        if turn > 1.0:
+            raise ValueError(
+                f"{name}: the angle turns {turn:.3g} turns per time scale of {owner} "
+                f"({tau:.3g} {unit}), a median rate of {rate:.4g} per {unit}: in degrees? "
+                f"{name} must be in rad, and an angle in rad turns less than one turn per "
+                f"time scale"
+            )
+
+
+def observation_methods(system) -> list[str]:
+    """The public methods a system adds to :class:`AbstractSystem`: what ``observe`` may name."""
+    base = set(dir(AbstractSystem))
+    cls = type(system)
+    return sorted(
+        n
+        for n in dir(cls)
+        if not n.startswith("_")
+        and n not in base
+        and callable(getattr(cls, n, None))
+        and not isinstance(getattr(cls, n, None), type)
+    )
+
+
+def _check_observe(system, observe) -> None:
+    """One line naming the method and the class when ``observe`` names what the system lacks."""
+    if callable(observe):
+        return
+    owner = type(system).__name__
+    allowed = ", ".join(observation_methods(system)) or "none"
+    if not isinstance(observe, str):
+        raise ValueError(
+            f"observe = {_short(observe)} must be a function observe(system, t, y) or the "
+            f"name of a method of {owner} (its methods: {allowed})"
+        )
+    if not callable(getattr(system, observe, None)):
+        what = "has no method" if not hasattr(system, observe) else "has no method (an attribute)"
+        raise ValueError(
+            f"observe = {observe!r}: {owner} {what} {observe!r}; give a function "
+            f"observe(system, t, y) or one of its methods: {allowed}"
+        )
 
 
 # ---------------------------------------------------------------------- the model's residuals
@@ -533,6 +688,7 @@ def identify(
     if len(set(params)) != len(params):
         raise ValueError(f"params = {list(params)!r} names a parameter twice")
     paths = tuple(parameter_path(system, p) for p in params)
+    _check_observe(system, obs.observe)
     for name, v, lo_ in (
         ("max_iter", max_iter, 1),
         ("max_steps", max_steps, 1),
@@ -548,6 +704,7 @@ def identify(
     for name, v in (("robust", robust), ("profile", profile)):
         if not isinstance(v, bool):
             raise ValueError(f"{name} = {v!r} must be True or False")
+    check_record(system, obs)  # (before guess_state, which reads the record)
     span = float(obs.t[-1] - obs.t[0])
     win = _windows(obs.t, windows, span) if robust else [span]
     if y0 is None:
@@ -916,6 +1073,7 @@ def _interval_text(iv) -> str:
 
 def predict(fit: Fit, observations: Observations, t=None) -> np.ndarray:
     """The fitted model's observables at the times ``t`` (default: the observation times)."""
+    _check_observe(fit.system, observations.observe)
     t = observations.t if t is None else np.asarray(t, dtype=float)
     obs = dataclasses.replace(
         observations,

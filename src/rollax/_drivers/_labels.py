@@ -4,7 +4,9 @@ A sweep computes, per start, the fields of :class:`rollax.Solution`, the system'
 an optional summary. Its dataset (:attr:`rollax.SweepResult.dataset`, and the zarr store it
 writes) holds them as variables over the sweep's axes, each with ``units`` and ``long_name``
 (CF conventions); enumerations carry ``flag_values`` and ``flag_meanings``; the state is split
-into one variable per component (``y_beta``, ``y_omega1``: components have their own units);
+into one variable per component (``y_beta``, ``y_omega1``: components have their own units),
+and so is ``aux`` where the system names its numbers (``aux_names``, ``aux_units``:
+``aux_impacts``; otherwise one variable ``aux``, units "unspecified");
 every variable records in ``source`` the field it comes from (``y[0]``, ``summary.t_end``),
 which :func:`unlabel` reads to give the fields back.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import shlex
 import sys
 import warnings
@@ -33,6 +36,20 @@ def state_units(system) -> tuple[str, ...]:
     return tuple(units) if units is not None else (UNSPECIFIED,) * len(system.state_names)
 
 
+def aux_labels(system) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """``(names, units)`` of the system's aux numbers where it declares ``aux_names`` or
+    ``aux_units`` (a name not declared is the index, a unit not declared "unspecified");
+    ``None`` where it declares neither (one variable ``aux``)."""
+    names = getattr(system, "aux_names", None)
+    units = getattr(system, "aux_units", None)
+    if names is None and units is None:
+        return None
+    n = int(system.n_aux)
+    names = tuple(names) if names is not None else tuple(str(k) for k in range(n))
+    units = tuple(units) if units is not None else (UNSPECIFIED,) * n
+    return names, units
+
+
 class Labels:
     """The names and attributes of one sweep's variables (see the module docstring)."""
 
@@ -49,6 +66,8 @@ class Labels:
         self.keep_solution = keep_solution
         self.names = tuple(system.state_names)
         self.units = state_units(system)
+        aux = aux_labels(system)
+        self.aux_names, self.aux_units = aux if aux is not None else ((), ())
         self.time = getattr(system, "time_units", "s")
         self.summary_units = dict(summary_units or {})
         self.summary_names = dict(summary_names or {})
@@ -62,6 +81,9 @@ class Labels:
                 stem = raw.replace(".", "_")
                 for k, n in enumerate(self.names):
                     out[f"{stem}_{n}"] = np.ascontiguousarray(v[..., k])
+            elif raw == "aux" and self.aux_names:
+                for k, n in enumerate(self.aux_names):
+                    out[f"aux_{n}"] = np.ascontiguousarray(v[..., k])
             elif not raw.startswith("summary."):
                 k = raw.replace(".", "_")
                 out[k if k not in self.axes else f"solution_{k}"] = v
@@ -77,6 +99,10 @@ class Labels:
             for k, n in enumerate(self.names):
                 if label == f"{stem}_{n}":
                     return f"{stem.replace('events_', 'events.')}[{k}]"
+        if self.keep_solution:
+            for k, n in enumerate(self.aux_names):
+                if label == f"aux_{n}":
+                    return f"aux[{k}]"
         if label.startswith("solution_") and label[len("solution_") :] in self.axes:
             label = label[len("solution_") :]
             if label.startswith("events_"):
@@ -99,7 +125,14 @@ class Labels:
         attrs: dict[str, Any] = {"source": source}
         dims: tuple[str, ...] = ()
         base, _, idx = source.partition("[")
-        if idx:  # a state component
+        if base == "aux" and idx:  # an aux number the system names
+            k = int(idx[:-1])
+            attrs.update(
+                units=self.aux_units[k],
+                long_name=f"{self.aux_names[k]} (auxiliary state, {sys_name}.aux_names) at the "
+                f"end of the run",
+            )
+        elif idx:  # a state component
             k = int(idx[:-1])
             n, u = self.names[k], self.units[k]
             what = {
@@ -218,6 +251,45 @@ def versions() -> dict[str, str]:
     return out
 
 
+def static_fields(system) -> dict[str, Any]:
+    """The fields of a system and of the modules it holds that are not arrays (``{dotted name:
+    value}``; a value JSON cannot hold as its repr): settings such as ``n_bounces`` or
+    ``w1_target`` that change the runs but are no parameter."""
+    import dataclasses
+
+    import equinox as eqx
+
+    out: dict[str, Any] = {}
+
+    def walk(node, name):
+        if isinstance(node, eqx.Module):
+            for f in dataclasses.fields(node):
+                walk(getattr(node, f.name, None), f"{name}.{f.name}" if name else f.name)
+        elif isinstance(node, (tuple, list)) and any(isinstance(x, eqx.Module) for x in node):
+            for i, x in enumerate(node):
+                walk(x, f"{name}.{i}")
+        elif not eqx.is_array(node) and name:
+            try:
+                json.dumps(node)
+            except (TypeError, ValueError):
+                # (a function by its name: its repr's address changes from process to process)
+                qual = getattr(node, "__qualname__", None)
+                node = (
+                    f"{getattr(node, '__module__', '')}.{qual}"
+                    if callable(node) and qual
+                    else re.sub(r" at 0x[0-9a-fA-F]+", "", repr(node))
+                )
+            out[name] = node
+
+    walk(system, "")
+    return out
+
+
+def _aux_attrs(system) -> dict[str, list[str]]:
+    aux = aux_labels(system)
+    return {} if aux is None else {"aux_names": list(aux[0]), "aux_units": list(aux[1])}
+
+
 def dataset_attrs(system, params: Mapping, units: Mapping, spec: Mapping) -> dict[str, Any]:
     """The dataset's attributes: the system, its parameters (values and units), the run's
     settings (``spec``), the versions, the date and the command line."""
@@ -228,9 +300,11 @@ def dataset_attrs(system, params: Mapping, units: Mapping, spec: Mapping) -> dic
         "source": f"rollax {v['rollax']}",
         "system": f"{type(system).__module__}.{type(system).__qualname__}",
         "parameters": json.dumps(params, sort_keys=True),
+        "static_fields": json.dumps(static_fields(system), sort_keys=True),
         "parameter_units": json.dumps(units, sort_keys=True),
         "state_names": list(system.state_names),
         "state_units": list(state_units(system)),
+        **_aux_attrs(system),
         "events": [e.name for e in system.events],
         "settings": json.dumps(spec, sort_keys=True, default=str),
         "versions": json.dumps(v, sort_keys=True),

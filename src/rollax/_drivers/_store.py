@@ -54,6 +54,110 @@ class StoreWarning(UserWarning):
     altered) and are computed again, or the store held another sweep and is replaced."""
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function point at
+    the first line outside rollax (the user's call of ``rollax.sweep``, ``basin_map``, ...),
+    however deep in rollax it is issued."""
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1]) + os.sep  # src/rollax/
+    frame = sys._getframe(1)  # the function that calls warnings.warn: stacklevel 1
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, list) and len(v) > 4:
+        return f"[{', '.join(_short(x) for x in v[:3])}, ... ({len(v)} values)]"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    s = json.dumps(v, default=str) if not isinstance(v, str) else repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as ``{dotted key: leaf}``."""
+    if isinstance(d, dict):
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: d}
+
+
+def _user_settings(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a user gave, from a sweep's dataset attributes: the system, its static
+    fields and parameters, and the settings (``y0``, ``t1``, the solver options, ...) by
+    the names a user writes (``rtol``, ``y0.v``, ``e``)."""
+
+    def loads(k):
+        v = attrs.get(k)
+        try:
+            return json.loads(v) if isinstance(v, str) else (v or {})
+        except ValueError:
+            return {}
+
+    out: dict[str, Any] = {}
+    for k in ("system", "aux_names", "aux_units"):
+        if k in attrs:
+            out[k] = list(attrs[k]) if k != "system" else attrs[k]
+    out.update(_flat(loads("static_fields")))
+    out.update(_flat(loads("parameters")))
+    settings = loads("settings")
+    if isinstance(settings, dict):
+        options = settings.pop("options", {}) or {}
+        settings.pop("axes", None)  # the axes: compared by their values
+        out.update(_flat(settings))
+        out.update(_flat(options))
+    return out
+
+
+def _what_differs(path: Path, old: Mapping, record: Mapping, new: "RegionStore", coords) -> str:
+    """The user-facing options that differ between the store's sweep and this one, with the
+    old and new values (``t1 20 -> 30, rtol 1e-10 -> 1e-08, axis z: 4 -> 8 values``); the
+    keys where the store records none of them (a store written by other code)."""
+    import zarr
+
+    parts = []
+    try:
+        g = zarr.open_group(str(path), mode="r")
+        before = _user_settings(dict(g.attrs))
+        for name, (cdims, values, _attrs) in (coords or {}).items():
+            if tuple(cdims) != (name,) or name not in g:
+                continue
+            arr: Any = g[name]
+            a, b = np.asarray(arr[...]), np.asarray(values)
+            if a.shape != b.shape or not np.array_equal(a, b):
+                span = lambda x: f"{x.size} values in [{x.min():.6g}, {x.max():.6g}]"  # noqa: E731
+                if a.size and b.size and a.dtype.kind in "if" and b.dtype.kind in "if":
+                    parts.append(f"axis {name}: {span(a)} -> {span(b)}")
+                else:
+                    parts.append(f"axis {name}")
+        new_dims = list(record.get("dims", []))
+        if list(old.get("dims") or []) != new_dims:
+            parts.append(f"axes {old.get('dims')} -> {new_dims}")
+    except Exception:  # noqa: BLE001 - an unreadable store: say what the record says
+        before = {}
+    after = _user_settings(new.attrs)
+    for k in sorted(set(before) | set(after), key=lambda k: (k not in after, k)):
+        if k in before and k in after and before[k] == after[k]:
+            continue
+        a = _short(before[k]) if k in before else "(not set)"
+        b = _short(after[k]) if k in after else "(not set)"
+        parts.append(f"{k} {a} -> {b}")
+    if old.get("shape") == record["shape"] and list(old.get("block") or []) != record["block"]:
+        parts.append(f"chunk_size: regions {old.get('block')} -> {record['block']}")
+    if not parts:
+        diff = sorted(k for k in record if old.get(k) != record[k])
+        return (
+            f"its {', '.join(diff)} differ: key {old.get('key')!r}, this sweep's {record['key']!r}"
+        )
+    return "what differs: " + ", ".join(parts)
+
+
 def region_layout(shape: tuple[int, ...], chunk_size: int) -> tuple[tuple[int, ...], list]:
     """The region block for a grid of ``shape`` and at most ``chunk_size`` starts per region,
     and the regions as ``(lo, hi, index)`` (row-major start numbers ``lo:hi``; ``index``: the
@@ -208,17 +312,16 @@ class RegionStore:
             if not same:
                 if old is not None:
                     if isinstance(old, dict):
-                        diff = sorted(k for k in record if old.get(k) != record[k])
                         what = (
-                            f"another sweep (its {', '.join(diff)} differ: key "
-                            f"{old.get('key')!r}, this sweep's {key!r})"
+                            "another sweep (" + _what_differs(path, old, record, self, coords) + ")"
                         )
                     else:
                         what = "no rollax sweep"
                     warnings.warn(
-                        f"store {path} holds {what}; replacing it with this sweep's",
+                        f"store {path} holds {what}; replacing it with this sweep's (its "
+                        f"finished regions are lost: give another store path to keep it)",
                         StoreWarning,
-                        stacklevel=3,
+                        stacklevel=_user_stacklevel(),
                     )
                 for p in path.iterdir():
                     if p.name != _LOCK:

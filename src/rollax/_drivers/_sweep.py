@@ -31,7 +31,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._drivers._chunks import run_chunked, sweep_key
-from rollax._drivers._labels import UNSPECIFIED, Labels, dataset_attrs, state_units
+from rollax._drivers._labels import (
+    UNSPECIFIED,
+    Labels,
+    aux_labels,
+    dataset_attrs,
+    state_units,
+)
 from rollax._core._eventlog import EventLog
 from rollax._core._solution import Solution, Status, code_names
 from rollax._core._system import AbstractSystem, classify, parameter_fields, parameter_units
@@ -513,6 +519,8 @@ def sweep(
             chunk_size=chunk_size,
             version=5,
             **({} if keep_solution else {"keep_solution": False}),
+            # the aux variables' names and units (a store of other labels is another sweep)
+            **({} if aux_labels(system) is None else {"aux_labels": aux_labels(system)}),
         )
     )
     params = {k: np.asarray(_get(system, p)).tolist() for k, p in parameter_fields(system).items()}

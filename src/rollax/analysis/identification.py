@@ -66,12 +66,27 @@ def rim_observations(t, d, z, alpha, *, sigma=None, t_event=None, sigma_event=No
 
 
 def read_rim_csv(path: str | os.PathLike) -> tuple[np.ndarray, ...]:
-    """Columns ``t, d, z, alpha`` of a CSV file with exactly that header (s, m, m, rad)."""
+    """Columns ``t, d, z, alpha`` of a CSV file with exactly that header (s, m, m, rad): UTF-8
+    text (a binary file or another encoding is refused by name). Their units and spacing are
+    checked by :func:`rollax.identify` (:func:`rollax._drivers._identify.check_record`)."""
     try:
-        with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            text = fh.read()
     except OSError as err:
         raise ValueError(f"data = {str(path)!r} cannot be read ({err.strerror})") from None
+    except UnicodeDecodeError:
+        # (the codec's message, "'utf-8' codec can't decode byte 0x89 in position 0", named
+        # neither the file nor what it should be)
+        raise ValueError(
+            f"data = {str(path)!r} is not a text CSV file (binary, or text not in UTF-8); "
+            f"it must be UTF-8 text with the header t,d,z,alpha"
+        ) from None
+    if "\x00" in text:
+        raise ValueError(
+            f"data = {str(path)!r} is not a text CSV file (it holds NUL bytes: binary); it "
+            f"must be UTF-8 text with the header t,d,z,alpha"
+        )
+    rows = list(csv.reader(text.splitlines()))
     if not rows:
         raise ValueError(f"data = {str(path)!r} is empty; it needs the header t,d,z,alpha")
     header = tuple(h.strip() for h in rows[0])

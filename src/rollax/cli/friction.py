@@ -6,6 +6,9 @@ Sub-commands::
     rollax friction fit --pressure uniform|hertz --model harmonic|pade --degree N [--json] [--out DIR]
     rollax friction limit-directions --body disc|ball --force F --degree N [--json] [--out DIR]
     rollax friction stop --body disc|ball --law exact-uniform|... [--json] [--out DIR]
+
+``stop``'s JSON carries a ``units`` block: the friction paper's scaled units (m = R_bar = mu =
+P = R = 1; times in sqrt(m R/(mu P)), the slip (u_x, u_y, rho w_z) in sqrt(mu P R/m)).
 """
 
 from __future__ import annotations
@@ -230,6 +233,19 @@ def run_limit_directions(args) -> int:
 
 
 # -------------------------------------------------------------------------------- stop
+#: the units of ``stop``'s numbers: the friction paper's scaled units, m = R_bar = 1 for the
+#: body and mu = P = R = 1 for the contact (mu P: the largest friction force), so times are
+#: in sqrt(m R / (mu P)) and speeds (u_x, u_y, rho w_z) in sqrt(mu P R / m)
+STOP_UNITS = {
+    "force": "1",  # F / (mu m g)
+    "u0": "sqrt(mu*P*R/m)",
+    "t_stop": "sqrt(m*R/(mu*P))",
+    "eps": "1",
+    "w_stop": "1",
+    "eps_limit_direction": "1",
+}
+
+
 def run_stop(args) -> int:
     from rollax.analysis.friction import LAW_NAMES, law_from_name, stop_curves, stop_report
 
@@ -243,6 +259,7 @@ def run_stop(args) -> int:
         raise ValueError("--u0 must be nonzero (zero slip is already stuck)")
     _lam_for_a_ball(args)
     body, x0, data = stop_report(args.body, args.law, args.force, args.u0, args.lam)
+    data["units"] = {k: STOP_UNITS[k] for k in data if k in STOP_UNITS}
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)
     if args.out and data["stopped"]:

@@ -11,7 +11,8 @@ The fit continues over growing windows of the record from several starts read of
 ``status`` is ``converged``, ``poor_fit`` (the model does not follow the data: its error bars
 are not to be trusted) or ``not_converged``. Exit code 0 when it converged, 1 otherwise (the
 result is written and printed either way), 2 for bad input. ``--no-robust`` fits the whole
-record at once from the best start (to compare).
+record at once from the best start (to compare). The JSON carries a ``units`` block (its keys
+dotted paths into the result) and the figures' titles give each parameter's unit.
 """
 
 from __future__ import annotations
@@ -21,6 +22,33 @@ import os
 from rollax.cli._args import dump, dumps, real
 
 RIM_FIELDS = ("r", "a", "R", "j", "g", "k_d", "k_r")
+#: the units of the rim's parameters and of the fitted initial state (RimTracked's state)
+PARAMETER_UNITS = {"r": "m", "a": "m", "R": "m", "j": "1", "g": "m/s^2", "k_d": "1/s", "k_r": "1/s"}
+STATE_UNITS = {"beta": "rad", "omega1": "1/s", "omega2": "1/s", "omega3": "1/s", "alpha": "rad"}
+OBSERVABLE_UNITS = {"d": "m", "z": "m", "alpha": "rad", "t_event": "s"}
+
+
+def units_of(names) -> dict[str, str]:
+    """The ``units`` block of the JSON (a key of a nested mapping: dotted, ``*`` for each
+    entry), for the fitted quantities ``names`` (parameters, then ``y0.<state>``)."""
+    fitted = {n: STATE_UNITS[n[3:]] if n.startswith("y0.") else PARAMETER_UNITS[n] for n in names}
+    out = {f"parameters.{n}": u for n, u in fitted.items()}
+    out.update({f"profile.{n}.values": u for n, u in fitted.items() if not n.startswith("y0.")})
+    out["initial_state"] = "(" + ", ".join(STATE_UNITS.values()) + ")"
+    out.update({f"sigma.{k}": u for k, u in OBSERVABLE_UNITS.items() if k != "t_event"})
+    out.update({f"residual_rms.{k}": u for k, u in OBSERVABLE_UNITS.items()})
+    for k in ("cost", "chi2", "chi2_per_dof", "p_value", "correlation", "profile.*.delta_chi2"):
+        out[k] = "1"
+    out.update(windows_s="s", wall_time_s="s")
+    return out
+
+
+def caption_of(fit, n_params: int) -> str:
+    """The first line of the figures' titles: each fitted parameter with its error and unit."""
+    return "; ".join(
+        f"{n} = {v:.5g} ± {s:.2g} {PARAMETER_UNITS[n]}"
+        for n, v, s in zip(fit.names[:n_params], fit.values, fit.std_errors)
+    )
 
 
 def register(subparsers) -> None:
@@ -110,15 +138,13 @@ def run(args) -> int:
     res = fit.to_dict()
     res["names"] = list(fit.names)
     res["notes"] = notes
+    res["units"] = units_of(fit.names)
     if args.out:
         from rollax.plot import plot_identification
 
         os.makedirs(args.out, exist_ok=True)
         fitted = fit.predict(obs)
-        caption = "; ".join(
-            f"{n} = {v:.5g} ± {s:.2g}"
-            for n, v, s in zip(fit.names[: len(args.fit)], fit.values, fit.std_errors)
-        )
+        caption = caption_of(fit, len(args.fit))
         caption += (
             f"\n{len(obs.t)} samples, noise "
             + ", ".join(f"{k} {v:.2g}" for k, v in fit.sigma.items())
@@ -146,7 +172,7 @@ def run(args) -> int:
                 paths[-1],
                 caption=caption.split("\n")[0]
                 + f"\nstatus {fit.status}, chi^2/dof {fit.chi2_per_dof:.3g}",
-                units={"k_d": "1/s", "k_r": "1/s", "r": "m", "a": "m", "R": "m", "g": "m/s^2"},
+                units=PARAMETER_UNITS,
             )
         res["figures"] = paths
         with open(os.path.join(args.out, "identify.json"), "w") as fh:

@@ -4,7 +4,8 @@ normal force and static friction acting on a rolling ball actuated by internal p
 ``disk``, ``ball``, ``ball-detach``: the paper's examples. Prints ``mu_hat`` (1.3),
 ``t_mu_hat``, ``min_N`` (with ``t_min_N``) and, for ``ball-detach``, ``t_detach`` (N = 0) and
 the outcome of the free flight (Appendix B). ``--out DIR`` writes the figures of Figs.
-5.3-5.4, 6.2-6.3 or 6.4 with their data.
+5.3-5.4, 6.2-6.3 or 6.4 with their data. The JSON's ``units`` block gives each number's unit
+(the paper's: r = g = 1, masses in one unit mass m; times in sqrt(r/g), forces in m g).
 
 ``optimize``: the optimal rest-to-rest manoeuvre of the Sect. 5 disk (``--body disk --phi-T
 PHI``) or the Sect. 6 ball (``--body ball --target X Y [--heading PSI]``) in time ``--T`` with
@@ -234,6 +235,31 @@ def optimize(args) -> int:
     return 0 if opt.converged else 1
 
 
+#: the units of the examples' results: the paper's, r = g = 1 and unit masses (its masses are
+#: multiples of one mass m): lengths in r, times in sqrt(r/g), forces in m g
+EXAMPLE_UNITS = {
+    "rtol": "1",
+    "atol": "1",
+    "mu_hat": "1",
+    "mu_hat_paper": "1",
+    "t_mu_hat": "sqrt(r/g)",
+    "min_N": "m*g",
+    "t_min_N": "sqrt(r/g)",
+    "t_end": "sqrt(r/g)",
+    "t_detach": "sqrt(r/g)",
+    "t_detach_paper": "sqrt(r/g)",
+    "N_at_detach": "m*g",
+    "f_s_at_detach": "m*g",
+    "t_touchdown": "sqrt(r/g)",
+    "quaternion_drift": "1",
+}
+
+
+def example_units(res: dict) -> dict[str, str]:
+    """The ``units`` block of an example's JSON: a unit for each number in ``res``."""
+    return {k: EXAMPLE_UNITS[k] for k in res if k in EXAMPLE_UNITS}
+
+
 def run(args) -> int:
     from rollax.robot import example_report
 
@@ -251,6 +277,7 @@ def run(args) -> int:
         )
     report = example_report(args.example, args.rtol)
     res = report.results
+    res["units"] = example_units(res)
     if args.out:
         import os
 

@@ -67,6 +67,7 @@ class Sliding(AbstractSystem):
     state_names = ("u_x", "u_y", "rho_omega_z")
     events = (boundary("stop"),)
     observables = ("speed", "spin")
+    observable_units = ("m/s", "1/s")
 
     def __check_init__(self):
         _check_body(self.body)

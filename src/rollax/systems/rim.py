@@ -131,6 +131,16 @@ class RimTracked(AbstractSystem):
     state_units = ("rad", "1/s", "1/s", "1/s", "rad")
     events = (boundary("separation"),)
     observables = ("d", "z", "alpha")
+    # the observables' units: rollax.identify checks a record's angle columns ("rad") with them
+    observable_units = ("m", "m", "rad")
+
+    @property
+    def time_scale(self) -> float:
+        """``sqrt(rho / g)`` [s] (0.115 s for the Table 1 ball): the time in which gravity moves
+        the ball by about its own size; the motion on the rim changes on this scale, so a record
+        needs samples closer than half of it, and its angle around the rim turns by less than
+        a full turn in it (:func:`rollax.identify` checks both before a fit)."""
+        return math.sqrt(float(self.rim.rho) / float(self.rim.g))
 
     def vector_field(self, t, y, mode):
         return self.rim.vector_field_with_alpha(y)
