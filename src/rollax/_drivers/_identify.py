@@ -635,7 +635,7 @@ def identify(
     windows: Sequence[float] | None = None,
     n_starts: int = 8,
     profile: bool = True,
-    progress: bool | Callable[[dict], None] = False,
+    progress: bool | Callable[[dict], None] = True,
 ) -> Fit:
     """Fit the parameter fields ``params`` of ``system`` and its initial state to ``observations``.
 
@@ -672,7 +672,8 @@ def identify(
     (curved, strongly correlated valleys; a bound). ``status``: ``"converged"``,
     ``"poor_fit"`` or ``"not_converged"``; ``converged`` is true only for the first.
     Warns (:class:`IdentifiabilityWarning`) where the data do not determine a fitted quantity.
-    ``progress``: print a line per iteration, or call a function with its record.
+    ``progress``: a line per few iterations on stderr (the default: a fit can take minutes),
+    ``False`` for none, or a function called with each iteration's record.
     """
     t_start = time.perf_counter()
     if not isinstance(system, AbstractSystem):
@@ -1195,10 +1196,15 @@ def _reporter(progress):
     if callable(progress):
         return progress
     if progress:
+        import sys
         import time
 
         last = {"stage": None, "t0": time.perf_counter()}
-        print("identify: compiling the record's solves (the first lines wait for it)", flush=True)
+        print(
+            "identify: compiling the record's solves (the first lines wait for it)",
+            file=sys.stderr,
+            flush=True,
+        )
 
         def show(rec):
             el = time.perf_counter() - last["t0"]
@@ -1206,6 +1212,7 @@ def _reporter(progress):
                 print(
                     f"identify: best of {rec['candidates']} starting guesses, cost "
                     f"{rec['cost']:.6g} ({el:.0f} s)",
+                    file=sys.stderr,
                     flush=True,
                 )
                 return
@@ -1218,6 +1225,7 @@ def _reporter(progress):
                     f"lanes {rec.get('lanes', 1):2d}  cost {rec['cost']:.10g}  "
                     f"lambda {rec['lambda']:.2g}  scaled gradient {rec['gradient']:.3g}  "
                     f"({el:.0f} s)",
+                    file=sys.stderr,
                     flush=True,
                 )
 

@@ -136,7 +136,7 @@ def fit_rim(
     *,
     rim: Rim | None = None,
     fit: Sequence[str] = ("k_d", "k_r"),
-    progress=False,
+    progress=True,
     **kw,
 ) -> Fit:
     """Fit the :class:`Rim` fields ``fit`` and the initial state to camera observations.
@@ -165,7 +165,7 @@ def fit_slide(
     kind: str = "disc",
     pressures: Sequence[str] = ("uniform", "hertz"),
     sigma=None,
-    progress=False,
+    progress=True,
 ) -> dict:
     """mu and the contact-pressure model of a body sliding and spinning to a stop.
 

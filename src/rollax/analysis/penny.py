@@ -256,7 +256,7 @@ def chaos(
     glancing_tol: float = 1e-6,
     n_impacts: int = 100,
     n_ftle: int = 100,
-    progress: bool = False,
+    progress: bool = True,
 ) -> Chaos:
     """Fig. 5 and FTLEs for elastic/plastic impacts on the circle and the ellipse (Sect. VI).
 
