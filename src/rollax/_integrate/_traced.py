@@ -36,12 +36,14 @@ import re
 import sys
 import tempfile
 import types
+from typing import Any
 from importlib.metadata import PackageNotFoundError, version
 
 import equinox as eqx
 import jax
 import numpy as np
 from jax._src.interpreters import ad, batching
+from jax.core import Tracer
 
 # (JAX's own tracer classes: reverse mode is linearisation; none of them on an old JAX)
 _LINEARIZE = getattr(ad, "LinearizeTracer", ())
@@ -73,9 +75,9 @@ def wanted(leaves) -> bool:
 def _directory() -> str | None:
     if os.environ.get("ROLLAX_TRACED", "").strip().lower() in ("off", "0", "no", "false"):
         return None
-    if not jax.config.jax_enable_compilation_cache:
+    if not getattr(jax.config, "jax_enable_compilation_cache"):
         return None
-    root = jax.config.jax_compilation_cache_dir
+    root = getattr(jax.config, "jax_compilation_cache_dir")
     return None if not root else os.path.join(root, "rollax-traced")
 
 
@@ -128,7 +130,7 @@ def _value(v, h, depth) -> None:
     if isinstance(v, (bool, int, float, complex, str, bytes, type(None))):
         h.update(repr(v).encode())
     elif isinstance(v, (np.ndarray, np.generic)) or (
-        isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer)
+        isinstance(v, jax.Array) and not isinstance(v, Tracer)
     ):
         arr = np.asarray(v)
         h.update(repr((arr.shape, str(arr.dtype))).encode() + arr.tobytes())
@@ -196,7 +198,7 @@ def _signature(leaves) -> tuple:
 
 
 @functools.lru_cache(maxsize=64)
-def _flat(fn, static, treedef) -> tuple[_Flat, object]:
+def _flat(fn, static, treedef) -> tuple[_Flat, Any]:
     flat = _Flat(fn, static, treedef)
     return flat, jax.jit(flat)
 
