@@ -83,6 +83,37 @@ def rail_reach(rail, radius: float, tol: float = 0.0) -> float:
     return max(float(radius), rail.max_norm())
 
 
+def _zeta(rail, theta: float) -> np.ndarray:
+    """``rail.zeta(theta)`` in NumPy for the rails of :mod:`rollax.models.robot.rails` (no JAX
+    dispatch), otherwise through JAX."""
+    c, s = math.cos(theta), math.sin(theta)
+    a = lambda x: np.asarray(x, dtype=float)
+    if isinstance(rail, CircleRail):
+        return a(rail.center) + _f(rail.radius) * (c * a(rail.u) + s * a(rail.v))
+    if isinstance(rail, EllipseRail):
+        return a(rail.center) + _f(rail.a) * c * a(rail.u) + _f(rail.b) * s * a(rail.v)
+    if isinstance(rail, FigureEightRail):
+        return a(rail.center) + _f(rail.a) * (s * a(rail.u) + s * c * a(rail.v))
+    if isinstance(rail, SegmentRail):
+        return a(rail.p0) + theta * (a(rail.p1) - a(rail.p0))
+    if isinstance(rail, FixedPoint):
+        return a(rail.p)
+    return a(rail.zeta(theta))
+
+
+def _rotation(q) -> np.ndarray:
+    """The rotation matrix of the versor ``q / |q|`` (NumPy; as
+    :func:`rollax.models.robot.quaternion.rotation_matrix`)."""
+    q0, q1, q2, q3 = np.asarray(q, dtype=float) / np.linalg.norm(q)
+    return np.array(
+        [
+            [1 - 2 * (q2 * q2 + q3 * q3), 2 * (q1 * q2 - q0 * q3), 2 * (q1 * q3 + q0 * q2)],
+            [2 * (q1 * q2 + q0 * q3), 1 - 2 * (q1 * q1 + q3 * q3), 2 * (q2 * q3 - q0 * q1)],
+            [2 * (q1 * q3 - q0 * q2), 2 * (q2 * q3 + q0 * q1), 1 - 2 * (q1 * q1 + q2 * q2)],
+        ]
+    )
+
+
 def _concrete(tree) -> bool:
     return not any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(tree))
 
@@ -94,7 +125,7 @@ def _offsets(model: Ball | Disk, y0):
     theta = np.asarray(y0[:n], dtype=float)
     m = np.concatenate([[_f(model.m0)], np.asarray(model.masses, dtype=float)])
     zetas = [np.asarray(model.zeta0, dtype=float)] + [
-        np.asarray(rail.zeta(theta[i]), dtype=float) for i, rail in enumerate(model.rails)
+        _zeta(rail, float(theta[i])) for i, rail in enumerate(model.rails)
     ]
     c = (m[:, None] * np.stack(zetas)).sum(axis=0) / m.sum()  # body frame
     if isinstance(model, Disk):
@@ -103,10 +134,7 @@ def _offsets(model: Ball | Disk, y0):
             np.array([c[0] * math.cos(phi) - c[2] * math.sin(phi), 0.0]),
             c[0] * math.sin(phi) + c[2] * math.cos(phi),
         )
-    from rollax.models.robot.quaternion import rotation_matrix
-
-    q = np.asarray(y0[2 * n : 2 * n + 4], dtype=float)
-    s = np.asarray(rotation_matrix(q / np.linalg.norm(q)), dtype=float) @ c
+    s = _rotation(y0[2 * n : 2 * n + 4]) @ c
     return s[:2], float(s[2])
 
 
