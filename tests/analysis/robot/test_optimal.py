@@ -390,3 +390,23 @@ def test_every_optimum_figure_carries_the_parameters(tmp_path, monkeypatch):
     assert sorted(titles) == sorted(f.split("/")[-1] for f in files) and len(files) == 5
     for name, title in titles.items():
         assert "T = 8" in title and "mu = 0.2" in title and "N_min = 0.5" in title, name
+
+
+def test_a_time_limit_stops_the_sqp_not_converged():
+    # a real run, stopped at the end of its first iteration (which includes compiling)
+    import time
+
+    man = disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5)
+    t0 = time.perf_counter()
+    opt = optimize(man, knots=4, n_grid=21, time_limit=1e-3)
+    wall = time.perf_counter() - t0
+    assert opt.status == "not converged" and not opt.converged
+    assert opt.message == "time limit reached" and opt.iterations <= 1
+    assert wall < 120  # (the compile; the limit itself stops at once)
+    # the time cost stopped in its least-effort phase: reported at T = T_0
+    opt = optimize(man, cost="time", knots=4, n_grid=21, time_limit=1e-3)
+    assert opt.status == "not converged" and float(opt.manoeuvre.T) == 8.0
+    for bad in (0.0, -1.0, math.nan, "1"):
+        with pytest.raises(ValueError, match="time_limit") as e:
+            optimize(man, time_limit=bad)
+        assert "\n" not in str(e.value)
