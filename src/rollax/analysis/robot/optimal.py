@@ -540,8 +540,8 @@ def _progress_printer(enabled, starts, n, max_iter: int | None = None, desc: str
     rows ``starts`` of ``n`` starts (``info["start"]`` made the start's index among all ``n``),
     and ``close()`` to end its display. ``enabled=True``: a tqdm bar on stderr named ``desc``,
     its count the iterations of the furthest start out of ``max_iter`` (SLSQP usually stops
-    well before), its postfix the latest start's iteration, objective and constraint
-    violation; the first iteration includes compiling the problem."""
+    well before), then the time so far and the latest start's iteration, objective and
+    constraint violation; the first iteration includes compiling the problem."""
     if not enabled:
         return None, lambda: None
     starts = list(starts)
@@ -555,7 +555,7 @@ def _progress_printer(enabled, starts, n, max_iter: int | None = None, desc: str
             desc=f"{desc} ({len(starts)} start{'s' if len(starts) > 1 else ''}; the first "
             "iteration compiles)",
             unit="it",
-            bar_format="{desc}: {n}/{total} iterations [{elapsed}<{remaining}] {postfix}",
+            bar_format="{desc}: iteration {n} of at most {total} [{elapsed}{postfix}]",
             mininterval=0.5,
         )
         lock = threading.Lock()
