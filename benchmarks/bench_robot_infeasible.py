@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+import rollax
 from rollax.analysis.robot.feasibility import necessary_conditions
 from rollax.cli import main as cli_main
 from rollax.robot import ball_manoeuvre, disk_manoeuvre, optimize
@@ -128,6 +129,7 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join("benchmarks", "runs", "robot_infeasible"))
     ap.add_argument("--smoke", action="store_true", help="2 + 1 requests (the smoke test)")
     args = ap.parse_args()
+    rollax.configure()  # as the CLI does, before any JAX work
     if args.smoke:
         args.infeasible, args.feasible, args.knots, args.n_grid = 2, 1, 4, 11
         args.max_iter, args.time_limit = 2, 1.0
