@@ -589,7 +589,7 @@ def _refused(man: Manoeuvre, cost: str, K: int, free_mu: bool, why: str, wall: f
     empty = np.zeros(0)
     return Optimum(
         manoeuvre=man,
-        control=RestToRestControl(np.zeros((K, man.model.n)), man.T),
+        control=RestToRestControl(jnp.zeros((K, man.model.n)), man.T),
         cost_kind=cost,
         cost=nan,
         effort=nan,
