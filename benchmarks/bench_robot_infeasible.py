@@ -6,8 +6,8 @@ condition fails: the friction impulse bound, the time cost's range or ``n_min <=
 drawn until :func:`rollax.analysis.robot.feasibility.necessary_conditions` refuses them).
 Each is answered three ways, timed: the API (``optimize`` on a built manoeuvre), the CLI in
 this process (``rollax.cli.main``, building the manoeuvre) and the CLI as a new process
-(Python, the imports and JAX's start-up included). The API and in-process answers must take
-under 2 s each (asserted). Then 10 feasible requests (the check passes; drawn near the
+(Python, the imports and JAX's start-up included; wall and CPU seconds). The API and
+in-process answers must take under 2 s each (asserted). Then 10 feasible requests (the check passes; drawn near the
 paper's cases) are optimised with ``--knots``, ``--n-grid``, ``--max-iter`` and a
 ``--time-limit`` each, and their status, cost, iterations and time reported (the first run of
 each body includes compiling).
@@ -29,6 +29,7 @@ import json
 import math
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -73,8 +74,8 @@ def draw(rng, body: str, kind: str) -> dict:
         L = rng.uniform(1.0, 4.0) * math.pi
         if kind == "time":
             req.update(cost="time", T=float(rng.uniform(0.5, 2.0)))
-        if kind == "n_min":
-            req["n_min"] = float(rng.uniform(1.01, 2.0) * WEIGHT[body])
+        if kind == "n_min":  # (in a time that the friction allows)
+            req.update(n_min=float(rng.uniform(1.01, 2.0) * WEIGHT[body]), T=10.0, mu=0.4)
             L = rng.uniform(0.5, 1.0) * math.pi
     a = float(rng.uniform(0, 2 * np.pi))
     if body == "disk":
@@ -107,14 +108,19 @@ def answer_times(req) -> dict:
     cli = time.perf_counter() - t
     res = json.loads(buf.getvalue())
     t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(
         [sys.executable, "-m", "rollax.cli", *argv(req)], capture_output=True, text=True
     )
     process = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert opt.status == res["status"] == "infeasible" and rc == proc.returncode == 1, (req, rc)
     assert opt.iterations == 0 and res["message"] == opt.message, req
     assert api < 2.0 and cli < 2.0, (req, api, cli)
-    return dict(req, message=opt.message, api_s=api, cli_s=cli, process_s=process)
+    return dict(
+        req, message=opt.message, api_s=api, cli_s=cli, process_s=process, process_cpu_s=cpu
+    )
 
 
 def main() -> None:
@@ -143,7 +149,8 @@ def main() -> None:
         r = rows[-1]
         print(
             f"{r['body']:4s} {r['kind']:5s} API {r['api_s'] * 1e3:7.2f} ms, CLI "
-            f"{r['cli_s'] * 1e3:7.1f} ms, new process {r['process_s']:5.2f} s: {r['message']}",
+            f"{r['cli_s'] * 1e3:7.1f} ms, new process {r['process_s']:5.2f} s "
+            f"({r['process_cpu_s']:.2f} s CPU): {r['message']}",
             flush=True,
         )
     runs = []
@@ -188,11 +195,15 @@ def main() -> None:
         cli_max_s=max(r["cli_s"] for r in rows),
         process_max_s=max(r["process_s"] for r in rows),
         process_median_s=float(np.median([r["process_s"] for r in rows])),
+        process_cpu_median_s=float(np.median([r["process_cpu_s"] for r in rows])),
+        load_average=os.getloadavg(),
     )
     print(
         f"infeasible: API at most {summary['api_max_s'] * 1e3:.2f} ms, CLI in process at most "
         f"{summary['cli_max_s'] * 1e3:.1f} ms, new process median "
-        f"{summary['process_median_s']:.2f} s (max {summary['process_max_s']:.2f} s)"
+        f"{summary['process_median_s']:.2f} s (max {summary['process_max_s']:.2f} s; CPU "
+        f"median {summary['process_cpu_median_s']:.2f} s; load average "
+        f"{summary['load_average'][0]:.1f})"
     )
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench_robot_infeasible.json"), "w") as fh:
