@@ -46,6 +46,12 @@ ends at a local optimum with E = 4.20, against E = 1.33 from the least-effort ma
 (E = 1.75 there). "The disk below": the Sect. 5 disk turned by ``-pi`` in ``T_0 = 8`` with
 ``mu = 0.2``, ``N >= 0.5``.
 
+Before any solve, :func:`optimize` and :func:`least_mu` check the necessary conditions of
+:mod:`rollax.analysis.robot.feasibility` (the friction impulse bound on the CM's travel,
+``n_min <= M g``, rail starts), in plain NumPy; a request that fails one is answered at once
+``infeasible`` with the bound in ``Optimum.message``. ``time_limit`` stops the SQP early
+(``not converged``, the best point so far).
+
 The problem is solved by sequential quadratic programming (SciPy's SLSQP on JAX-compiled
 values and forward-mode Jacobians; see :mod:`rollax._drivers._nlp` for why, with the measurements).
 The dynamics are the rolling equations throughout (:class:`rollax.systems.RollingRobot`), run
