@@ -32,8 +32,10 @@ g`` the static weight, the body and the masses at rest at 0 and T, no external f
 
 Every bound is loosened by the tolerance ``tol`` that the optimiser allows on the
 constraints (``|f_s| <= mu N + tol M g``, ``N >= n_min - tol M g``, the terminal conditions to
-``tol``), so a request that the optimiser could report converged is never refused. The
-conditions are skipped for a model with an external force ``F_e`` or with traced parameters.
+``tol``), so a request feasible within the optimiser's tolerances is never refused. The
+normal force and friction conditions are skipped for a model with an external force ``F_e``
+(it changes the momentum balance), and all of them for traced or batched (one value per
+start) parameters.
 """
 
 from __future__ import annotations
@@ -172,8 +174,10 @@ def necessary_conditions(
     Plain NumPy: microseconds to milliseconds, nothing compiled."""
     man = manoeuvre
     model = man.model
-    if not _concrete(man):
-        return []
+    if not _concrete(man) or any(
+        np.ndim(x) != 0 for x in (model.radius, model.m0, model.g, man.T, man.mu, man.n_min)
+    ):
+        return []  # traced, or one value per start: not checked here
     out: list[str] = []
     M = _f(model.total_mass)
     g = _f(model.g)
