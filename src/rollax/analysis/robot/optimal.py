@@ -661,6 +661,8 @@ def _run(
     x0 = _starts(first, starts, seed) if x0 is None else np.atleast_2d(x0)
 
     def phase(fn_prob, X, rows, desc):
+        if time_limit is not None and math.isfinite(time_limit):
+            desc += f", time limit {time_limit:g} s"
         show, close = _progress_printer(progress, rows, len(x0), max_iter, desc)
         try:
             return cast(  # (a list: one Result per row of the 2-d starts)
