@@ -95,6 +95,7 @@ def test_optimal_control_example():
     assert out[0].split()[0] == "converged" and opt.converged and opt.feasible
     miss, n_min, ratio = _numbers(out[1])
     assert abs(miss) < 1e-4 and n_min >= 0.5 - 1e-3 and ratio <= 0.2 + 1e-3
+    assert out[2].startswith("infeasible needs mu >= 0.555 for phi_T = -6.28319 in T = 6 ")
 
 
 def _sweeps_by_store(page: str) -> dict[str, set[str]]:

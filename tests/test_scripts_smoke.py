@@ -41,6 +41,7 @@ SLOW = {
     "benchmarks/bench_gradients.py": "102 s: one process per case and integrator, each compiling",
     "benchmarks/bench_optimize.py": "93 s: the SQP's solves, Jacobians and plain diffrax compile",
     "benchmarks/bench_penny.py": "144 s: five impact searches per law compile",
+    "benchmarks/bench_robot_infeasible.py": "32 s: the feasible run's SQP compiles; new CLI processes",
     "benchmarks/bench_slip.py": "55 s: the rolling and the slipping kernels, and the step costs",
     "examples/bouncing_ball.py": "39 s: the gradient through the impacts compiles",
     "experiments/identify/run.py": "73 s: the windowed fits, profiles and the slide fit compile",

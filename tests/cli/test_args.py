@@ -138,6 +138,8 @@ def test_invalid_values_of_every_option_give_one_line_and_exit_2(call, capsys):
         (["friction", "stop", "--u0", "nan", "0", "1"], "--u0 = nan is not allowed"),
         (["friction", "fit", "--degree", "500"], "--degree = 500 is not allowed"),
         (["steady", "--w3-max", "0"], "--w3-max = 0 is not allowed"),
+        (["robot", "optimize", "--time-limit", "0"], "--time-limit = 0 is not allowed"),
+        (["robot", "optimize", "--time-limit", "-5"], "--time-limit = -5 is not allowed"),
         (["basin", "--friction", "-inf"], "--friction = -inf is not allowed"),
         (["basin", "--grid", "3", "abc"], "--grid = 'abc' is not allowed"),
         (["basin", "--rtol=--"], "--rtol = '--' is not allowed"),

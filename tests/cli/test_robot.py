@@ -78,7 +78,9 @@ def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
         ["--T", "0"],
         ["--T", "-1"],
         ["--mu", "-0.1"],
-        ["--n-min", "5"],
+        ["--n-min", "inf"],
+        ["--time-limit", "0"],
+        ["--time-limit", "-1"],
         ["--knots", "1"],
         ["--body", "cube"],
         ["--target", "1"],
@@ -126,3 +128,54 @@ def test_an_optimize_option_on_an_example_is_refused_in_one_line(capsys):
     assert main(["robot", "disk", "--T", "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--T applies to `rollax robot optimize` only" in err[0]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--body", "disk", "--phi-T", "-6.2832", "--T", "6", "--mu", "0.2", "--n-min", "0.5"],
+            "needs mu >= 0.555 for phi_T = -6.2832 in T = 6",
+        ),
+        (["--body", "ball", "--target", "20", "0", "--T", "6", "--mu", "0.2"], "needs mu >= "),
+        (["--cost", "time", "--phi-T", "-60", "--T", "3", "--mu", "0.1"], "needs T >= 48.76"),
+        (["--n-min", "6"], "needs n_min <= M g = 5"),
+        (["--n-min", "6", "--least-mu"], "needs n_min <= M g = 5"),
+    ],
+)
+def test_an_infeasible_request_is_answered_at_once_exit_1(argv, message, capsys, tmp_path):
+    import rollax.analysis.robot.optimal as optimal
+
+    def trap(*args, **kwargs):
+        raise AssertionError("a solve was started")
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(optimal._nlp, "minimize", trap)
+    mp.setattr(optimal, "solve", trap)
+    try:
+        rc = main(["robot", "optimize", *argv, "--json", "--out", str(tmp_path)])
+    finally:
+        mp.undo()
+    out, err = capsys.readouterr()
+    res = json.loads(out)
+    assert rc == 1 and res["status"] == "infeasible" and message in res["message"], res
+    assert res["iterations"] == 0 and "Traceback" not in err
+    assert json.loads((tmp_path / "optimize.json").read_text())["message"] == res["message"]
+    # and in words without --json
+    assert main(["robot", "optimize", *argv]) == 1
+    out = capsys.readouterr().out
+    assert "status: infeasible" in out and message in out
+
+
+def test_robot_optimize_passes_the_time_limit_on(monkeypatch, capsys):
+    import rollax.robot
+
+    seen = {}
+
+    def fake(man, **kwargs):
+        seen.update(kwargs)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(rollax.robot, "optimize", fake)
+    assert main(["robot", "optimize", "--time-limit", "2.5", "--json"]) == 2
+    assert seen["time_limit"] == 2.5

@@ -86,3 +86,14 @@ def test_a_bad_rows_is_refused_by_name(rows):
     with pytest.raises(ValueError, match="rows = .* is not allowed") as info:
         _nlp.minimize(_fun, X0, 10.0, rows=rows)
     assert "\n" not in str(info.value)
+
+
+def test_a_passed_deadline_stops_every_start_after_one_iteration_not_converged():
+    import time
+
+    res = _nlp.minimize(_fun, X0, 10.0, tol=1e-9, kkt_tol=1e-8, deadline=time.perf_counter())
+    for r in res:
+        assert r.stopped and not r.converged and r.iterations <= 1
+        assert r.message == "time limit reached" and len(r.history.f) == 1
+    free = _nlp.minimize(_fun, X0[0], 10.0, tol=1e-9, kkt_tol=1e-8, deadline=None)
+    assert free.converged and not free.stopped

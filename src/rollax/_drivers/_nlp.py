@@ -52,11 +52,17 @@ grid times either side of each of its peaks, as in the least-mu problem of
 :mod:`rollax.analysis.robot.optimal`) they can be far from the best ones. A start that stops with the
 violation above ``tol`` is reported at the feasible point of least objective met on the way
 (not converged), or, if none was feasible, at the least violation met (infeasible).
+
+A time limit (``deadline``, a :func:`time.perf_counter` time) stops every start at the end
+of the first iteration that finishes after it (SciPy's callback raises ``StopIteration``);
+such a start is reported at its best point met, as above, with ``stopped = True`` and never
+converged. An iteration is not interrupted: the first one includes compiling the problem.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, cast
 
@@ -88,6 +94,7 @@ class Result(NamedTuple):
     multipliers_eq: np.ndarray
     multipliers_ineq: np.ndarray  # >= 0, for g <= 0
     history: History
+    stopped: bool = False  # by the time limit (then never converged)
 
 
 @eqx.filter_jit
@@ -208,6 +215,7 @@ def minimize(
     max_iter: int = 300,
     progress: Callable[[int, dict], None] | None = None,
     rows: int | None | Literal["auto"] = "auto",
+    deadline: float | None = None,
 ) -> Result | list[Result]:
     """Minimise ``|r|^2`` subject to ``h = 0``, ``g <= 0`` from ``x0`` (module docstring):
     from one point (shape ``(d,)``: one :class:`Result`) or from each row of ``x0`` (shape
@@ -218,7 +226,9 @@ def minimize(
     ``fun(x, args) -> (r, h, g)`` must be a pure JAX function, best a module-level one (the
     compiled code is keyed by it; ``args`` is traced, so new problem data reuse it).
     ``progress(k, info)`` is called after every iteration of every start with ``start`` (the
-    row of ``x0``), ``f`` and ``violation`` (from the starts' threads)."""
+    row of ``x0``), ``f`` and ``violation`` (from the starts' threads). ``deadline``: a
+    :func:`time.perf_counter` time after which every start stops at the end of its current
+    iteration (module docstring; ``Result.stopped``)."""
     x0 = np.asarray(x0, dtype=float)
     X0 = np.atleast_2d(x0)
     has_ineq = jax.eval_shape(lambda x: fun(x, args), jnp.asarray(X0[0]))[2].shape[0] > 0
@@ -245,6 +255,7 @@ def minimize(
                 kkt_tol=kkt_tol,
                 max_iter=max_iter,
                 progress=progress,
+                deadline=deadline,
             )
         except _Cancelled:
             batch.finished()
@@ -268,7 +279,9 @@ def minimize(
     return results[0] if x0.ndim == 1 else results
 
 
-def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter, progress) -> Result:
+def _start(
+    evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter, progress, deadline=None
+) -> Result:
     """One start: SciPy's SLSQP from ``x0``, values from ``evaluate(x)`` (cached per point)."""
     from scipy.optimize import minimize as scipy_minimize
 
@@ -290,6 +303,7 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter, 
         return cache[key]
 
     rows = []
+    stopped = [False]
 
     def callback(xk):
         r, h, g = ev(xk)[:3]
@@ -297,6 +311,9 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter, 
         rows.append((f, v))
         if progress is not None:
             progress(len(rows) - 1, dict(start=start, f=f, violation=v))
+        if deadline is not None and time.perf_counter() >= deadline:
+            stopped[0] = True
+            raise StopIteration  # SciPy ends the run at this point
 
     cons = [dict(type="eq", fun=lambda x: ev(x)[1], jac=lambda x: ev(x)[4])]
     if has_ineq:
@@ -342,14 +359,15 @@ def _start(evaluate, x0, has_ineq: bool, start: int, *, tol, kkt_tol, max_iter, 
         f=f,
         violation=v,
         kkt=kkt,
-        converged=bool(v <= tol and kkt <= kkt_tol),
+        converged=bool(v <= tol and kkt <= kkt_tol and not stopped[0]),
         feasible=bool(v <= tol),
         iterations=int(res.nit),
         evaluations=int(res.nfev),
-        message=str(res.message),
+        message="time limit reached" if stopped[0] else str(res.message),
         multipliers_eq=nu,
         multipliers_ineq=lam,
         history=hist,
+        stopped=stopped[0],
     )
 
 

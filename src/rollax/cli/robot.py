@@ -15,8 +15,19 @@ or ``time`` (the least T, ``--T`` the first guess; see ``rollax.robot.optimize``
 ``--least-mu``: the least mu instead. ``--starts N`` runs N initial guesses side by side.
 ``--out DIR`` writes ``optimize.json`` (``t``, ``theta``, ``theta_dot``, ``theta_ddot`` on
 ``--samples`` uniform times, the cost and its kind, the final state, min N, max |f_s|/N, the
-convergence report) and PNGs. Units: r = g = 1. Exit code 1 if the manoeuvre is infeasible
-or did not converge.
+convergence report) and PNGs. Units: r = g = 1. ``--time-limit S`` stops the SQP after S
+seconds at the best point so far (status ``not converged``).
+
+Before any solve, the necessary conditions of ``rollax.analysis.robot.feasibility`` are
+checked (in milliseconds, nothing compiled): ``--n-min`` at most the weight M g (5 for the
+disk, 4 for the ball), the friction impulse bound (the travel in ``--T`` needs ``--mu`` at
+least a bound; for ``--cost time``, a T within 4 times ``--T``). A request that fails one is
+answered at once with status ``infeasible`` and the bound with its numbers in ``message``
+(e.g. ``needs mu >= 0.555 for phi_T = -6.2832 in T = 6``; ``optimize.json`` then holds that
+summary, no figures).
+
+Exit codes: 0 converged; 1 infeasible (by a necessary condition or by the SQP) or not
+converged (iteration or time limit); 2 a bad option.
 """
 
 from __future__ import annotations
@@ -145,6 +156,15 @@ def _optimize_options(p, hidden: bool) -> None:
         help=h("find the least mu with which the manoeuvre is feasible"),
     )
     p.add_argument(
+        "--time-limit",
+        type=POSITIVE,
+        default=None,
+        help=h(
+            "seconds after which the SQP stops at the best point so far, status 'not "
+            "converged' (default: none)"
+        ),
+    )
+    p.add_argument(
         "--samples",
         type=integer(1001, 10**6),
         default=1001,
@@ -191,11 +211,24 @@ def optimize(args) -> int:
                 f"--cost = {args.cost} is not allowed with --least-mu: the least mu "
                 "is found with the effort regularisation (use --cost effort)"
             )
-        opt = least_mu(man, knots=args.knots, starts=args.starts, progress=not args.json)
+        opt = least_mu(
+            man,
+            knots=args.knots,
+            starts=args.starts,
+            progress=not args.json,
+            time_limit=args.time_limit,
+        )
     else:
         opt = optimize(
-            man, cost=args.cost, knots=args.knots, starts=args.starts, progress=not args.json
+            man,
+            cost=args.cost,
+            knots=args.knots,
+            starts=args.starts,
+            progress=not args.json,
+            time_limit=args.time_limit,
         )
+    if opt.status == "infeasible" and opt.iterations == 0:
+        return _refused(args, opt)
     res = opt.to_dict(args.samples)
     if args.out:
         from rollax.plot.robot import optimum_figures
@@ -214,6 +247,7 @@ def optimize(args) -> int:
             "n_min",
             "knots",
             "status",
+            "message",
             "cost_kind",
             "cost",
             "effort",
@@ -258,6 +292,36 @@ EXAMPLE_UNITS = {
 def example_units(res: dict) -> dict[str, str]:
     """The ``units`` block of an example's JSON: a unit for each number in ``res``."""
     return {k: EXAMPLE_UNITS[k] for k in res if k in EXAMPLE_UNITS}
+
+
+def _refused(args, opt) -> int:
+    """Report a request that fails a necessary condition (no solve was run; exit 1)."""
+    import os
+
+    man = opt.manoeuvre
+    summary = dict(
+        body=args.body,
+        T=float(man.T),
+        target=[float(v) for v in man.target],
+        mu=opt.mu,
+        n_min=float(man.n_min),
+        knots=args.knots,
+        status=opt.status,
+        message=opt.message,
+        cost_kind=opt.cost_kind,
+        iterations=opt.iterations,
+        wall_time=opt.wall_time,
+    )
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "optimize.json"), "w") as fh:
+            dump(summary, fh, indent=1)
+    if args.json:
+        print(dumps(summary))
+    else:
+        for k, v in summary.items():
+            print(f"{k}: {v}")
+    return 1
 
 
 def run(args) -> int:

@@ -197,10 +197,18 @@ def test_least_mu_on_four_knots_converges_and_scipy_confirms_the_envelope():
     assert ratio.max() <= opt.mu + 1e-3 and N.min() >= 0.5 - 1e-3
 
 
-def test_an_impossible_manoeuvre_is_reported_infeasible():
-    # mu = 0.1 in T = 3: the momentum bound allows X <= 0.39, rolling by pi needs 2.74
-    opt = optimize(disk_manoeuvre(T=3.0, mu=0.1, n_min=0.5), knots=8, max_iter=25)
-    assert opt.status == "infeasible" and not opt.converged
+def test_an_impossible_manoeuvre_is_reported_infeasible(monkeypatch):
+    # mu = 0.1 in T = 3: the momentum bound allows X <= 0.39, rolling by pi needs 2.74;
+    # refused before any solve (tests/analysis/robot/test_feasibility.py) ...
+    man = disk_manoeuvre(T=3.0, mu=0.1, n_min=0.5)
+    opt = optimize(man, knots=8, max_iter=25)
+    assert opt.status == "infeasible" and opt.iterations == 0 and "needs mu >= 0.712" in opt.message
+    # ... and by the SQP, which meets no feasible point, without that check
+    import rollax.analysis.robot.optimal as optimal
+
+    monkeypatch.setattr(optimal, "necessary_conditions", lambda *a, **k: [])
+    opt = optimize(man, knots=8, max_iter=25)
+    assert opt.status == "infeasible" and not opt.converged and opt.iterations > 0
     assert opt.violation > 1e-2
 
 
@@ -210,8 +218,8 @@ def test_an_impossible_manoeuvre_is_reported_infeasible():
         (dict(T=0.0), "T = 0.0"),
         (dict(T=-1.0), "T = -1.0"),
         (dict(mu=-0.1), "mu = -0.1"),
-        (dict(n_min=6.0), "n_min = 6.0"),
-        (dict(n_min=5.0), "n_min = 5.0"),
+        (dict(n_min=math.inf), "n_min = inf"),
+        (dict(n_min=math.nan), "n_min must be a real number"),
     ],
 )
 def test_bad_requests_are_one_line_errors(kw, msg):
@@ -382,3 +390,23 @@ def test_every_optimum_figure_carries_the_parameters(tmp_path, monkeypatch):
     assert sorted(titles) == sorted(f.split("/")[-1] for f in files) and len(files) == 5
     for name, title in titles.items():
         assert "T = 8" in title and "mu = 0.2" in title and "N_min = 0.5" in title, name
+
+
+def test_a_time_limit_stops_the_sqp_not_converged():
+    # a real run, stopped at the end of its first iteration (which includes compiling)
+    import time
+
+    man = disk_manoeuvre(T=8.0, mu=0.2, n_min=0.5)
+    t0 = time.perf_counter()
+    opt = optimize(man, knots=4, n_grid=21, time_limit=1e-3)
+    wall = time.perf_counter() - t0
+    assert opt.status == "not converged" and not opt.converged
+    assert opt.message == "time limit reached" and opt.iterations <= 1
+    assert wall < 120  # (the compile; the limit itself stops at once)
+    # the time cost stopped in its least-effort phase: reported at T = T_0
+    opt = optimize(man, cost="time", knots=4, n_grid=21, time_limit=1e-3)
+    assert opt.status == "not converged" and float(opt.manoeuvre.T) == 8.0
+    for bad in (0.0, -1.0, math.nan, "1"):
+        with pytest.raises(ValueError, match="time_limit") as e:
+            optimize(man, time_limit=bad)
+        assert "\n" not in str(e.value)

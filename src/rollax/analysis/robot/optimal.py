@@ -46,6 +46,12 @@ ends at a local optimum with E = 4.20, against E = 1.33 from the least-effort ma
 (E = 1.75 there). "The disk below": the Sect. 5 disk turned by ``-pi`` in ``T_0 = 8`` with
 ``mu = 0.2``, ``N >= 0.5``.
 
+Before any solve, :func:`optimize` and :func:`least_mu` check the necessary conditions of
+:mod:`rollax.analysis.robot.feasibility` (the friction impulse bound on the CM's travel,
+``n_min <= M g``, rail starts), in plain NumPy; a request that fails one is answered at once
+``infeasible`` with the bound in ``Optimum.message``. ``time_limit`` stops the SQP early
+(``not converged``, the best point so far).
+
 The problem is solved by sequential quadratic programming (SciPy's SLSQP on JAX-compiled
 values and forward-mode Jacobians; see :mod:`rollax._drivers._nlp` for why, with the measurements).
 The dynamics are the rolling equations throughout (:class:`rollax.systems.RollingRobot`), run
@@ -72,6 +78,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from rollax._drivers import _nlp
+from rollax.analysis.robot.feasibility import necessary_conditions
 from rollax._core._solution import Status
 from rollax._integrate._solve import solve
 from rollax._core._system import AbstractSystem
@@ -98,6 +105,11 @@ ENERGY_EFFORT = 1e-3
 TIME_EFFORT = 1e-3
 #: The time cost seeks T in [T_0 / TIME_RANGE, TIME_RANGE * T_0], T_0 the manoeuvre's T.
 TIME_RANGE = 4.0
+#: The values of ``Optimum.status``: the SQP converged; the manoeuvre is infeasible (a
+#: necessary condition fails before any solve, ``iterations = 0``, or the SQP met no feasible
+#: point); the SQP stopped (iteration or time limit) at a feasible point, or at the time
+#: limit at any point, without converging.
+STATUSES = ("converged", "infeasible", "not converged")
 
 
 class Manoeuvre(eqx.Module):
@@ -139,14 +151,8 @@ class Manoeuvre(eqx.Module):
         check_range("target", self.target, -math.inf, math.inf, lo_open=True, hi_open=True)
         check_range("mu", self.mu, 0.0, math.inf)
         if not isinstance(self.model.total_mass, Tracer):
-            W = float(self.model.total_mass * self.model.g)
-            v = check_range("n_min", self.n_min, -math.inf, math.inf)
-            if not v < W:
-                raise ValueError(
-                    f"n_min = {v!r} is not allowed: it must be below the static "
-                    f"weight M g = {W:g} (N averages M g over any rest-to-rest "
-                    "manoeuvre)"
-                )
+            # (n_min above M g is infeasible, not malformed: optimize reports it)
+            check_range("n_min", self.n_min, -math.inf, math.inf, hi_open=True)
             if float(self.model.g) == 0.0 and math.isfinite(float(self.n_min)):
                 raise ValueError(
                     f"n_min = {float(self.n_min)!r} is not allowed with g = 0 (no "
@@ -432,13 +438,13 @@ class Optimum(eqx.Module):
     mu: float  # the friction coefficient of the envelope (the least mu for least_mu)
     converged: bool
     feasible: bool
-    status: str  # "converged", "infeasible" or "not converged"
+    status: str  # one of STATUSES: "converged", "infeasible" or "not converged"
     violation: float  # max constraint violation (per unit weight for the path constraints)
     kkt: float  # |grad of the Lagrangian|_inf / max(1, |f|)
     iterations: int  # SQP iterations of the best start
     evaluations: int  # simulations (each with its Jacobian) of the best start
     wall_time: float  # seconds, all starts
-    message: str  # SLSQP's exit message
+    message: str  # SLSQP's exit message, "time limit reached", or the necessary condition failed
     start_costs: np.ndarray  # the cost of every start (nan: not feasible)
     start_converged: np.ndarray
     history: Any  # rollax._drivers._nlp.History of the best start's run
@@ -535,55 +541,79 @@ def _starts(prob: _NLPProblem, starts: int, seed: int):
     return z
 
 
-def _progress_printer(enabled, starts, n, max_iter: int | None = None):
-    """``progress`` for :func:`rollax._drivers._nlp.minimize` run on the rows ``starts`` of ``n`` starts
-    (``info["start"]`` made the start's index among all ``n``). Printed lines say the time so
-    far and, from the mean time per iteration, the most the rest can take (the iteration
-    limit ``max_iter``; SLSQP usually stops well before it)."""
+def _progress_printer(enabled, starts, n, max_iter: int | None = None, desc: str = "SQP"):
+    """``(progress, close)``: ``progress`` for :func:`rollax._drivers._nlp.minimize` run on the
+    rows ``starts`` of ``n`` starts (``info["start"]`` made the start's index among all ``n``),
+    and ``close()`` to end its display. ``enabled=True``: a tqdm bar on stderr named ``desc``,
+    its count the iterations of the furthest start out of ``max_iter`` (SLSQP usually stops
+    well before), then the time so far and the latest start's iteration, objective and
+    constraint violation; the first iteration includes compiling the problem."""
     if not enabled:
-        return None
+        return None, lambda: None
     starts = list(starts)
     if enabled is True:
-        import sys
+        import threading
 
-        t0 = time.perf_counter()
-        if max_iter is not None:
-            print(
-                f"  {len(starts)} start(s) of at most {max_iter} iterations each; the first "
-                f"iteration includes compiling the problem",
-                file=sys.stderr,
-                flush=True,
-            )
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=max_iter,
+            desc=f"{desc} ({len(starts)} start{'s' if len(starts) > 1 else ''}; the first "
+            "iteration compiles)",
+            unit="it",
+            bar_format="{desc}: iteration {n} of at most {total} [{elapsed}{postfix}]",
+            mininterval=0.5,
+        )
+        lock = threading.Lock()
 
         def show(k, info):
-            if k % 10 == 0:
-                el = time.perf_counter() - t0
-                left = (
-                    ""
-                    if max_iter is None
-                    else f"; at most {_duration(el / (k + 1) * (max_iter - k - 1))} left"
+            with lock:
+                if k + 1 > bar.n:
+                    bar.update(k + 1 - bar.n)
+                bar.set_postfix_str(
+                    f"start {info['start'] + 1}/{n}: iteration {k + 1}, objective "
+                    f"{info['f']:.6g}, violation {info['violation']:.2e}"
                 )
-                print(
-                    f"  start {info['start'] + 1}/{n}, iteration {k + 1}: "
-                    f"objective {info['f']:.6g}, violation = {info['violation']:.2e} "
-                    f"({_duration(el)} so far{left})",
-                    file=sys.stderr,
-                    flush=True,
-                )
+
+        close = bar.close
     else:
-        show = enabled
-    return lambda k, info: show(k, {**info, "start": starts[info["start"]]})
-
-
-def _duration(s: float) -> str:
-    """``s`` seconds as ``"42 s"``, ``"3.5 min"`` or ``"1.2 h"``."""
-    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+        show, close = enabled, lambda: None
+    return (lambda k, info: show(k, {**info, "start": starts[info["start"]]})), close
 
 
 @eqx.filter_jit
 def _batch_values(X, prob):
     """``(r, h, g)`` at every row of ``X`` (one compiled call)."""
     return jax.vmap(lambda x: _fun(x, prob))(jnp.asarray(X))
+
+
+def _refused(man: Manoeuvre, cost: str, K: int, free_mu: bool, why: str, wall: float):
+    """The :class:`Optimum` of a manoeuvre that fails a necessary condition: ``infeasible``
+    with no iteration, ``why`` the message, the control no motion (``cost``, ``effort``,
+    ``energy``, ``violation`` and ``kkt`` nan: nothing was solved)."""
+    nan = math.nan
+    empty = np.zeros(0)
+    return Optimum(
+        manoeuvre=man,
+        control=RestToRestControl(jnp.zeros((K, man.model.n)), man.T),
+        cost_kind=cost,
+        cost=nan,
+        effort=nan,
+        energy=nan,
+        mu=nan if free_mu else float(man.mu),
+        converged=False,
+        feasible=False,
+        status="infeasible",
+        violation=nan,
+        kkt=nan,
+        iterations=0,
+        evaluations=0,
+        wall_time=wall,
+        message=why,
+        start_costs=empty,
+        start_converged=np.zeros(0, dtype=bool),
+        history=_nlp.History(empty, empty),
+    )
 
 
 def _run(
@@ -601,6 +631,7 @@ def _run(
     max_iter: int,
     progress,
     x0=None,
+    time_limit=None,
 ) -> Optimum:
     if not isinstance(man, Manoeuvre):
         raise ValueError(
@@ -613,49 +644,68 @@ def _run(
     check_range("rtol", rtol, 0.0, 1.0, lo_open=True, hi_open=True)
     check_range("tol", tol, 0.0, 1.0, lo_open=True, hi_open=True)
     check_range("kkt_tol", kkt_tol, 0.0, math.inf, lo_open=True)
-    prob = _NLPProblem(man, K, n_grid, free_mu, float(rtol), 16384, cost=_check_cost(cost))
+    cost = _check_cost(cost)
+    if time_limit is not None:
+        time_limit = check_range("time_limit", time_limit, 0.0, math.inf, lo_open=True)
+    t_start = time.perf_counter()
+    # necessary conditions first (rollax.analysis.robot.feasibility): no solve, no compile
+    failed = necessary_conditions(
+        man, cost=cost, free_mu=free_mu, tol=float(tol), time_range=TIME_RANGE
+    )
+    if failed:
+        return _refused(man, cost, K, free_mu, "; ".join(failed), time.perf_counter() - t_start)
+    deadline = None if time_limit is None else t_start + float(time_limit)
+    prob = _NLPProblem(man, K, n_grid, free_mu, float(rtol), 16384, cost=cost)
     # the energy and time costs start from the least-effort manoeuvres (module docstring)
     first = dataclasses.replace(prob, cost="effort")
     x0 = _starts(first, starts, seed) if x0 is None else np.atleast_2d(x0)
-    t_start = time.perf_counter()
-    show = _progress_printer(progress, range(len(x0)), len(x0), max_iter)
-    # (a list: one Result per row of the 2-d starts, here and below)
-    results = cast(
-        list[_nlp.Result],
-        _nlp.minimize(_fun, x0, first, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=show),
-    )
-    if prob.cost != first.cost:
+
+    def phase(fn_prob, X, rows, desc):
+        if time_limit is not None and math.isfinite(time_limit):
+            desc += f", time limit {time_limit:g} s"
+        show, close = _progress_printer(progress, rows, len(x0), max_iter, desc)
+        try:
+            return cast(  # (a list: one Result per row of the 2-d starts)
+                list[_nlp.Result],
+                _nlp.minimize(
+                    _fun,
+                    X,
+                    fn_prob,
+                    tol=tol,
+                    kkt_tol=kkt_tol,
+                    max_iter=max_iter,
+                    progress=show,
+                    deadline=deadline,
+                ),
+            )
+        finally:
+            close()
+
+    label = "least mu" if free_mu else "effort"
+    results = phase(first, x0, range(len(x0)), f"SQP, {label}")
+    stopped = any(r.stopped for r in results)
+    if prob.cost != first.cost and not stopped:
         X = np.stack([r.x for r in results])
         if prob.cost == "time":
             X = np.concatenate([X, np.zeros((len(X), 1))], axis=1)  # T = T_0
-        results = cast(
-            list[_nlp.Result],
-            _nlp.minimize(
-                _fun, X, prob, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=show
-            ),
-        )
+        results = phase(prob, X, range(len(x0)), f"SQP, {cost}")
+        stopped = any(r.stopped for r in results)
+    if prob.cost == "time" and len(results[0].x) == len(x0[0]):  # stopped in the first phase
+        for i, r in enumerate(results):
+            results[i] = r._replace(x=np.concatenate([r.x, [0.0]]))
     # between the grid's times a constraint can dip below its bound: check on an 8x finer
-    # grid and, if it does by more than tol, solve again from there on a 4x finer grid (once)
+    # grid and, if it does by more than tol, solve again from there on a 4x finer grid (once;
+    # not after the time limit)
     X = np.stack([r.x for r in results])
-    _, h, g = _batch_values(X, dataclasses.replace(prob, n_grid=8 * (n_grid - 1) + 1))
-    dips = np.maximum(np.max(np.asarray(g), axis=1), np.max(np.abs(np.asarray(h)), axis=1))
-    redo = [i for i, r in enumerate(results) if r.feasible and dips[i] > tol]
-    if redo:
-        finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
-        again = cast(
-            list[_nlp.Result],
-            _nlp.minimize(
-                _fun,
-                X[redo],
-                finer,
-                tol=tol,
-                kkt_tol=kkt_tol,
-                max_iter=max_iter,
-                progress=_progress_printer(progress, redo, len(x0), max_iter),
-            ),
-        )
-        for i, r in zip(redo, again):
-            results[i] = r
+    if not stopped:
+        _, h, g = _batch_values(X, dataclasses.replace(prob, n_grid=8 * (n_grid - 1) + 1))
+        dips = np.maximum(np.max(np.asarray(g), axis=1), np.max(np.abs(np.asarray(h)), axis=1))
+        redo = [i for i, r in enumerate(results) if r.feasible and dips[i] > tol]
+        if redo:
+            finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
+            again = phase(finer, X[redo], redo, "SQP, refined grid")
+            for i, r in zip(redo, again):
+                results[i] = r
     wall = time.perf_counter() - t_start
     feasible = np.array([r.feasible for r in results])
     costs = np.array([float(_cost(cost, man, prob.control(jnp.asarray(r.x)))) for r in results])
@@ -667,7 +717,12 @@ def _run(
     x = jnp.asarray(res.x)
     control = prob.control(x)
     man = eqx.tree_at(lambda m: m.T, man, control.T)
-    status = "converged" if res.converged else ("not converged" if res.feasible else "infeasible")
+    if res.converged:
+        status = "converged"
+    elif res.feasible or any(r.stopped for r in results):
+        status = "not converged"  # (stopped by the time limit: not known to be infeasible)
+    else:
+        status = "infeasible"
     return Optimum(
         manoeuvre=man,
         control=control,
@@ -705,6 +760,7 @@ def optimize(
     max_iter: int = 500,
     progress=False,
     x0=None,
+    time_limit: float | None = None,
 ) -> Optimum:
     """The optimal control of ``manoeuvre`` (module docstring) for ``cost``: ``"effort"``
     (``min int_0^T sum_i u_i^2 dt``), ``"energy"`` (``min E + ENERGY_EFFORT * J``) or
@@ -722,6 +778,21 @@ def optimize(
     start, ``K n`` whitened knot values as the generated starts; for the time cost, the
     starts of its least-effort phase). A manoeuvre that cannot be done inside the envelope
     ends with ``status = "infeasible"`` and the least violation found.
+
+    Before any solve (plain NumPy, nothing compiled: milliseconds) the necessary conditions
+    of :mod:`rollax.analysis.robot.feasibility` are checked: ``n_min <= M g`` (N averages the
+    weight over any rest-to-rest manoeuvre), the friction impulse bound (the CM's travel in
+    T needs ``mu >= ...``; for the time cost, ``T >= ...`` within ``TIME_RANGE`` times the
+    given T) and the starts of rails with ends inside their domains. One that fails returns
+    at once ``status = "infeasible"``, ``iterations = 0``, nan costs, the no-motion control
+    and, in ``message``, the bound with its numbers (e.g. ``needs mu >= 0.555 for phi_T =
+    -6.2832 in T = 6 (or T >= 10.55 at mu = 0.2; ...)``).
+
+    ``time_limit``: seconds (> 0; ``None``, the default: none) after which the SQP stops at
+    the end of its current iteration (the first includes compiling, and is not interrupted)
+    and returns the best point met so far with ``status = "not converged"`` and ``message =
+    "time limit reached"``; the later phases (the energy or time cost after the least-effort
+    one, the finer grid) are then skipped.
     """
     return _run(
         manoeuvre,
@@ -737,6 +808,7 @@ def optimize(
         max_iter=max_iter,
         progress=progress,
         x0=x0,
+        time_limit=time_limit,
     )
 
 
@@ -753,6 +825,7 @@ def least_mu(
     max_iter: int = 1500,
     progress=False,
     x0=None,
+    time_limit: float | None = None,
 ) -> Optimum:
     """The least friction coefficient with which ``manoeuvre`` can be done (its ``mu`` is
     ignored; ``N >= n_min`` and the terminal conditions still hold): ``mu`` becomes a variable
@@ -770,7 +843,10 @@ def least_mu(
     ended not converged and T = 12 infeasible (violation 1e-2 to 4e-2 in the terminal angle
     along most of the run, the best point met just outside ``tol``). The KKT residual is
     measured with the best-fitting multipliers (:mod:`rollax._drivers._nlp`): SLSQP's own left it at
-    ~1e-3 on such points."""
+    ~1e-3 on such points.
+
+    As :func:`optimize`, the necessary conditions that do not involve mu (``n_min <= M g``,
+    rail starts) are checked first, and ``time_limit`` stops the SQP early."""
     return _run(
         manoeuvre,
         free_mu=True,
@@ -785,4 +861,5 @@ def least_mu(
         max_iter=max_iter,
         progress=progress,
         x0=x0,
+        time_limit=time_limit,
     )

@@ -259,6 +259,14 @@ def duff_basis(n: Float[Array, "3"]) -> tuple[Float[Array, "3"], Float[Array, "3
 def circle_from_spherical(radius, v) -> CircleRail:
     """The ball example's rail (6.8): ``zeta(theta) = r_i (cos(theta) n - sin(theta) b1)`` with
     ``n = varsigma(v)`` (6.9)-(6.10) and ``b1`` from :func:`duff_basis` (the reading of docs/physics-notes.md)."""
+    if _concrete(v):  # the same formulas in NumPy: no JAX operation to compile (~0.5 s each)
+        phi, th, rho = np.asarray(v, dtype=float)
+        n = rho * np.array([np.cos(th) * np.cos(phi), np.cos(th) * np.sin(phi), np.sin(th)])
+        n = n / np.linalg.norm(n)
+        s = 1.0 if n[2] >= 0 else -1.0
+        a = -1.0 / (s + n[2])
+        b1 = np.array([1.0 + s * n[0] ** 2 * a, s * n[0] * n[1] * a, -s * n[0]])
+        return CircleRail(radius, u=n, v=-b1)
     n = spherical_to_cartesian(jnp.asarray(v, dtype=float))
     n = n / jnp.linalg.norm(n)
     b1, _ = duff_basis(n)
