@@ -758,7 +758,7 @@ def optimize(
     tol: float = 1e-6,
     kkt_tol: float = 1e-4,
     max_iter: int = 500,
-    progress=False,
+    progress=True,
     x0=None,
     time_limit: float | None = None,
 ) -> Optimum:
@@ -772,8 +772,9 @@ def optimize(
 
     ``knots``: K, the spline intervals of each ``u_i``; ``n_grid``: the times on which the path
     constraints are imposed; ``rtol``: the solver's tolerance; ``tol``: the allowed constraint
-    violation; ``kkt_tol``: the allowed (relative) stationarity residual. ``progress=True``
-    prints a line every 10 iterations of each start to stderr (or give a callable ``(k,
+    violation; ``kkt_tol``: the allowed (relative) stationarity residual. ``progress`` (on by
+    default: a first optimisation compiles for a minute or more) shows the SQP's iterations on
+    stderr, ``False`` nothing (or give a callable ``(k,
     info)``; ``info["start"]`` is the start). ``x0``: starting points instead (one row a
     start, ``K n`` whitened knot values as the generated starts; for the time cost, the
     starts of its least-effort phase). A manoeuvre that cannot be done inside the envelope
@@ -823,7 +824,7 @@ def least_mu(
     tol: float = 1e-6,
     kkt_tol: float = 1e-4,
     max_iter: int = 1500,
-    progress=False,
+    progress=True,
     x0=None,
     time_limit: float | None = None,
 ) -> Optimum:
