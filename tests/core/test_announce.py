@@ -19,6 +19,7 @@ def quick(monkeypatch):
     """Announce after 0.2 s, looking every 0.02 s (the watcher reads both at each look)."""
     monkeypatch.setattr(_announce, "AFTER", 0.2)
     monkeypatch.setattr(_announce, "PERIOD", 0.02)
+    monkeypatch.setattr(_announce, "QUIET", 0.3)
     _announce.start()
     time.sleep(0.1)  # the watcher's current sleep (at most the old PERIOD) ends
 
@@ -41,16 +42,17 @@ class Slow(rollax.AbstractSystem):
 def test_a_long_compile_of_a_solve_is_announced_with_its_system(quick, caplog):
     with caplog.at_level(logging.INFO, logger="rollax"):
         rollax.solve(Slow(terms=401), jnp.array([1.0, 0.0]), 0.0, 1.0)
-        time.sleep(0.2)  # the watcher sees the compile end
+        time.sleep(0.5)  # the watcher sees the compile end
     said = [r.getMessage() for r in caplog.records if r.name == "rollax"]
     start = [m for m in said if m.startswith("compiling rollax.solve for Slow")]
-    assert len(start) == 1, said
+    # once; twice at most where a loaded machine stretched a pause between its programs
+    assert 1 <= len(start) <= 2 and not [m for m in said if "a JAX program" in m], said
     assert "later calls reuse it" in start[0]
     assert any(m.startswith("compiled rollax.solve for Slow in ") for m in said), said
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="rollax"):  # compiled: nothing to say
         rollax.solve(Slow(terms=401), jnp.array([0.5, 0.0]), 0.0, 1.0)
-        time.sleep(0.2)
+        time.sleep(0.5)
     assert not [r for r in caplog.records if r.name == "rollax"]
 
 
@@ -62,7 +64,7 @@ def test_a_compile_outside_rollax_is_named_by_the_callers_line(quick, caplog):
 
     with caplog.at_level(logging.INFO, logger="rollax"):
         jax.jit(f)(1.0).block_until_ready()
-        time.sleep(0.2)
+        time.sleep(0.5)
     said = [r.getMessage() for r in caplog.records if r.name == "rollax"]
     assert any(
         m.startswith("compiling a JAX program (called at test_announce.py:") for m in said

@@ -39,6 +39,8 @@ LOG = logging.getLogger("rollax")
 AFTER = 2.0
 #: Seconds between two looks at the stacks.
 PERIOD = 0.25
+#: Seconds outside a compile that end it (one call's programs are compiled one after another)
+QUIET = 1.5
 
 _SEP = os.sep
 _JAX = f"{_SEP}jax{_SEP}_src{_SEP}"
@@ -158,6 +160,7 @@ def _watch() -> None:
     me = threading.get_ident()
     since: dict[int, float] = {}
     said: dict[int, tuple[str, float]] = {}
+    seen_at: dict[int, float] = {}  # the last look that found the thread compiling
     while True:
         time.sleep(PERIOD)
         now = time.monotonic()
@@ -171,6 +174,7 @@ def _watch() -> None:
                 if ident == me:
                     continue
                 if _compiling(frame):
+                    seen_at[ident] = now
                     start = since.setdefault(ident, now)
                     if ident not in said and now - start >= AFTER:
                         label = _label(frame)
@@ -180,10 +184,16 @@ def _watch() -> None:
                             f"options; later calls reuse it ({_cache_note()})"
                         )
                 elif ident in since:
+                    # the gaps between the programs of one call (Python work between them,
+                    # under load up to about a second) do not end it
+                    last = seen_at.get(ident, now)
+                    if now - last < QUIET:
+                        continue
                     since.pop(ident)
+                    seen_at.pop(ident, None)
                     if ident in said:
                         label, start = said.pop(ident)
-                        LOG.info(f"compiled {label} in {now - start:.1f} s")
+                        LOG.info(f"compiled {label} in {last - start:.1f} s")
             del frames
         except Exception:  # a sample that failed: the next one will do
             pass
@@ -209,8 +219,8 @@ def restart_clock(bar) -> None:
     """The rate and the time left from finished work only: the compile (or the loading of the
     kernel) before the first report is not work. Right after a compile, tqdm's own estimate
     read 18:49 for a one-second sweep (issue 56); now it shows "?" until the second report."""
-    if getattr(bar, "disable", False):
-        return  # (a disabled tqdm has no clock)
+    if getattr(bar, "disable", False) or not hasattr(bar, "n"):
+        return  # (a disabled tqdm has no clock; nor has a stand-in)
     now = getattr(bar, "_time", time.time)()
     bar.start_t = now
     bar.last_print_t = now

@@ -319,9 +319,11 @@ def run_chunked(
         if after["solved"]:
             after["solved"] = False
             bar.set_postfix_str("solved; outcomes and summaries of the region", refresh=True)
-        elif k and 0 < bar.total - bar.n <= max(3, bar.total // 1000):
+        elif k and 0 < (total := getattr(bar, "total", 0) or 0) - getattr(bar, "n", total) <= max(
+            3, total // 1000
+        ):
             # a long tail of slow starts (the slipping map's) shown as such, not as a stall
-            left = bar.total - bar.n
+            left = total - bar.n
             bar.set_postfix_str(f"{left} start{'s' * (left > 1)} still running", refresh=True)
 
     def place(i, part):

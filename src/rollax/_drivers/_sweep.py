@@ -444,8 +444,8 @@ def sweep(
             )
         finally:
             _ON_DEVICE.reset(token)
-            if warm is not None:
-                warm.join()
+        if warm is not None:  # (not on an interrupt: that stops at once, within a second)
+            warm.join()
         out = {f: getattr(sol, f) for f in _FIELDS} if keep_solution else {}
         if sol.ys is not None and keep_solution:  # ts: the saved states, (rows, m, d)
             out["ys"] = sol.ys

@@ -264,7 +264,7 @@ def call(fn, args):
         _failed.add(key)
         return None
     try:
-        out = _callable(exported)(*leaves)
+        out = _callable(exported, jitted)(*leaves)
     except Exception as err:  # (not expected: the key fixes the signature) JAX's own route
         _failed.add(key)
         LOG.debug(f"the exported reverse pass of {_name(args)} failed: {err}")
@@ -273,15 +273,17 @@ def call(fn, args):
 
 
 @functools.lru_cache(maxsize=64)
-def _callable(exported):
-    """``exported``'s program with its exported VJP as the reverse pass, as
-    :func:`jax.export.Exported.call` makes it, but with the reverse pass run start by start
-    under ``vmap`` (``jax.jacrev`` maps it over the outputs' basis; an exported program has no
-    batching rule)."""
+def _callable(exported, jitted):
+    """The program with ``exported``'s VJP as its reverse pass, as
+    :func:`jax.export.Exported.call` makes it, but with the forward pass the process's own
+    ``jitted`` program (traced already for the key, and compiled once for the compile cache:
+    the exported forward program was one more compile of the same solve in a first process)
+    and the reverse pass run start by start under ``vmap`` (``jax.jacrev`` maps it over the
+    outputs' basis; an exported program has no batching rule)."""
     from jax._src import ad_util, dtypes
 
     vjp = exported.vjp()
-    primal = jax.custom_batching.sequential_vmap(lambda *xs: exported.call(*xs))
+    primal = jitted
     backward = jax.custom_batching.sequential_vmap(lambda *xs: vjp.call(*xs))
     n = len(exported.in_avals)
 
