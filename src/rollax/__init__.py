@@ -1,7 +1,8 @@
 """rollax: rigid bodies rolling, slipping, separating and colliding under nonholonomic contact.
 
 Differentiable, batched, float64 simulation built on JAX, equinox and diffrax.
-Importing rollax enables float64 in JAX (see :mod:`rollax._core._setup`). The names below are
+Importing rollax enables float64 in JAX and its persistent compile cache (see
+:mod:`rollax._core._setup`). The names below are
 loaded on first use (PEP 562), so ``import rollax`` and ``rollax --help`` do not load JAX.
 
 The public API:
@@ -23,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from rollax._core import _setup  # noqa: F401  (float64 only; devices and cache: rollax.configure)
+from rollax._core import _setup  # noqa: F401  (float64 and the compile cache; devices: configure)
 
 from importlib.metadata import PackageNotFoundError, version
 
