@@ -85,7 +85,10 @@ MUTANTS = [
         "_integrate/queue.py",
         "rejected=ln.rejected + (live & ~accept).astype(jnp.int32)",
         "rejected=ln.rejected",
-        (T + "core/test_solution.py", T + "test_conformance.py"),
+        (
+            T + "test_conformance.py::test_both_integrators_count_the_same_nonzero_rejections",
+            T + "core/test_solution.py",
+        ),
         "the ensemble never counts rejected steps (issue 63 (c))",
     ),
     Mutant(
@@ -120,9 +123,9 @@ MUTANTS = [
         "dw3 - self.k_r * w3",
         "dw3 + self.k_r * w3",
         (
-            T + "drivers/test_identify.py",
             T + "analysis/test_identification.py::test_generated_record_recovers_the_truth",
             T + "test_rim_records.py",
+            T + "drivers/test_identify.py",
         ),
         "rolling resistance on w3 with the wrong sign (issue 63 (d))",
     ),
@@ -219,7 +222,7 @@ MUTANTS = [
         "tl = jnp.where(one, 3.0 / 8.0, tl)",
         "tl = jnp.where(one, 3.0 / 7.0, tl)",
         (T + "models/friction/test_laws.py",),
-        "the exact law's T at eps = 1 (uniform), 3/8 -> 3/7",
+        "the Hertz law's large-eps branch at eps = 1 (its limit T = 3/8 -> 3/7)",
     ),
     Mutant(
         "coulomb_sign",
