@@ -277,3 +277,22 @@ def test_a_time_dependent_event_time_on_the_ensemble_kernel():
     assert np.all(np.asarray(sol.event) == 0)
     slope = (float(sol.t[1]) - float(sol.t[2])) / 2e-3
     assert abs(slope - 0.5) < 1e-8
+
+
+class _RampCrossing(Ramp):
+    """The ramp's g as a crossing event (the first sign change ends the run)."""
+
+    events = (rollax.crossing("g", target=1),)
+
+
+def test_a_time_dependent_crossing_starting_at_zero_on_the_ensemble_kernel():
+    # a crossing function exactly at zero at t0 takes the side it moves to, dg/dt included:
+    # y' = -0.5 with g = y + 0.7 + 1.5 t rises (g' = 1) although y falls. From g(0) = 0 it
+    # never crosses (the kernel's start sign without dg/dt took it for falling and counted a
+    # crossing at t = 4e-4, the mutation check's survivor); from g(0) = -0.3 it crosses at 0.3
+    sol = rollax.solve_ensemble(
+        _RampCrossing(v=-0.5, s=-1.5, c=0.7), np.array([[-0.7], [-1.0]]), 0.0, 5.0, **TOL
+    )
+    assert np.asarray(sol.status).tolist() == [rollax.Status.T_MAX, rollax.Status.EVENT]
+    np.testing.assert_allclose(np.asarray(sol.t), [5.0, 0.3], rtol=1e-10)
+    assert np.asarray(sol.counts)[:, 0].tolist() == [0, 1]
