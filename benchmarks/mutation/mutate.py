@@ -301,7 +301,10 @@ MUTANTS += [
         "analysis/shot.py",
         "        2.0 * math.pi * spin,\n",
         "        math.pi * spin,\n",
-        (T + "analysis/test_shot.py", T + "models/test_shot.py"),
+        (
+            T + "analysis/test_shot.py::test_a_release_is_in_si_units_from_the_shooters_units",
+            T + "models/test_shot.py",
+        ),
         "backspin in Hz read as half-turns",
     ),
 ]

@@ -53,6 +53,18 @@ def test_the_probability_map_agrees_with_monte_carlo(free_throw, seed):
     assert abs(p - p_map[i, k]) < 4 * se + 0.04, (sp[i], an[k], p, se, p_map[i, k])
 
 
+def test_a_release_is_in_si_units_from_the_shooters_units():
+    # degrees and Hz in, m/s and rad/s out (a spin read as half-turns survived the mutation
+    # check): 3 Hz of backspin is 6 pi rad/s about the shooter's left, turned negative
+    y = np.asarray(release(7.2, 52.0, spin=3.0, lateral=10.0, distance=4.19, height=2.1))
+    a, lat = np.deg2rad(52.0), np.deg2rad(10.0)
+    np.testing.assert_allclose(
+        y[3:6], 7.2 * np.array([np.cos(a) * np.cos(lat), np.cos(a) * np.sin(lat), np.sin(a)])
+    )
+    np.testing.assert_allclose(y[6:9], 6 * np.pi * np.array([np.sin(lat), -np.cos(lat), 0.0]))
+    np.testing.assert_allclose(y[0], -4.19)
+
+
 def test_the_probability_map_of_a_made_quadrant_is_the_normal_cdf():
     # issue 63: a map with no angle (or speed) scatter passed the Monte Carlo test above. A
     # made region {speed >= v0, angle >= a0} (edges half a cell below grid points, so that the
