@@ -333,9 +333,9 @@ def _present(root: Path, arg: str) -> bool:
 
 def run_one(m: Mutant, root: Path, timeout: float) -> dict:
     tests_dir = root / "tests"
-    tests = [a for a in m.tests if _present(root, a)]
-    if not tests:  # the checkout lacks the named tests: their files, whole
-        tests = list(dict.fromkeys(a.partition("::")[0] for a in m.tests))
+    # a test the checkout lacks (an older one): its file, whole
+    tests = [a if _present(root, a) else a.partition("::")[0] for a in m.tests]
+    tests = list(dict.fromkeys(a for a in tests if (root / a.partition("::")[0]).exists()))
     with tempfile.TemporaryDirectory(prefix=f"mutant-{m.name}-") as tmp:
         src_copy = Path(tmp) / "src"
         shutil.copytree(ROOT / "src", src_copy, ignore=shutil.ignore_patterns("__pycache__"))
