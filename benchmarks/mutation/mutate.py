@@ -76,7 +76,10 @@ MUTANTS = [
         "_integrate/_solve.py",
         "return t_ev, y_ev + (f - interp.derivative(t_ev)) * dt",
         "return t_ev, y_ev",
-        (T + "integrate/test_solve_gradients.py",),
+        (
+            T + "integrate/test_solve_gradients.py::"
+            "test_the_state_at_a_boundary_event_has_the_boundarys_derivative_at_any_tolerance",
+        ),
         "the state at an event moves with the interpolant's slope, not the field's",
     ),
     # ------------------------------------------------ the ensemble kernel's bookkeeping
