@@ -224,7 +224,7 @@ MUTANTS = [
         "kappa of the Hertz pressure, 3 pi/16 -> 3 pi/15",
     ),
     Mutant(
-        "exact_uniform_torque_limit",
+        "hertz_large_branch_at_eps_one",
         "models/friction/exact.py",
         "tl = jnp.where(one, 3.0 / 8.0, tl)",
         "tl = jnp.where(one, 3.0 / 7.0, tl)",
