@@ -143,3 +143,33 @@ def _agree(name, system, y0s, t1, opts, same_steps=False):
     np.testing.assert_allclose(np.asarray(a.aux), np.asarray(b.aux), atol=1e-8)
     ended = np.asarray(a.status) == rollax.Status.EVENT
     np.testing.assert_allclose(np.asarray(a.t)[ended], np.asarray(b.t)[ended], rtol=0, atol=1e-8)
+
+
+class _VanDerPol(rollax.AbstractSystem):
+    """x'' = mu (1 - x^2) x' - x: stiff enough at mu = 10 that the controller rejects steps."""
+
+    mu: jax.Array = rollax.parameter(10.0)
+    state_names = ("x", "v")
+    events = ()
+
+    def vector_field(self, t, y, mode):
+        return jnp.stack([y[1], self.mu * (1 - y[0] ** 2) * y[1] - y[0]])
+
+    def event_values(self, t, y, mode):
+        return jnp.zeros((0,))
+
+
+def test_both_integrators_count_the_same_nonzero_rejections():
+    # issue 63: the cases above reject no step at 1e-10, so an ensemble that never counted its
+    # rejections passed. Van der Pol at mu = 10 and 1e-6 rejects 30-36 steps of ~300 per start
+    # (measured); the same controller on both paths rejects the same ones
+    y0s = np.array([[2.0, 0.0], [1.0, 1.0], [-0.5, 3.0]])
+    opts = dict(rtol=1e-6, atol=1e-6)
+    a = jax.vmap(lambda y: rollax.solve(_VanDerPol(), y, 0.0, 20.0, **opts))(jnp.asarray(y0s))
+    b = rollax.solve_ensemble(_VanDerPol(), y0s, 0.0, 20.0, lanes=32, **opts)
+    rejected = np.asarray(a.rejected)
+    assert np.all(rejected >= 10) and np.all(rejected < np.asarray(a.steps) // 4), rejected
+    np.testing.assert_array_equal(np.asarray(b.rejected), rejected)
+    np.testing.assert_array_equal(np.asarray(b.steps), np.asarray(a.steps))
+    np.testing.assert_array_equal(np.asarray(b.accepted), np.asarray(a.accepted))
+    np.testing.assert_array_equal(np.asarray(a.accepted) + rejected, np.asarray(a.steps))

@@ -3,9 +3,12 @@ against Monte Carlo at generated releases, the best release, and bad input."""
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
-from rollax._drivers._sweep import Axis
+from rollax._drivers._sweep import Axis, SweepResult
 from rollax.analysis.shot import (
+    SD_ANGLE,
+    SD_SPEED,
     best_release,
     make_probability,
     probability_map,
@@ -48,6 +51,59 @@ def test_the_probability_map_agrees_with_monte_carlo(free_throw, seed):
     p, se = make_probability(speed=float(sp[i]), angle=float(an[k]), n=2048, seed=seed)
     # the map's grid (0.017 m/s, 0.4 degrees) blurs the estimate a little: 0.04 on top of 4 se
     assert abs(p - p_map[i, k]) < 4 * se + 0.04, (sp[i], an[k], p, se, p_map[i, k])
+
+
+def test_a_release_is_in_si_units_from_the_shooters_units():
+    # degrees and Hz in, m/s and rad/s out (a spin read as half-turns survived the mutation
+    # check): 3 Hz of backspin is 6 pi rad/s about the shooter's left, turned negative
+    y = np.asarray(release(7.2, 52.0, spin=3.0, lateral=10.0, distance=4.19, height=2.1))
+    a, lat = np.deg2rad(52.0), np.deg2rad(10.0)
+    np.testing.assert_allclose(
+        y[3:6], 7.2 * np.array([np.cos(a) * np.cos(lat), np.cos(a) * np.sin(lat), np.sin(a)])
+    )
+    np.testing.assert_allclose(y[6:9], 6 * np.pi * np.array([np.sin(lat), -np.cos(lat), 0.0]))
+    np.testing.assert_allclose(y[0], -4.19)
+
+
+def test_the_probability_map_of_a_made_quadrant_is_the_normal_cdf():
+    # issue 63: a map with no angle (or speed) scatter passed the Monte Carlo test above. A
+    # made region {speed >= v0, angle >= a0} (edges half a cell below grid points, so that the
+    # discrete convolution is the midpoint rule) has, under independent Gaussian scatters, the
+    # known answer Phi((v - v0) / sd_speed) Phi((a - a0) / sd_angle), flanks included
+    speed, angle = Axis("speed", 6.5, 8.5, 201), Axis("angle", 38.0, 66.0, 281)
+    sp, an = speed.values, angle.values
+    v0, a0 = sp[100] - 0.005, an[140] - 0.05
+    made = (sp[:, None] >= v0) & (an[None, :] >= a0)
+    outcome = np.where(made, ShotOutcome.MADE, ShotOutcome.MISSED).astype(np.int8)
+    res = SweepResult(system=Shot(), axes=(speed, angle), outcome=outcome, solution={})
+    p = probability_map(res)
+    exact = norm.cdf((sp[:, None] - v0) / SD_SPEED) * norm.cdf((an[None, :] - a0) / SD_ANGLE)
+    # 4 sd from the map's edges (beyond them releases count as misses)
+    i = slice(40, 161)
+    k = slice(53, 228)
+    np.testing.assert_allclose(p[i, k], exact[i, k], atol=2e-3)
+    assert np.ptp(exact[i, k]) > 0.99  # the flanks are in: from ~0 to ~1
+    # along each axis alone, deep in the other's made side: the one-dimensional CDF
+    np.testing.assert_allclose(p[i, 200], norm.cdf((sp[i] - v0) / SD_SPEED), atol=2e-3)
+    np.testing.assert_allclose(p[150, k], norm.cdf((an[k] - a0) / SD_ANGLE), atol=2e-3)
+    # another shooter's scatter: the map follows it
+    p2 = probability_map(res, sd_speed=0.05, sd_angle=2.0)
+    exact2 = norm.cdf((sp[:, None] - v0) / 0.05) * norm.cdf((an[None, :] - a0) / 2.0)
+    np.testing.assert_allclose(p2[30:171, 85:196], exact2[30:171, 85:196], atol=2e-3)
+
+
+def test_the_probability_map_agrees_with_monte_carlo_on_the_flanks(free_throw):
+    # where the make probability is neither 0 nor 1 (the releases the random points above
+    # mostly miss): the releases of the interior whose map value is nearest 0.3 and 0.7
+    p_map = probability_map(free_throw)
+    sp, an = SPEED.values, ANGLE.values
+    inner = np.full(p_map.shape, np.inf)
+    inner[15:-15, 10:-10] = 0.0
+    for target, seed in ((0.3, 11), (0.7, 12)):
+        i, k = np.unravel_index(int(np.argmin(np.abs(p_map - target) + inner)), p_map.shape)
+        assert abs(p_map[i, k] - target) < 0.05
+        p, se = make_probability(speed=float(sp[i]), angle=float(an[k]), n=2048, seed=seed)
+        assert abs(p - p_map[i, k]) < 4 * se + 0.04, (sp[i], an[k], p, se, p_map[i, k])
 
 
 def test_the_best_release_and_common_random_numbers(free_throw):

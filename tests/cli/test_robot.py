@@ -25,6 +25,8 @@ def test_robot_disk_json_and_figures(capsys, tmp_path):
 def test_robot_ball_detach_json(capsys):
     assert main(["robot", "ball-detach", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
+    # rollax's own value (the paper prints 3.7358), which the independent SciPy re-simulation
+    # reproduces (tests/models/robot/test_flight.py::test_heavy_ball_detaches)
     assert res["t_detach"] == pytest.approx(3.6095007, abs=2e-7)
     assert abs(res["min_N"]) < 1e-6 and res["lifts_off"] is False
     assert res["mu_hat"] is None

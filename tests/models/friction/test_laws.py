@@ -122,6 +122,17 @@ def test_exact_laws_continuous_and_differentiable_at_eps_one():
     assert abs(float(law.T_eps(1.0)) - 4 / (3 * math.pi)) < 1e-15
 
 
+def test_the_two_branches_of_each_exact_law_meet_at_eps_one():
+    # issue 63's mutation check: the law takes eps = 1 from its small-eps branch, so the large
+    # branch's own value there (x = 1/eps = 1: Hertz's closed form is set to 9 pi/32 and 3/8
+    # as limits) went unchecked; ExactHertz().large(1) is public and must meet small(1)
+    for law in (ExactUniform(), ExactHertz()):
+        small, large = law.small(jnp.asarray(1.0)), law.large(jnp.asarray(1.0))
+        np.testing.assert_allclose(np.asarray(large), np.asarray(small), rtol=1e-12)
+        near = law.large(jnp.asarray(1.0 - 1e-9))
+        np.testing.assert_allclose(np.asarray(near), np.asarray(small), rtol=1e-6)
+
+
 def _ref_slopes(ref, e, h=mp.mpf("1e-30")):
     """d/deps of (Q_eps, T_eps) from the 80-digit closed forms (central difference, error ~1e-15
     at eps = 1 where the branches meet, ~1e-50 elsewhere)."""

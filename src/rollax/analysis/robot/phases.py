@@ -10,6 +10,7 @@ control's kinks are declared to the solver (``jump_ts``), so no step straddles o
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
@@ -74,7 +75,8 @@ def detach(
     Returns a :class:`PhaseEnd` with ``hit = True`` and ``t = t_detach`` if the ball (or disk)
     detaches; ``t`` is differentiable (implicit function theorem at ``N(t) = 0``). A start
     with ``N <= 0`` is reported as detachment at ``t0``."""
-    N = lambda t, y, c: model.contact_forces(t, y, c)[0]  # noqa: E731
+    # a pytree (not a closure), so that the model's arrays are traced: t is differentiable
+    N = jax.tree_util.Partial(_normal_force, model)
     kinks = tuple(k for k in control.kinks if t0 < k < t1)
     end = _phase_solve(
         model.vector_field,
@@ -98,11 +100,19 @@ def detach(
     )
 
 
+def _normal_force(model, t, y, c):
+    return model.contact_forces(t, y, c)[0]
+
+
+def _height_after(fm, start, t, y, c):
+    return jnp.where(t > start, fm.height(y), 1.0)
+
+
 def _fly(model, control, yf0, t_start, t1, rtol, atol, max_steps, solver):
     fm = flight_model(model)
     start = jnp.asarray(t_start, dtype=float)
     # the GC may start at height 0 (detachment): watch the height only after the start
-    height = lambda t, y, c: jnp.where(t > start, fm.height(y), 1.0)  # noqa: E731
+    height = jax.tree_util.Partial(_height_after, fm, start)
     return _phase_solve(
         fm.vector_field,
         yf0,
