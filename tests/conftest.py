@@ -1,6 +1,10 @@
 import os
 
 os.environ.setdefault("ROLLAX_CPU_DEVICES", "2")
+# no compile announcements in the suite's own processes and the CLI runs it starts (their tests
+# count stderr's lines): the announcements have their own tests (tests/core/test_announce.py,
+# which starts the watcher itself, and tests/test_first_answer.py's fresh processes)
+os.environ.setdefault("ROLLAX_ANNOUNCE", "off")
 import rollax  # noqa: E402  (float64)
 
 # Importing rollax no longer splits the CPU: the tests ask for it (2 devices, or

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# s: 2 s of compiling before the announcement, a look every 0.25 s, and the call's own set-up
-# before its first compile (checking the system: about a second on a loaded machine)
-WAIT = 3.5
+# s: 1.5 s of compiling before the announcement, a look every 0.25 s, and the call's own
+# set-up before its first compile (checking the system: about a second on a loaded machine)
+WAIT = 3.0
 
 SCRIPT = r"""
 import logging, sys, time

@@ -20,6 +20,7 @@ def quick(monkeypatch):
     monkeypatch.setattr(_announce, "AFTER", 0.2)
     monkeypatch.setattr(_announce, "PERIOD", 0.02)
     monkeypatch.setattr(_announce, "QUIET", 0.3)
+    monkeypatch.delenv("ROLLAX_ANNOUNCE", raising=False)  # (the suite's conftest turns it off)
     _announce.start()
     time.sleep(0.1)  # the watcher's current sleep (at most the old PERIOD) ends
 

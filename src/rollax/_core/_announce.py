@@ -23,7 +23,7 @@ through ``tqdm.write`` so that a progress bar is not torn. ``logging.getLogger("
 
 XLA's own multi-line "Very slow compile?" banner (printed by its C++ logging after minutes)
 cannot be silenced on its own: only ``TF_CPP_MIN_LOG_LEVEL=3``, which hides every XLA error
-too, removes it; rollax's line comes first (after 2 s).
+too, removes it; rollax's line comes first (after 1.5 s).
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ import threading
 import time
 
 LOG = logging.getLogger("rollax")
-#: Seconds a thread must stand in a compile before it is announced (the issue's "about 2 s").
-AFTER = 2.0
+#: Seconds a thread must stand in a compile before it is announced: the issue's "about 2 s",
+#: less the call's own set-up before its first compile (about a second on a loaded machine).
+AFTER = 1.5
 #: Seconds between two looks at the stacks.
 PERIOD = 0.25
 #: Seconds outside a compile that end it (one call's programs are compiled one after another)
@@ -62,6 +63,9 @@ _LIBRARIES = tuple(
     f"{_SEP}{name}{_SEP}"
     for name in ("jax", "jaxlib", "equinox", "diffrax", "lineax", "optimistix", "optax")
 ) + (_ROLLAX, f"{_SEP}threading.py", f"{_SEP}contextlib.py", f"{_SEP}functools.py")
+
+#: Names of rollax's warm-up threads (rollax._drivers._sweep, rollax._integrate.queue)
+WARM_UPS = ("rollax-outcomes", "rollax-records")
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
@@ -119,7 +123,7 @@ def _label(frame) -> str:
         path = f.f_code.co_filename
         if not path.startswith(_ROLLAX) or path.endswith("_announce.py"):
             continue
-        rel = os.path.relpath(path, os.path.dirname(_ROLLAX))[: -len(".py")]
+        rel = os.path.relpath(path, os.path.dirname(_ROLLAX.rstrip(_SEP)))[: -len(".py")]
         module = rel.replace(_SEP, ".").removesuffix(".__init__")
         name = _public(module, f.f_code.co_name)
         if name is not None:
@@ -166,12 +170,15 @@ def _watch() -> None:
         now = time.monotonic()
         try:
             frames = sys._current_frames()
+            # rollax's own warm-ups (a program compiled beside a running kernel, whose bar
+            # is shown) are not announced
+            quiet_threads = {t.ident for t in threading.enumerate() if t.name in WARM_UPS}
             for ident in list(since) + list(said):
                 if ident not in frames:
                     since.pop(ident, None)
                     said.pop(ident, None)
             for ident, frame in frames.items():
-                if ident == me:
+                if ident == me or ident in quiet_threads:
                     continue
                 if _compiling(frame):
                     seen_at[ident] = now

@@ -259,7 +259,7 @@ def solve_ensemble(
     class reuse it. Returns a :class:`rollax.Solution` of NumPy arrays
     with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """
-    _announce.start()  # a compile of more than 2 s is said (rollax._core._announce)
+    _announce.start()  # a compile of more than 1.5 s is said (rollax._core._announce)
     on_device = _ON_DEVICE.get()
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")

@@ -559,7 +559,7 @@ def solve(
     gives the state at any time of the run (systems without a reset map; for those with one,
     use ``ts``). Returns a :class:`rollax.Solution`.
     """
-    _announce.start()  # a compile of more than 2 s is said (rollax._core._announce)
+    _announce.start()  # a compile of more than 1.5 s is said (rollax._core._announce)
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     if system.batch_shape():

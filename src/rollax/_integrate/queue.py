@@ -1446,7 +1446,10 @@ def run(
         # 300-start ensemble's bar stood full for 21 s on a loaded 2-core machine (issue 56)
         spare = jax.tree.map(jnp.copy, carry)
         warm = threading.Thread(
-            target=_quietly, args=(kern.finish, pre, spare, sargs, sc), daemon=True
+            target=_quietly,
+            args=(kern.finish, pre, spare, sargs, sc),
+            name="rollax-records",
+            daemon=True,
         )
         warm.start()
     # Without progress, one slice runs the whole loop; with it, slices of about _SLICE_S
