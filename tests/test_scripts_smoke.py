@@ -38,6 +38,7 @@ TIMEOUT_S = 900
 # compile cache, 2 cores shared with other work), nearly all of it JAX compiling, which no size
 # cuts. The rest take 1-31 s each, about 200 CPU seconds together.
 SLOW = {
+    "benchmarks/bench_first_answer.py": "46 s: two fresh processes, each compiling a gradient",
     "benchmarks/bench_gradients.py": "102 s: one process per case and integrator, each compiling",
     "benchmarks/bench_optimize.py": "93 s: the SQP's solves, Jacobians and plain diffrax compile",
     "benchmarks/bench_penny.py": "144 s: five impact searches per law compile",
