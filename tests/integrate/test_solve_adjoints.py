@@ -148,3 +148,48 @@ def test_an_unknown_adjoint_is_refused_by_name():
     with pytest.raises(ValueError, match="adjoint = 'sideways' is not allowed") as info:
         rollax.solve(Pendulum(), jnp.array([1.0, 0.0]), 0.0, 1.0, adjoint="sideways")
     assert "backsolve" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("cls", [Pendulum, PendulumWatched], ids=["plain", "events"])
+def test_vmapped_gradients_saved_at_ts_are_each_lanes_own(cls):
+    """``jax.vmap`` of a gradient of states saved at ``ts``, over lanes that take different
+    numbers of steps: each lane's gradient is the one it has alone. (A lane that had finished
+    interpolated its zero-length steps as 0/0 = NaN: discarded forwards, but NaN in every
+    lane's gradient; the batched friction identification got a NaN gradient at its start.)"""
+    ts = jnp.linspace(0.5, 6.0, 12)
+
+    def loss(p, y0):
+        sol = rollax.solve(cls(k=p[0], c=p[1], a=p[2]), y0, 0.0, 6.0, ts=ts, rtol=1e-9, atol=1e-9)
+        return jnp.sum(sol.ys[:, 0] ** 2) + jnp.sum(sol.ys[:, 1])
+
+    rng = np.random.default_rng(7)
+    # stiffnesses over two decades: the lanes take from tens to hundreds of steps
+    p = jnp.asarray(
+        np.stack(
+            [
+                np.exp(rng.uniform(np.log(0.3), np.log(30.0), 5)),
+                rng.uniform(0.0, 0.5, 5),
+                rng.uniform(-0.5, 0.5, 5),
+            ],
+            axis=1,
+        )
+    )
+    y0 = jnp.asarray(rng.uniform(-1.0, 1.0, (5, 2)))
+    batched = jax.vmap(jax.grad(loss, argnums=(0, 1)))(p, y0)
+    steps = jax.vmap(
+        lambda q, y: (
+            rollax.solve(
+                cls(k=q[0], c=q[1], a=q[2]), y, 0.0, 6.0, ts=ts, rtol=1e-9, atol=1e-9
+            ).steps
+        )
+    )(p, y0)
+    assert len(set(np.asarray(steps).tolist())) > 1  # (the lanes finish at different steps)
+    for i in range(5):
+        alone = jax.grad(loss, argnums=(0, 1))(p[i], y0[i])
+        for b, a in zip(batched, alone):
+            assert np.all(np.isfinite(np.asarray(b[i])))
+            np.testing.assert_allclose(b[i], a, rtol=1e-9, atol=1e-12)
+    # and the gradient is right: central differences of the first lane's stiffness
+    h = 1e-5
+    fd = (loss(p[0].at[0].add(h), y0[0]) - loss(p[0].at[0].add(-h), y0[0])) / (2 * h)
+    assert float(batched[0][0, 0]) == pytest.approx(float(fd), rel=1e-5, abs=1e-7)

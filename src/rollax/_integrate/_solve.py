@@ -107,7 +107,12 @@ class _Contd5(diffrax.AbstractLocalInterpolation):
         del left
         if t1 is not None:
             return self.evaluate(t1) - self.evaluate(t0)
-        return self.at_theta((t0 - self.t0) / (self.t1 - self.t0))
+        # a zero-length step (a finished lane of a vmapped solve, saving at ts) gives theta = 0,
+        # not 0/0: a NaN there is discarded forwards but poisons every lane's gradient
+        # (diffrax's linear_rescale does the same)
+        same = self.t1 == self.t0
+        theta = (t0 - self.t0) / jnp.where(same, 1.0, self.t1 - self.t0)
+        return self.at_theta(jnp.where(same, 0.0, theta))
 
 
 class _Dopri5(diffrax.Dopri5):
