@@ -204,3 +204,25 @@ def test_aux_units_are_checked_when_the_system_is_defined():
             state_names = ("x",)
             n_aux = 2
             aux_names = ("a", "a")
+
+
+def test_every_built_in_system_names_its_aux_numbers_and_their_units():
+    """The built-in systems' sweeps label ``aux`` (issue 56: it was always "unspecified")."""
+    from rollax import systems
+
+    found = 0
+    for name in dir(systems):
+        cls = getattr(systems, name)
+        if not (isinstance(cls, type) and issubclass(cls, rollax.AbstractSystem)):
+            continue
+        n = getattr(cls, "n_aux", 0)
+        if not n:
+            continue
+        found += 1
+        assert cls.aux_names is not None and len(cls.aux_names) == n, name
+        assert cls.aux_units is not None and len(cls.aux_units) == n, name
+        assert set(cls.aux_units) <= {"1", "s"}, (name, cls.aux_units)  # counts, flags, times
+        # a time is named as one, a count or flag is not
+        for a, u in zip(cls.aux_names, cls.aux_units):
+            assert (u == "s") == a.startswith("t_"), (name, a, u)
+    assert found >= 4  # the rim, the shot, the penny and the robot

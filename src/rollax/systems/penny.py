@@ -73,6 +73,8 @@ class PennySystem(AbstractSystem):
         crossing("back_peak", target=1, direction=-1),
     )
     n_aux = 2
+    aux_names = ("impacts", "flag")  # flag: 0 none, 1 glancing, 2 outside
+    aux_units = ("1", "1")
     outcomes = PennyOutcome
 
     def __check_init__(self):

@@ -235,6 +235,8 @@ class RimSlipping(AbstractSystem):
     state_units = ("rad", "1/s", "1/s", "1/s", "m/s", "m/s")
     modes = _slip.MODES
     n_aux = 6
+    aux_names = ("switches", "short_phases", "t_switch", "t_slip", "t_phase", "chattering")
+    aux_units = ("1", "1", "s", "s", "s", "1")
     outcomes = RimOutcome
     # 4 event samples a step (as RimRolling): the Fig. 11 mu = 1 panel (86,400 starts) has the
     # same outcomes and switch counts with 2, 4 and 8; it takes 4.7, 5.2 and 6.9 s warm on 2

@@ -52,6 +52,8 @@ class Robot(AbstractSystem):
 
     modes = ("rolling", "flying")
     n_aux = 2
+    aux_names = ("detachments", "landings")
+    aux_units = ("1", "1")
     outcomes = RobotOutcome
     events = (boundary("detach"), crossing("touchdown", target=1, direction=-1))
 

@@ -124,6 +124,9 @@ class Shot(AbstractSystem):
     )
     modes = ("flight", "rolling", "slipping", "leaving")
     n_aux = 11
+    aux_names = ("rim_impacts", "board_impacts", "stuck", "t_contact", "t_rim", "t_rim_start",
+                 "t_slip", "t_phase", "switches", "short_phases", "t_switch")  # fmt: skip
+    aux_units = ("1", "1", "1", "s", "s", "s", "s", "s", "1", "1", "s")
     outcomes = ShotOutcome
     # a vacuum flight is a parabola, which DOPRI5 steps in a few long steps (4 for a free
     # throw), and 8 samples of such a step stepped over a rim graze; 0.01 s is 7 cm of flight
