@@ -38,12 +38,14 @@ TIMEOUT_S = 900
 # compile cache, 2 cores shared with other work), nearly all of it JAX compiling, which no size
 # cuts. The rest take 1-31 s each, about 200 CPU seconds together.
 SLOW = {
+    "benchmarks/bench_entry_points.py": "about 40 s: two fresh processes, each compiling a solve",
     "benchmarks/bench_first_answer.py": "46 s: two fresh processes, each compiling a gradient",
     "benchmarks/bench_gradients.py": "102 s: one process per case and integrator, each compiling",
     "benchmarks/bench_optimize.py": "93 s: the SQP's solves, Jacobians and plain diffrax compile",
     "benchmarks/bench_penny.py": "144 s: five impact searches per law compile",
     "benchmarks/bench_robot_infeasible.py": "32 s: the feasible run's SQP compiles; new CLI processes",
     "benchmarks/bench_slip.py": "55 s: the rolling and the slipping kernels, and the step costs",
+    "benchmarks/bench_slip_tail.py": "about 50 s: the slipping kernel compiles",
     "examples/bouncing_ball.py": "39 s: the gradient through the impacts compiles",
     "experiments/identify/run.py": "73 s: the windowed fits, profiles and the slide fit compile",
     "experiments/penny/run.py": "136 s: the impact searches and the FTLEs compile",
