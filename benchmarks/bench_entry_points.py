@@ -10,7 +10,8 @@ second finds the first one's programs in the cache. Each process reports, for it
 * from JAX's monitoring events: ``trace_s`` (tracing Python into jaxprs), ``lower_s``
   (jaxpr to MLIR), ``compile_s`` (XLA's backend compile; 0 for a program read from the cache),
   ``cache_read_s`` (reading programs from the cache), and the cache's ``hits`` and ``misses``;
-* ``rest_s`` = ``call_s`` less those four: the computation itself and rollax's Python-side
+* ``rest_s`` = ``call_s`` less those four: JAX's differentiation (linearising and
+  transposing a gradient's program, or exporting it), the computation itself, and rollax's Python-side
   set-up (building the system, checking input, the driver's bookkeeping).
 
 With the cache filled, ``trace_s + lower_s + rest_s`` is what the cache cannot hold. Tracing
@@ -19,7 +20,8 @@ issue "One step loop" (57); a gradient's reverse pass is kept by ``_traced.py``.
 
     python benchmarks/bench_entry_points.py [--entry solve grad ...] [--out DIR] [--smoke]
 
-Writes ``entry_points.json`` and ``entry_points.png`` into ``--out``.
+Writes ``entry_points.json`` and ``entry_points.png`` into ``--out`` (the rows of entries not
+run this time are kept from the file already there).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ from rollax.analysis.identification import read_rim_csv, rim_observations, fit_r
 t, d, z, alpha = read_rim_csv({str(ROOT / "experiments/identify/rim_obs.csv")!r})
 fit = fit_rim(rim_observations(t, d, z, alpha, sigma=(1e-3, 1e-3, 2e-3)), fit=("k_d", "k_r"),
               progress=False)
-result = float(fit["k_d"])
+result = fit["k_d"]
 """,
     "robot_optimize": """
 import math
@@ -234,6 +236,10 @@ def main() -> None:
                 r["state"] = state
                 rows.append(r)
                 print(json.dumps({k: v for k, v in r.items() if k != "announced"}), flush=True)
+    old = a.out / "entry_points.json"
+    if old.exists() and not a.smoke:  # the other entries' rows of an earlier run are kept
+        kept = [r for r in json.loads(old.read_text())["rows"] if r.get("entry") not in entries]
+        rows = kept + rows
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load": os.getloadavg()[0],
