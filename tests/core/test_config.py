@@ -44,6 +44,51 @@ def test_import_sets_float64_and_the_cache_only(tmp_path):
     assert r.stdout.split()[2] == str(tmp_path / "mine"), r.stderr
 
 
+def test_solves_that_save_at_ts_are_kept_in_the_cache(tmp_path):
+    """A program with a host callback is never written to JAX's persistent cache; diffrax's
+    checks of ``SaveAt.ts`` made one in every solve with ``ts=`` (the robot's SQP compiled 37
+    s in every process). A plain and a hybrid solve with ``ts=`` are written now, and a traced
+    ``ts`` out of order gives NaN states and the status NONFINITE (it raised through the
+    callback)."""
+    code = (
+        "import logging, jax, jax.numpy as jnp, rollax\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "jax.config.update('jax_explain_cache_misses', True)\n"
+        "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)\n"
+        "class Fall(rollax.AbstractSystem):\n"
+        "    e: jax.Array = rollax.parameter(0.8)\n"
+        "    state_names = ('z', 'v')\n"
+        "    events = (rollax.crossing('floor', direction=-1),)\n"
+        "    n_aux = 0\n"
+        "    def vector_field(self, t, y, mode):\n"
+        "        return jnp.stack([y[1], -9.81 + 0 * y[0]])\n"
+        "    def event_values(self, t, y, mode):\n"
+        "        return y[:1]\n"
+        "    def reset(self, t, y, mode, aux, event):\n"
+        "        return t, jnp.stack([0 * y[0], -self.e * y[1]]), mode, aux, False\n"
+        "class Drop(rollax.AbstractSystem):\n"
+        "    state_names = ('z', 'v')\n"
+        "    def vector_field(self, t, y, mode):\n"
+        "        return jnp.stack([y[1], -9.81 + 0 * y[0]])\n"
+        "ts = jnp.linspace(0.1, 1.0, 5)\n"
+        "a = rollax.solve(Drop(), jnp.array([1.0, 0.0]), 0.0, 1.0, ts=ts)\n"
+        "b = rollax.solve(Fall(), jnp.array([1.0, 0.0]), 0.0, 1.0, ts=ts, max_resets=5)\n"
+        "bad = jax.jit(lambda s: rollax.solve(Drop(), jnp.array([1.0, 0.0]), 0.0, 1.0, ts=s))"
+        "(ts[::-1])\n"
+        "print('STATES', float(a.ys[-1, 0]), float(b.ys[0, 0]), bool(jnp.isnan(bad.ys).all()),"
+        " bad.status_name)\n"
+    )
+    r = _python(code, ROLLAX_CACHE_DIR=str(tmp_path / "c"))
+    assert r.returncode == 0, r.stderr
+    assert "uses host callbacks" not in r.stderr, r.stderr
+    written = [s for s in r.stderr.splitlines() if "Writing jit__solve" in s]
+    assert len(written) >= 2, r.stderr  # the plain route's and the hybrid one's
+    z_plain, z_hybrid, nan, status = r.stdout.split("STATES")[1].split()
+    assert float(z_plain) == pytest.approx(1.0 - 9.81 / 2, abs=1e-9)  # z(1) = 1 - g/2
+    assert float(z_hybrid) == pytest.approx(1.0 - 9.81 * 0.01 / 2, abs=1e-9)  # z(0.1)
+    assert nan == "True" and status == "NONFINITE"  # a traced ts out of order: said so
+
+
 def test_a_second_process_loads_the_first_ones_programs(tmp_path):
     """Asserted from JAX's cache events (hits and misses), not from timings."""
     code = (

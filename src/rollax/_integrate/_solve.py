@@ -45,8 +45,10 @@ sampling interval, to ``dt_max / n_samples``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import threading
 from typing import Any, NamedTuple, Sequence, cast
 
 import diffrax
@@ -83,6 +85,52 @@ from rollax._core.events import (
     scan,
     unresolved_in,
 )
+
+
+_CHECKS_LOCK = threading.Lock()
+_checks_depth = 0
+_checks_saved: Any = None
+
+
+@contextlib.contextmanager
+def _checks_without_callbacks():
+    """diffrax's run-time checks of ``SaveAt.ts`` (increasing, within [t0, t1]) as NaNs, not
+    host callbacks, while diffrax is traced here. ``eqx.error_if`` on a traced predicate
+    raises through a host callback, and JAX never writes a program with a host callback to the
+    persistent compile cache: every solve with ``ts=`` (identification, robot optimisation,
+    saved trajectories) compiled again in every process (measured: the robot SQP's two
+    programs, 25 s and 12 s of compile, no cache entry; issue 56). rollax checks ``ts`` itself
+    where it is concrete (``_check_ts``); a traced ``ts`` out of order now gives NaN states
+    instead of an error. (equinox reads its ``EQX_ON_ERROR`` mode when a check is traced; set
+    for rollax's own tracing only, under a lock, and restored.)"""
+    global _checks_depth, _checks_saved
+    try:
+        from equinox import _errors as mod
+    except ImportError:  # (another equinox: its checks stay as they are)
+        yield
+        return
+    if not hasattr(mod, "EQX_ON_ERROR"):
+        yield
+        return
+    with _CHECKS_LOCK:
+        if _checks_depth == 0:
+            _checks_saved = mod.EQX_ON_ERROR
+            if _checks_saved == "raise":
+                mod.EQX_ON_ERROR = "nan"
+        _checks_depth += 1
+    try:
+        yield
+    finally:
+        with _CHECKS_LOCK:
+            _checks_depth -= 1
+            if _checks_depth == 0:
+                mod.EQX_ON_ERROR = _checks_saved
+
+
+def _diffeqsolve(*args, **kw):
+    """``diffrax.diffeqsolve``, traced with :func:`_checks_without_callbacks`."""
+    with _checks_without_callbacks():
+        return diffrax.diffeqsolve(*args, **kw)
 
 
 class _Contd5(diffrax.AbstractLocalInterpolation):
@@ -555,7 +603,9 @@ def solve(
     ``ts``: non-decreasing times in ``[t0, t1]`` at which to save the state (``Solution.ys``,
     from each step's dense output; nan after the run ended; a time at a reset gets the state
     after it; the solve is compiled for a size class of ``len(ts)``, at least 16, so that
-    other numbers of save times of the class reuse it). ``save_events``: keep the first
+    other numbers of save times of the class reuse it; a ``ts`` traced under ``jax.jit`` that
+    is out of order or outside ``[t0, t1]`` gives NaN states and the status NONFINITE, a
+    concrete one is refused). ``save_events``: keep the first
     ``save_events`` events of the run
     (``Solution.events``, a :class:`rollax.EventLog`: each event's time, index, mode and state
     before the reset map and what it returned; differentiable like ``Solution.t``; more events
@@ -885,6 +935,26 @@ class _State(NamedTuple):
 def _solve(
     system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts: _Options
 ) -> Solution:
+    sol = _run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
+    if ts is None or sol.ys is None:
+        return sol
+    # ts out of order or outside [t0, t1] (only a traced ts can be: a concrete one is checked
+    # before; diffrax's own check of it is a NaN, not a raise, see _checks_without_callbacks):
+    # the saved states are NaN and the status NONFINITE
+    bad = jnp.any(ts[1:] < ts[:-1]) | jnp.any((ts < t0) | (ts > t1)) | jnp.any(jnp.isnan(ts))
+    return eqx.tree_at(
+        lambda s: (s.ys, s.status),
+        sol,
+        (
+            jnp.where(bad, jnp.nan, sol.ys),
+            jnp.where(bad, jnp.int32(Status.NONFINITE), sol.status).astype(sol.status.dtype),
+        ),
+    )
+
+
+def _run(
+    system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts: _Options
+) -> Solution:
     events = system.event_set
     n = events.n
     m = 0 if ts is None else ts.shape[0]
@@ -986,7 +1056,7 @@ def _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
         ctrl = _controller(rtol, atol, dt_max, 1e-14 * jnp.maximum(1.0, jnp.abs(t0)), jump_ts)
     # (and diffrax's Dopri5 for the kernel's: contd5 takes arrays, the backward state is a tuple)
     solver = diffrax.Dopri5() if back and isinstance(opts.solver, _Dopri5) else opts.solver
-    sol = diffrax.diffeqsolve(
+    sol = _diffeqsolve(
         term,
         solver,
         t0,
@@ -1168,7 +1238,7 @@ def _segment(
         t0_in + 1e-9 * jnp.maximum(1.0, jnp.abs(t0_in)),
         jnp.where(jnp.isfinite(t1), t1, jnp.finfo(dtype).max),
     )
-    sol = diffrax.diffeqsolve(
+    sol = _diffeqsolve(
         term,
         solver,
         t0_in,
