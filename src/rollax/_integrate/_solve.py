@@ -604,9 +604,8 @@ def solve(
     from each step's dense output; nan after the run ended; a time at a reset gets the state
     after it; the solve is compiled for a size class of ``len(ts)``, at least 16, so that
     other numbers of save times of the class reuse it; a ``ts`` traced under ``jax.jit`` that
-    is out of order or outside ``[t0, t1]`` gives NaN states and the status NONFINITE, a
-    concrete one is refused). ``save_events``: keep the first
-    ``save_events`` events of the run
+    is out of order gives NaN states and the status NONFINITE, a concrete one is refused).
+    ``save_events``: keep the first ``save_events`` events of the run
     (``Solution.events``, a :class:`rollax.EventLog`: each event's time, index, mode and state
     before the reset map and what it returned; differentiable like ``Solution.t``; more events
     are counted in ``EventLog.n`` and dropped). ``dense``: keep the run's dense output (every
@@ -938,10 +937,11 @@ def _solve(
     sol = _run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
     if ts is None or sol.ys is None:
         return sol
-    # ts out of order or outside [t0, t1] (only a traced ts can be: a concrete one is checked
-    # before; diffrax's own check of it is a NaN, not a raise, see _checks_without_callbacks):
-    # the saved states are NaN and the status NONFINITE
-    bad = jnp.any(ts[1:] < ts[:-1]) | jnp.any((ts < t0) | (ts > t1)) | jnp.any(jnp.isnan(ts))
+    # ts out of order (only a traced ts can be: a concrete one is checked before; diffrax's own
+    # check of it is a NaN, not a raise, see _checks_without_callbacks): the saved states are
+    # NaN and the status NONFINITE. (Times after a traced t1 are allowed: their states are NaN,
+    # the run has ended; identification's windows use that.)
+    bad = jnp.any(ts[1:] < ts[:-1]) | jnp.any(jnp.isnan(ts))
     return eqx.tree_at(
         lambda s: (s.ys, s.status),
         sol,
