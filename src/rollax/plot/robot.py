@@ -195,10 +195,14 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     os.makedirs(out, exist_ok=True)
     r = result
     t = np.asarray(r["t"])
+
+    def num(v, spec):  # (strict JSON: to_dict writes inf and nan as None)
+        return "none" if v is None else format(v, spec)
+
     label = (
-        f"{r['body']}, T = {r['T']:g}, target = {r['target']}, mu = {r['mu']:.4g}, "
-        f"N_min = {r['n_min']:g}, K = {r['knots']}, {r['cost_kind']} "
-        f"{r['cost']:.5g} ({r['status']})"
+        f"{r['body']}, T = {num(r['T'], 'g')}, target = {r['target']}, "
+        f"mu = {num(r['mu'], '.4g')}, N_min = {num(r['n_min'], 'g')}, K = {r['knots']}, "
+        f"{r['cost_kind']} {num(r['cost'], '.5g')} ({r['status']})"
     )
     files = []
 
@@ -245,7 +249,7 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     ):
         fig, ax = plt.subplots(figsize=(6, 3.5))
         ax.plot(t, y, label=curve)
-        if np.isfinite(bound):
+        if bound is not None and np.isfinite(bound):
             ax.axhline(bound, color="r", ls="--", label=bound_label)
         ax.set_xlabel("t [s]")
         ax.set_ylabel(ylabel)
@@ -255,15 +259,16 @@ def optimum_figures(result: dict, out: str) -> list[str]:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     h = r["history"]
     k = np.arange(1, len(h["cost"]) + 1)
-    ax.semilogy(k, np.maximum(np.asarray(h["violation"]), 1e-17), label="constraint violation")
+    viol = np.asarray([np.nan if v is None else v for v in h["violation"]], dtype=float)
+    ax.semilogy(k, np.maximum(viol, 1e-17), label="constraint violation")
     ax.set_xlabel("SQP iteration")
     ax.set_ylabel("violation")
     ax2 = ax.twinx()
-    ax2.plot(k, h["cost"], "C1", label="objective")
+    ax2.plot(k, [np.nan if c is None else c for c in h["cost"]], "C1", label="objective")
     ax2.set_ylabel("objective")
     ax.legend(loc="upper right", fontsize=7)
     ax.set_title(
-        f"final: violation {r['violation']:.2e}, KKT residual {r['kkt']:.2e}, "
+        f"final: violation {num(r['violation'], '.2e')}, KKT residual {num(r['kkt'], '.2e')}, "
         f"{r['iterations']} iterations; {r['message']}",
         fontsize=7,
     )

@@ -390,6 +390,13 @@ def test_every_optimum_figure_carries_the_parameters(tmp_path, monkeypatch):
     assert sorted(titles) == sorted(f.split("/")[-1] for f in files) and len(files) == 5
     for name, title in titles.items():
         assert "T = 8" in title and "mu = 0.2" in title and "N_min = 0.5" in title, name
+    # an infeasible request read back from strict JSON (inf and nan written as None): the
+    # figures are still drawn (robot_control/run.py --smoke failed on its disk_T5 case)
+    titles.clear()
+    res.update(mu=None, cost=None, violation=None, kkt=None, status="infeasible")
+    res["history"] = dict(cost=[None], violation=[None])
+    files = optimum_figures(res, str(tmp_path / "refused"))
+    assert len(files) == 5 and all("mu = none" in t for t in titles.values()), titles
 
 
 def test_a_time_limit_stops_the_sqp_not_converged():
