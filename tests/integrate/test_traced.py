@@ -39,8 +39,10 @@ def _end(p):
 
 
 @pytest.fixture
-def cache(tmp_path):
-    """A fresh compile cache (so a fresh traced-program folder) for the test, then the old one."""
+def cache(tmp_path, monkeypatch):
+    """A fresh compile cache (so a fresh traced-program folder) for the test, then the old one;
+    the kept route on (it is off by default: see _traced._directory)."""
+    monkeypatch.setenv("ROLLAX_TRACED", "on")
     before = jax.config.jax_compilation_cache_dir
     rollax.configure(cache_dir=tmp_path / "cache")
     _traced._flat.cache_clear()
@@ -88,7 +90,8 @@ def test_jacrev_and_jit_agree_with_jax_own_differentiation(cache, monkeypatch):
     np.testing.assert_allclose(jitted, native[0], rtol=1e-12, atol=1e-14)
 
 
-def test_used_only_for_first_order_reverse_mode_without_batching():
+def test_used_only_for_first_order_reverse_mode_without_batching(monkeypatch):
+    monkeypatch.setenv("ROLLAX_TRACED", "on")
     seen = {}
 
     def probe(name):
@@ -153,3 +156,12 @@ def test_the_key_is_the_program():
 
     other.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.cos(p[0]) * t[0] * 3.0))
     assert k1 != key(lambda x: other(x), (3,))
+
+
+def test_the_kept_route_is_off_by_default(monkeypatch):
+    """Until its key is proven (a wrong reverse pass was read back for a system that differed
+    from an earlier one only in an event target), it is used only with ROLLAX_TRACED=on."""
+    monkeypatch.delenv("ROLLAX_TRACED", raising=False)
+    assert _traced._directory() is None
+    monkeypatch.setenv("ROLLAX_TRACED", "on")
+    assert (_traced._directory() is None) == (not jax.config.jax_compilation_cache_dir)

@@ -73,7 +73,11 @@ def wanted(leaves) -> bool:
 
 
 def _directory() -> str | None:
-    if os.environ.get("ROLLAX_TRACED", "").strip().lower() in ("off", "0", "no", "false"):
+    # Off unless asked for (ROLLAX_TRACED=on): a first full test run (stop 57) read back a
+    # wrong reverse pass, the gradient of the event time of an oscillator ending at its 6th
+    # crossing for one ending at its 3rd (the same class name and fields, another target):
+    # the key misses something that decides the program. Until it is found, not by default.
+    if os.environ.get("ROLLAX_TRACED", "").strip().lower() not in ("on", "1", "yes", "true"):
         return None
     if not getattr(jax.config, "jax_enable_compilation_cache"):
         return None
