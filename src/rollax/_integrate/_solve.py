@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import math
 import threading
 from typing import Any, NamedTuple, Sequence, cast
@@ -104,8 +105,8 @@ def _checks_without_callbacks():
     instead of an error. (equinox reads its ``EQX_ON_ERROR`` mode when a check is traced; set
     for rollax's own tracing only, under a lock, and restored.)"""
     global _checks_depth, _checks_saved
-    try:
-        from equinox import _errors as mod
+    try:  # (equinox's private module: typed Any, looked up by name)
+        mod: Any = importlib.import_module("equinox._errors")
     except ImportError:  # (another equinox: its checks stay as they are)
         yield
         return
