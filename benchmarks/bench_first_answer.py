@@ -106,9 +106,6 @@ def run_child(case, impl, cache: Path, before_src: Path | None, timeout: float) 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "ROLLAX_"))}
     env["JAX_PLATFORMS"] = "cpu"
     env["ROLLAX_CACHE_DIR"] = str(cache)
-    env["ROLLAX_TRACED"] = (
-        "on"  # (the kept reverse pass, measured here: off by default since stop 57)
-    )
     env["BENCH_CACHE"] = str(cache)
     src = before_src if impl.startswith("before") else ROOT / "src"
     env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])

@@ -67,7 +67,6 @@ def _run(cache: Path) -> list[tuple[float, str]]:
     """The script in a fresh process; its output lines with their arrival times."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "ROLLAX_"))}
     env.update(ROLLAX_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
-    env["ROLLAX_TRACED"] = "on"  # (the kept reverse pass: off by default since stop 57)
     code = SCRIPT.format(examples=str(ROOT / "examples"), readme=_readme_block())
     t0 = time.monotonic()
     proc = subprocess.Popen(

@@ -11,9 +11,10 @@ once, and every later process (and this one) calls the exported pair, whose reve
 read from disk instead of traced.
 
 The key is a SHA-256 of what determines the program: the solve's traced jaxpr (printed; the
-addresses of Python objects in it removed), its constants, the input shapes and dtypes, the code
-objects of every custom derivative rule in it (their rules are Python, not in the jaxpr), and the
-versions of rollax, JAX, jaxlib, diffrax and equinox, with the backend. So another system, other
+addresses of Python objects in it removed), its constants and those of every inner closed jaxpr
+(a loop body's constants are named, not printed, in the text), the input shapes and dtypes, the
+arguments' static part, the code objects and captured values of every custom derivative rule in
+it (their rules are Python, not in the jaxpr), and the versions of rollax, JAX, jaxlib, diffrax and equinox, with the backend. So another system, other
 parameters' shapes, other options or other code give another key; the same program the same one.
 The files live in ``rollax-traced/`` under JAX's compile-cache directory (so ``cache_dir="off"``
 turns this off too, as does ``ROLLAX_TRACED=off``), written atomically.
@@ -73,11 +74,9 @@ def wanted(leaves) -> bool:
 
 
 def _directory() -> str | None:
-    # Off unless asked for (ROLLAX_TRACED=on): a first full test run (stop 57) read back a
-    # wrong reverse pass, the gradient of the event time of an oscillator ending at its 6th
-    # crossing for one ending at its 3rd (the same class name and fields, another target):
-    # the key misses something that decides the program. Until it is found, not by default.
-    if os.environ.get("ROLLAX_TRACED", "").strip().lower() not in ("on", "1", "yes", "true"):
+    # On unless ROLLAX_TRACED=off (it was off from stop 57 to 58 while a key collision, an
+    # inner closed jaxpr's constants left out, was found: see _jaxpr)
+    if os.environ.get("ROLLAX_TRACED", "").strip().lower() in ("off", "0", "no", "false"):
         return None
     if not getattr(jax.config, "jax_enable_compilation_cache"):
         return None
@@ -130,16 +129,30 @@ def _code(obj, h, depth=0) -> None:
         _value(d, h, depth)
 
 
+def _array(v, h) -> None:
+    arr = np.asarray(v)
+    h.update(repr((arr.shape, str(arr.dtype))).encode() + arr.tobytes())
+
+
 def _value(v, h, depth) -> None:
     if isinstance(v, (bool, int, float, complex, str, bytes, type(None))):
         h.update(repr(v).encode())
     elif isinstance(v, (np.ndarray, np.generic)) or (
         isinstance(v, jax.Array) and not isinstance(v, Tracer)
     ):
-        arr = np.asarray(v)
-        h.update(repr((arr.shape, str(arr.dtype))).encode() + arr.tobytes())
+        _array(v, h)
     elif isinstance(v, (tuple, list)) and depth < 8:
         for x in v:
+            _value(x, h, depth + 1)
+    elif hasattr(v, "eqns") or (hasattr(v, "consts") and hasattr(v, "jaxpr")):
+        _jaxpr(v, h, depth + 1)  # a (closed) jaxpr a rule closes over: its text and constants
+    elif isinstance(v, jax.tree_util.PyTreeDef):
+        h.update(_ADDRESS.sub("", str(v)).encode())
+    elif isinstance(v, eqx.Module) and depth < 8:
+        # (a rule closing over a system: its fields, static ones in the tree's text)
+        leaves, tree = jax.tree_util.tree_flatten(v)
+        h.update(_ADDRESS.sub("", str(tree)).encode())
+        for x in leaves:
             _value(x, h, depth + 1)
     elif (callable(v) or isinstance(getattr(v, "f", None), types.FunctionType)) and depth < 8:
         _code(v, h, depth + 1)  # (JAX's WrappedFun is not callable: its .f is)
@@ -147,13 +160,29 @@ def _value(v, h, depth) -> None:
         h.update(type(v).__qualname__.encode())
 
 
+def _jaxpr(v, h, depth) -> None:
+    """A jaxpr or closed jaxpr met inside another one (a loop's body, a rule's closure): its
+    text, and a closed one's constants, which its text names but does not print (stop 57: two
+    oscillators differing only in an event target had the same printed program; the target
+    was a constant of an inner closed jaxpr)."""
+    inner = v.jaxpr if hasattr(v, "consts") else v
+    h.update(_ADDRESS.sub("", str(inner)).encode())
+    for c in getattr(v, "consts", ()):
+        _value(c, h, depth)
+    _rules(inner, h, depth)
+
+
 def _rules(jaxpr, h, depth=0) -> None:
     """The custom derivative rules of every equation, sub-jaxprs included."""
+    if depth > 32:
+        return
     for eqn in jaxpr.eqns:
         for value in eqn.params.values():
             for v in value if isinstance(value, (tuple, list)) else (value,):
                 sub = getattr(v, "jaxpr", None)
-                if sub is not None and hasattr(sub, "eqns"):
+                if sub is not None and hasattr(sub, "eqns"):  # a closed jaxpr
+                    for c in getattr(v, "consts", ()):
+                        _value(c, h, 0)
                     _rules(sub, h, depth + 1)
                 elif hasattr(v, "eqns"):
                     _rules(v, h, depth + 1)
@@ -161,9 +190,10 @@ def _rules(jaxpr, h, depth=0) -> None:
                     _value(v, h, 0)
 
 
-def _key(closed, avals) -> str:
+def _key(closed, avals, static=None) -> str:
     h = hashlib.sha256()
     h.update(_versions().encode())
+    _value(static, h, 0)  # the arguments' static part (the system's class, static fields)
     h.update(jax.default_backend().encode())
     h.update(
         repr(
@@ -233,7 +263,7 @@ def call(fn, args):
     key = flat.keys.get(sig)
     if key is None:  # (printing and hashing the jaxpr: 0.1 s for the ball; once)
         try:
-            key = flat.keys[sig] = _key(jitted.trace(*avals).jaxpr, avals)
+            key = flat.keys[sig] = _key(jitted.trace(*avals).jaxpr, avals, static)
         except Exception:
             return None
     shapes = flat.out.get(sig)
