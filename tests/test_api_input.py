@@ -99,13 +99,26 @@ def test_solve_refuses(kw, match):
     assert "\n" not in str(err.value)
 
 
-def test_traced_options_are_checked_in_the_run():
-    # under vmap t1 < t0 cannot be refused before the run: it stops it (it used to end "T_MAX"
-    # at t = -1)
-    run = jax.vmap(lambda t1: rollax.solve(Oscillator(), Y, 0.0, t1).t)
-    np.testing.assert_allclose(run(jnp.array([5.0, 6.0])), [5.0, 6.0])
-    with pytest.raises(Exception, match="need a finite t0 <= t1"):
-        jax.block_until_ready(run(jnp.array([5.0, -1.0])))
+@pytest.mark.parametrize(
+    "name, value",
+    [("t1", -1.0), ("t0", np.inf), ("t1", np.nan), ("rtol", 0.0), ("atol", 2.0), ("dt_max", 0.0)],
+)
+def test_traced_options_out_of_range_give_nan_and_nonfinite(name, value):
+    # under vmap a bad t1 (or tolerance) cannot be refused before the run: that lane's results
+    # are NaN with the status NONFINITE (it used to end "T_MAX" at t = -1; then a host-callback
+    # raise, which kept the program out of the compile cache); the good lanes are untouched
+    good = dict(t0=0.0, t1=5.0, rtol=1e-8, atol=1e-8, dt_max=1.0)
+
+    def run(v):
+        kw = dict(good, **{name: v})
+        sol = rollax.solve(Oscillator(), Y, kw.pop("t0"), kw.pop("t1"), **kw)
+        return sol.t, sol.y, sol.status
+
+    t, y, status = jax.vmap(run)(jnp.array([good[name], value]))
+    assert int(status[1]) == rollax.Status.NONFINITE
+    assert np.isnan(np.asarray(t[1])) and np.all(np.isnan(np.asarray(y[1])))
+    assert int(status[0]) != rollax.Status.NONFINITE and np.isfinite(np.asarray(t[0]))
+    assert float(t[0]) <= 5.0
 
 
 @pytest.mark.parametrize(

@@ -527,7 +527,7 @@ class _Options(eqx.Module):
     max_steps: int = eqx.field(static=True)
     max_resets: int = eqx.field(static=True)
     n_samples: int = eqx.field(static=True)
-    # some of t0, t1, rtol, atol, dt_max are traced: checked in the compiled run (error_if)
+    # some of t0, t1, rtol, atol, dt_max are traced: checked in the compiled run (_solve)
     traced: bool = eqx.field(static=True, default=False)
     save_events: int = eqx.field(static=True, default=0)  # rows of the event log
     dense: bool = eqx.field(static=True, default=False)  # keep the dense output
@@ -605,7 +605,11 @@ def solve(
     from each step's dense output; nan after the run ended; a time at a reset gets the state
     after it; the solve is compiled for a size class of ``len(ts)``, at least 16, so that
     other numbers of save times of the class reuse it; a ``ts`` traced under ``jax.jit`` that
-    is out of order gives NaN states and the status NONFINITE, a concrete one is refused).
+    is out of order gives NaN results and the status NONFINITE, a concrete one is refused).
+    ``t0``, ``t1``, ``rtol``, ``atol`` and ``dt_max`` out of range are refused with a
+    ``ValueError`` where they are concrete; traced ones (under ``jax.jit`` or ``jax.vmap``)
+    give NaN results and the status NONFINITE (a raise from inside a compiled program needs a
+    host callback, which keeps it out of the compile cache).
     ``save_events``: keep the first ``save_events`` events of the run
     (``Solution.events``, a :class:`rollax.EventLog`: each event's time, index, mode and state
     before the reset map and what it returned; differentiable like ``Solution.t``; more events
@@ -935,34 +939,13 @@ class _State(NamedTuple):
 def _solve(
     system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts: _Options
 ) -> Solution:
-    sol = _run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
-    if ts is None or sol.ys is None:
-        return sol
-    # ts out of order (only a traced ts can be: a concrete one is checked before; diffrax's own
-    # check of it is a NaN, not a raise, see _checks_without_callbacks): the saved states are
-    # NaN and the status NONFINITE. (Times after a traced t1 are allowed: their states are NaN,
-    # the run has ended; identification's windows use that.)
-    bad = jnp.any(ts[1:] < ts[:-1]) | jnp.any(jnp.isnan(ts))
-    return eqx.tree_at(
-        lambda s: (s.ys, s.status),
-        sol,
-        (
-            jnp.where(bad, jnp.nan, sol.ys),
-            jnp.where(bad, jnp.int32(Status.NONFINITE), sol.status).astype(sol.status.dtype),
-        ),
-    )
-
-
-def _run(
-    system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts: _Options
-) -> Solution:
-    events = system.event_set
-    n = events.n
-    m = 0 if ts is None else ts.shape[0]
-    if opts.plain:
-        return _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
-    if opts.traced:  # the checks of check_options, on values known only now; a traced
-        # t1 = t0 is allowed (a phase of length 0 ends at once: rollax.robot.fly uses it)
+    bad = jnp.bool_(False)
+    if opts.traced:
+        # the checks of check_options, on values known only now (a traced t1 = t0 is allowed:
+        # a phase of length 0 ends at once; rollax.robot.fly uses it). Out of range: the run
+        # is one of length 0 from valid values, its results NaN and its status NONFINITE. (Not
+        # eqx.error_if: its host callback kept every such program, identification's and the
+        # robot's, out of the persistent compile cache; issue 56.)
         ok = (
             (t1 >= t0)
             & jnp.isfinite(t0)
@@ -973,13 +956,41 @@ def _run(
             & (atol < 1)
             & (dt_max > 0)
         )
-        t0 = eqx.error_if(
-            t0,
-            ~ok,
-            f"rollax.solve: need a finite t0 <= t1, rtol in "
-            f"[{RTOL_MIN:g}, 1), atol in [{ATOL_MIN:g}, 1) and "
-            f"dt_max > 0",
-        )
+        bad = ~ok
+        t0 = jnp.where(ok, t0, 0.0)
+        t1 = jnp.where(ok, t1, t0)
+        rtol = jnp.where(ok, rtol, 1e-6)
+        atol = jnp.where(ok, atol, 1e-6)
+        dt_max = jnp.where(ok, dt_max, jnp.inf)
+    sol = _run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
+    if ts is not None and sol.ys is not None:
+        # ts out of order (only a traced ts can be: a concrete one is checked before;
+        # diffrax's own check of it is a NaN, not a raise, see _checks_without_callbacks): the
+        # same. (Times after a traced t1 are allowed: their states are NaN, the run has ended;
+        # identification's windows use that.)
+        bad = bad | jnp.any(ts[1:] < ts[:-1]) | jnp.any(jnp.isnan(ts))
+    if not opts.traced and ts is None:
+        return sol
+    return _refused(sol, bad)
+
+
+def _refused(sol: Solution, bad) -> Solution:
+    """``sol`` with every float NaN and the status NONFINITE where ``bad``."""
+    dyn, static = eqx.partition(sol, eqx.is_inexact_array)
+    dyn = jax.tree_util.tree_map(lambda x: jnp.where(bad, jnp.nan, x), dyn)
+    sol = eqx.combine(dyn, static)
+    status = jnp.where(bad, jnp.int32(Status.NONFINITE), sol.status).astype(sol.status.dtype)
+    return eqx.tree_at(lambda s: s.status, sol, status)
+
+
+def _run(
+    system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts: _Options
+) -> Solution:
+    events = system.event_set
+    n = events.n
+    m = 0 if ts is None else ts.shape[0]
+    if opts.plain:
+        return _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
     st = _State(
         t0,
         y0,
