@@ -3,7 +3,9 @@
 A new user's ``rollax basin --preset fig12 --friction 1`` spent 4+ minutes on its last ~100 of
 86,400 starts, its bar standing near the end. This runs the same map (the CLI's preset, grid
 and tolerances) in this process with its bar recorded (a tqdm stand-in logging every update),
-twice: cold (compiles) and warm. It reports when the bar reached each fraction of the starts,
+cold (compiles), then warm with the tail kept on the kernel's L lanes (the code before the
+cut: ``queue._NARROW_AFTER_S = inf``) and warm with the cut, alternating (``--rounds``). It
+reports when the bar reached each fraction of the starts,
 how long the last 0.1 % and the last 100 starts took against the whole, and the steps and
 switches of the slowest starts.
 
@@ -96,18 +98,36 @@ def main() -> None:
     p.add_argument("--grid", type=int, nargs=2, default=(360, 240))
     p.add_argument("--out", type=Path, default=HERE / "runs" / "slip_tail")
     p.add_argument("--smoke", action="store_true", help="a 6 x 4 grid")
+    p.add_argument("--rounds", type=int, default=1, help="warm pairs (before / after the cut)")
     a = p.parse_args()
     if a.smoke:
         a.grid = (6, 4)
     a.out.mkdir(parents=True, exist_ok=True)
+    from rollax._integrate import queue
+
     rows, logs = [], []
-    for state in ("first", "warm"):
+    # cold (the narrow kernel compiled beside the tail), then warm runs alternating the code
+    # before the cut (the tail stays on L lanes) and after it, in this process
+    states = ["first"] + ["warm, L lanes", "warm, cut"] * a.rounds
+    default = queue._NARROW_AFTER_S
+    for state in states:
+        queue._NARROW_AFTER_S = np.inf if state == "warm, L lanes" else default
         r, log = run(tuple(a.grid))
         r["state"] = state
         rows.append(r)
         logs.append(log)
         print(json.dumps(r), flush=True)
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count()}
+    queue._NARROW_AFTER_S = default
+    same = all(
+        r["counts"] == rows[0]["counts"] and r.get("max_steps") == rows[0].get("max_steps")
+        for r in rows
+    )
+    print(f"outcome counts and max steps the same in every run: {same}")
+    meta = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "same_results": same,
+    }
     (a.out / "slip_tail.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     import matplotlib
 

@@ -447,3 +447,46 @@ def test_one_compiled_queue_serves_every_size_of_a_class(balls, caplog):
     assert not second, second
     for f in ("t", "y", "status", "event", "steps", "counts"):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f)[:n1], err_msg=f)
+
+
+def _tailed_balls(seed):
+    """Balls whose runs have a tail: most lose their bounce fast (e in [0.3, 0.7]), a few keep
+    it (e in [0.95, 0.99]) and take 5-10x the steps (dt_max bounds the step)."""
+    rng = np.random.default_rng(seed)
+    n, n_long = 200, int(rng.integers(3, 8))
+    e = rng.uniform(0.3, 0.7, n)
+    e[rng.choice(n, n_long, replace=False)] = rng.uniform(0.95, 0.99, n_long)
+    z0 = rng.uniform(0.5, 2.0, n)
+    return BouncingBall(e=e, n_bounces=12), np.stack([z0, np.zeros(n)], axis=1)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_hybrid_tail_moves_to_a_narrow_kernel_with_identical_results(seed, monkeypatch, caplog):
+    """Issue 56: the last starts of a hybrid run move to a kernel of L/16 lanes; every result
+    is bit-identical to the run that stays on L lanes, the 12th impact is at its closed form,
+    and while few starts are left the bar's note says what they are doing."""
+    import logging
+
+    from rollax._core import _tail
+
+    ball, y0s = _tailed_balls(seed)
+    kw = dict(lanes=64, dt_max=0.02, **TOL)
+    monkeypatch.setattr(queue, "_SLICE_S", 1e-6)  # slices of 8 iterations
+    monkeypatch.setattr(queue, "_NARROW_AFTER_S", np.inf)
+    wide = rollax.solve_ensemble(ball, y0s, 0.0, 100.0, progress=lambda k: None, **kw)
+    monkeypatch.setattr(queue, "_NARROW_AFTER_S", 0.0)
+    monkeypatch.setattr(queue, "_NARROW_SYNC", True)
+    notes = []
+    with caplog.at_level(logging.DEBUG, logger="rollax"):
+        moved = rollax.solve_ensemble(
+            ball, y0s, 0.0, 100.0, progress=lambda k: notes.append(_tail.text()), **kw
+        )
+    assert any("moved to a kernel of 16 lanes" in r.getMessage() for r in caplog.records)
+    for k in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets"):
+        np.testing.assert_array_equal(getattr(moved, k), getattr(wide, k), err_msg=k)
+    assert np.all(moved.status == rollax.Status.EVENT)
+    for i in range(len(y0s)):
+        b = BouncingBall(e=float(ball.e[i]), n_bounces=12)
+        assert moved.t[i] == pytest.approx(b.impact_times(y0s[i, 0], 12)[-1], rel=1e-8)
+    shown = [n for n in notes if n]
+    assert shown and all("default" in n and "steps" in n for n in shown), notes[-5:]

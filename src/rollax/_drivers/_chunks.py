@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from rollax._core import _tail
 from rollax._core._announce import restart_clock
 from tqdm.auto import tqdm
 
@@ -324,7 +325,11 @@ def run_chunked(
         ):
             # a long tail of slow starts (the slipping map's) shown as such, not as a stall
             left = total - bar.n
-            bar.set_postfix_str(f"{left} start{'s' * (left > 1)} still running", refresh=True)
+            what = _tail.text()  # (their modes and steps, from the work queue)
+            bar.set_postfix_str(
+                f"{left} start{'s' * (left > 1)} still running" + (f": {what}" if what else ""),
+                refresh=True,
+            )
 
     def place(i, part):
         nonlocal out, done

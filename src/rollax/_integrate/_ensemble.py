@@ -411,6 +411,7 @@ def _solve_ensemble(
         # panel 4.06-4.30 -> 3.84-4.07 s; but the no-slip panel 0.23 -> 0.26-0.30 s, so only
         # with a reset map (the only case where a mode can change)
         n_constant=1 if hybrid else 0,
+        mode_names=tuple(system.modes) if hybrid else None,
         max_resets=int(max_resets),
         args_batched=marks,
         field_and_events=ad.field_and_events,

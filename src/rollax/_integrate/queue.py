@@ -49,9 +49,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import os
 import threading
 import time
+from collections import Counter
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -60,6 +62,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from rollax._integrate import dopri5, dopri8
+from rollax._core import _tail
 from rollax._core._solution import Status
 from rollax._core._validate import check_jump_ts, past_jump
 from rollax._core.events import (
@@ -71,6 +74,8 @@ from rollax._core.events import (
     scan,
     unresolved_in,
 )
+
+LOG = logging.getLogger("rollax")
 
 # Status codes of a finished start.
 # the codes of a finished start are rollax.Status's (one source); the others never leave the
@@ -572,13 +577,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
         pre = _Pre(y0s, aux0s, valid, bargs, order, nq, at_start, h0, k10, sign0)
         return pre, _Carry(ln, jnp.int32(0), out)
 
-    def flush(ln, out):
-        # finished lanes write their records (others write to the spare row)
-        N = out.t.shape[0] - 1
-        done = (ln.idx >= 0) & ~ln.live & (ln.status != _PARKED)
-        w = jnp.where(done, ln.idx, N)
-        out = _Out(*(getattr(out, k).at[w].set(getattr(ln, k)) for k in _RECORD))
-        return ln._replace(idx=jnp.where(done, -1, ln.idx)), out
+    flush = _flush
 
     def records(carry: _Carry) -> _Out:
         return flush(carry.ln, carry.out)[1]
@@ -898,6 +897,32 @@ class _LaneOps(NamedTuple):
     blank: Callable  # (K, d, dtype) -> the per-record crossing fields, empty
     store: bool  # the lanes keep the steps that fire (see _keeps_steps)
     n_coef: int
+
+
+def _flush(ln: _Lanes, out: _Out) -> tuple[_Lanes, _Out]:
+    """Finished lanes write their records and are freed (the others write to the spare row)."""
+    N = out.t.shape[0] - 1
+    done = (ln.idx >= 0) & ~ln.live & (ln.status != _PARKED)
+    w = jnp.where(done, ln.idx, N)
+    out = _Out(*(getattr(out, k).at[w].set(getattr(ln, k)) for k in _RECORD))
+    return ln._replace(idx=jnp.where(done, -1, ln.idx)), out
+
+
+def _narrowed(carry: _Carry, width: int) -> _Carry:
+    """``carry`` on ``width`` lanes: finished lanes' records written, the lanes holding a start
+    (live or parked: at most ``width``, the caller checks) moved to the front and kept."""
+    ln, out = _flush(carry.ln, carry.out)
+    order = jnp.argsort(ln.idx < 0, stable=True)
+    ln = jax.tree_util.tree_map(lambda a: a[order][:width], ln)
+    return _Carry(ln, carry.qp, out)
+
+
+@functools.lru_cache(maxsize=32)
+def _shrinker(width: int, n_dev: int) -> Callable:
+    def shrink(carry):
+        return _narrowed(carry, width)
+
+    return _program(shrink, 1, n_dev, donate=(0,))
 
 
 def _keeps_steps(pb: _KernelProblem) -> bool:
@@ -1270,6 +1295,7 @@ def run(
     solver: str = "dopri5",
     jump_ts=None,
     runner: Callable | None = None,
+    mode_names: tuple[str, ...] | None = None,
 ) -> EnsembleResult:
     """Integrate ``y' = f(t, y, args)`` from each row of ``y0s`` until its first terminating
     event (earliest root among ``events``, see :mod:`rollax._core.events`) or ``t_max``.
@@ -1321,7 +1347,13 @@ def run(
 
     ``progress(finished)``: called on this thread with the number of starts finished so far,
     about every ``_SLICE_S`` seconds (the queue's loop then runs in slices, with bit-identical
-    results); an exception it raises stops the solve there.
+    results); an exception it raises stops the solve there. When few starts are left, what
+    they are doing (how many, ``mode_names[y[-1]]`` of each with ``n_constant``, the most
+    steps) is written for the bar first (:mod:`rollax._core._tail`).
+
+    With ``reset``, a tail of at most ``lanes / 16`` starts per device that lasts
+    ``_NARROW_AFTER_S`` seconds moves to a kernel of ``lanes / 16`` lanes (compiled beside the
+    loop), with bit-identical results.
 
     ``runner``: another path for the validated problem instead of the work queue (the fused
     kernel passes :func:`rollax._integrate._fused.solve`): ``runner(pb, y0s, aux, valid, bargs, sargs,
@@ -1452,19 +1484,58 @@ def run(
             daemon=True,
         )
         warm.start()
-    # Without progress, one slice runs the whole loop; with it, slices of about _SLICE_S
-    # (the budget of iterations adapts to the measured time of the last slice).
-    budget = np.iinfo(np.int32).max if progress is None else 8
+    # The tail of a hybrid run (a few slipping starts stepping on long after the rest: the
+    # Fig. 12 map's last 0.1 % of starts took 61 % of its warm run; benchmarks/RESULTS.md),
+    # cut: once every device has at most S = L/16 starts left and that has lasted
+    # _NARROW_AFTER_S, the kernel compiled for S lanes is compiled beside the loop (or read
+    # from the compile cache) and the starts in flight move to it, where a step costs S lanes,
+    # not L. (Without resets the kernel steps only its first L/16 lanes in the tail itself; a
+    # hybrid kernel has no such second step: it cost 6 s of every first compile.) Each lane's
+    # arithmetic is the same on either kernel: the results are bit-identical.
+    narrow = None if pb.reset is None or lanes <= 16 else max(16, lanes // 16)
+    per_device = shard(valid).sum(axis=1)
+    tail_since, compiling, wide = None, None, kern
+    _tail.clear()
+    # Without progress or a tail to cut, one slice runs the whole loop; otherwise slices of
+    # about _SLICE_S (the budget of iterations adapts to the measured time of the last slice).
+    sliced = progress is not None or narrow is not None
+    budget = 8 if sliced else np.iinfo(np.int32).max
     while True:
         tic = time.perf_counter()
         carry, left, finished = kern.advance(pre, carry, sargs, sc, budget)
         left = bool(np.any(left))
+        rest = per_device - np.asarray(finished).reshape(-1)
         if progress is not None:
+            if left and rest.sum() <= max(3, N // 1000):
+                _report_tail(carry, mode_names)
             progress(int(np.sum(finished)))
+        if sliced:
             took = time.perf_counter() - tic
             budget = int(np.clip(budget * _SLICE_S / max(took, 1e-3), 8, 1 << 24))
         if not left:
             break
+        if narrow is None or kern is not wide or not np.all(rest <= narrow):
+            continue
+        if tail_since is None:
+            tail_since = time.monotonic()
+        elif compiling is None and time.monotonic() - tail_since >= _NARROW_AFTER_S:
+            small = _compiled(pb, narrow, n_dev)
+            shrink = _shrinker(narrow, n_dev)
+            spare = jax.tree.map(jnp.copy, carry)
+            compiling = threading.Thread(
+                target=_quietly,
+                args=(_warm_narrow, small, shrink, pre, spare, sargs, sc),
+                name="rollax-narrow",
+                daemon=True,
+            )
+            compiling.start()
+            if _NARROW_SYNC:
+                compiling.join()
+        elif compiling is not None and not compiling.is_alive():
+            carry = _shrinker(narrow, n_dev)(carry)
+            kern = _compiled(pb, narrow, n_dev)
+            LOG.debug(f"the tail's starts moved to a kernel of {narrow} lanes")
+    _tail.clear()
     if warm is not None:
         warm.join()
     res = kern.finish(pre, carry, sargs, sc)
@@ -1474,6 +1545,31 @@ def run(
         return x.swapaxes(0, 1).reshape((per * n_dev,) + x.shape[2:])[:N]
 
     return _result(tuple(unshard(x) for x in res))
+
+
+#: Seconds a tail (at most L/16 starts left on every device) lasts before its starts move to a
+#: kernel of L/16 lanes (compiled beside it: once, then the compile cache).
+_NARROW_AFTER_S = 2.0
+_NARROW_SYNC = False  # (tests: wait for that compile, so that the move happens at a known slice)
+
+
+def _warm_narrow(small: _Kernel, shrink, pre, spare, sargs, sc):
+    """The narrow kernel's programs compiled (run on a copy of the carry: 0 iterations)."""
+    narrowed = shrink(spare)
+    jax.block_until_ready(small.finish(pre, narrowed, sargs, sc))
+    return small.advance(pre, narrowed, sargs, sc, 0)
+
+
+def _report_tail(carry: _Carry, mode_names) -> None:
+    """The starts in flight, their modes and their most steps, for the bar (rollax._core._tail)."""
+    ln = carry.ln
+    held = np.asarray((ln.idx >= 0) & (ln.live | (ln.status == _PARKED))).reshape(-1)
+    steps = np.asarray(ln.steps).reshape(-1)[held]
+    modes = None
+    if mode_names:
+        m = np.asarray(ln.y[..., -1]).reshape(-1)[held].astype(int)
+        modes = Counter(mode_names[k] if 0 <= k < len(mode_names) else str(k) for k in m)
+    _tail.report(int(held.sum()), int(steps.max()) if steps.size else 0, modes)
 
 
 def _quietly(fn, *args) -> None:
