@@ -137,3 +137,36 @@ def test_the_time_left_counts_finished_work_only():
     rate = bar.format_dict["n"] / (bar._time() - bar.start_t)
     assert 50 < rate < 250  # 200 in about a second; with the compile counted it read ~3/s
     bar.close()
+
+
+def test_a_sweeps_tail_is_shown_with_its_modes_and_steps(recording, monkeypatch):
+    """The last few starts of a hybrid sweep (balls that keep their bounce) are shown as what
+    they are: "3 starts still running: 3 default; up to 412 steps", not as a stall."""
+    import sys
+    from pathlib import Path
+
+    from rollax._integrate import queue
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from bouncing_ball import BouncingBall
+
+    rng = np.random.default_rng(7)
+    es = np.sort(np.concatenate([rng.uniform(0.3, 0.6, 197), [0.97, 0.98, 0.99]]))
+    monkeypatch.setattr(queue, "_SLICE_S", 1e-6)  # slices of 8 iterations
+    res = rollax.sweep(
+        BouncingBall(n_bounces=12),
+        [rollax.Axis.of("e", es)],
+        y0={"z": 1.0, "v": 0.0},
+        t1=100.0,
+        progress=True,
+        dt_max=0.02,
+        rtol=1e-10,
+        atol=1e-10,
+    )
+    # every ball made its 12 bounces, at the closed-form time
+    t12 = [BouncingBall(e=e, n_bounces=12).impact_times(1.0, 12)[-1] for e in es]
+    np.testing.assert_allclose(np.asarray(res["t"]).ravel(), t12, rtol=1e-8)
+    tails = [p for _, _, p in recording if "still running" in p]
+    assert tails, sorted({p for _, _, p in recording})
+    assert any("default" in p and "steps" in p for p in tails), tails
+    print("tail notes:", tails[:1], "...", tails[-1:])
