@@ -150,6 +150,26 @@ def test_an_unknown_adjoint_is_refused_by_name():
     assert "backsolve" in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("how", ["jacfwd", "jvp", "hessian"])
+def test_forward_mode_with_the_reverse_adjoint_points_to_forward(how):
+    """The default adjoint is reverse mode only: forward mode says which adjoint to pass, in
+    one line (it was JAX's "can't apply forward-mode autodiff (jvp) to a custom_vjp
+    function")."""
+
+    def f(k):
+        sol = rollax.solve(PendulumWatched(k=k), jnp.array([1.0, 0.0]), 0.0, 1.0)
+        return sol.y[0]
+
+    run = {
+        "jacfwd": lambda: jax.jacfwd(f)(1.0),
+        "jvp": lambda: jax.jvp(f, (1.0,), (1.0,)),
+        "hessian": lambda: jax.hessian(f)(1.0),
+    }[how]
+    with pytest.raises(TypeError, match="adjoint='forward'") as info:
+        run()
+    assert "'reverse'" in str(info.value) and "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize("cls", [Pendulum, PendulumWatched], ids=["plain", "events"])
 def test_vmapped_gradients_saved_at_ts_are_each_lanes_own(cls):
     """``jax.vmap`` of a gradient of states saved at ``ts``, over lanes that take different

@@ -544,6 +544,10 @@ ADJOINTS = {
 }
 
 
+def _adjoint_name(adjoint) -> str:
+    return next((k for k, v in ADJOINTS.items() if isinstance(adjoint, v)), type(adjoint).__name__)
+
+
 def _adjoint(adjoint) -> diffrax.AbstractAdjoint:
     """``adjoint`` as a diffrax adjoint: None (reverse mode), a name of :data:`ADJOINTS` or one
     of their instances."""
@@ -756,7 +760,19 @@ def solve(
         # reverse mode: the traced reverse pass is read from disk after its first process
         sol = _traced.call(_solve, args)
     if sol is None:
-        sol = _solve(*args)
+        try:
+            sol = _solve(*args)
+        except TypeError as err:
+            if "forward-mode autodiff" not in str(err) or not isinstance(
+                adjoint, (diffrax.RecursiveCheckpointAdjoint, diffrax.BacksolveAdjoint)
+            ):
+                raise
+            raise TypeError(
+                f"rollax.solve: forward mode (jax.jvp, jax.jacfwd, jax.hessian) is not allowed "
+                f"with adjoint = {_adjoint_name(adjoint)!r}, which is reverse mode only: pass "
+                f"adjoint='forward' (jax.jvp, jax.jacfwd) or adjoint='direct' (both modes: "
+                f"jax.hessian)"
+            ) from None
     if m is None or sol.ys is None or sol.ys.shape[0] == m:
         return sol
     return eqx.tree_at(lambda s: s.ys, sol, sol.ys[:m])
