@@ -243,3 +243,35 @@ def test_a_sweep_axis_must_be_a_declared_parameter():
             t1=1.0,
             progress=False,
         )
+
+
+class _Watched(rollax.AbstractSystem):
+    """An oscillator whose event values are the first ``k`` state components: ``k`` is a
+    plain int field (static to the compiled solve), right only for ``k = 1``."""
+
+    omega: jax.Array = rollax.parameter(1.0)
+    k: int = 1
+    state_names = ("x", "v")
+    events = (rollax.crossing("zero", target=1),)
+
+    def vector_field(self, t, y, mode):
+        return jnp.stack([y[1], -(self.omega**2) * y[0]])
+
+    def event_values(self, t, y, mode):
+        return y[: self.k]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_variant_of_a_checked_class_is_checked_again(seed):
+    """The function checks are cached per system structure; a plain field's value is part of
+    it (a k = 2 variant of a class checked with k = 1 got JAX's "body_fun must have the same
+    input and output structure" instead of the clear error)."""
+    rng = np.random.default_rng(seed)
+    for k in [1, *rng.permutation([0, 1, 2]).tolist()]:
+        system = _Watched(omega=float(rng.uniform(0.5, 2.0)), k=k)
+        if k == 1:
+            sol = rollax.solve(system, jnp.array([1.0, 0.0]), 0.0, 10.0, rtol=1e-10, atol=1e-10)
+            assert float(sol.t) == pytest.approx(np.pi / (2 * float(system.omega)), rel=1e-8)
+        else:
+            with pytest.raises(ValueError, match=rf"event_values returns shape \({k},\)"):
+                rollax.solve(system, jnp.array([1.0, 0.0]), 0.0, 10.0)

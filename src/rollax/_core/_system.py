@@ -266,12 +266,18 @@ class AbstractSystem(eqx.Module):
         """A ``ValueError`` unless ``vector_field`` (and ``field_and_events``) give ``(d,)`` and
         ``event_values`` one value per entry of ``events`` at a state ``y0`` (``(d,)``) of the
         system. Shapes only: the functions are traced abstractly, once per system structure."""
-        # the cache key (a flatten, no array work: an eager rollax.solve call pays it)
+        # the cache key (a flatten, no array work: an eager rollax.solve call pays it): arrays
+        # by shape and dtype, other leaves (a plain int field, static to the compiled solve) by
+        # value; by type, a variant with k = 2 of a class checked with k = 1 skipped its check
+        # and met JAX's "body_fun must have the same input and output structure" instead
         leaves, treedef = jax.tree_util.tree_flatten(self)
         try:
             key = (
                 treedef,
-                tuple((getattr(x, "shape", None), getattr(x, "dtype", type(x))) for x in leaves),
+                tuple(
+                    (jnp.shape(x), jnp.result_type(x)) if eqx.is_array(x) else (type(x), x)
+                    for x in leaves
+                ),
                 tuple(jnp.shape(y0)),
             )
             hash(key)
