@@ -27,6 +27,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 
+ARRAYS: list = []  # (outcome, t_end, switches) of each run, compared start by start
+
+
 class Recorder:
     """tqdm's interface, logging (seconds since open, n, postfix)."""
 
@@ -87,6 +90,7 @@ def run(grid) -> tuple[dict, list]:
         "postfixes": sorted({p for _, _, p in log if p not in ("", "open", "close")}),
         "load": os.getloadavg()[0],
     }
+    ARRAYS.append((np.asarray(res.outcome), np.asarray(res.t_end), np.asarray(res.switches)))
     if steps is not None:
         out["max_steps"] = int(steps.max())
         out["steps_p999"] = float(np.quantile(steps, 0.999))
@@ -123,6 +127,15 @@ def main() -> None:
         for r in rows
     )
     print(f"outcome counts and max steps the same in every run: {same}")
+    o0, t0_, s0 = ARRAYS[0]
+    for r, (o, t, sw) in zip(rows, ARRAYS):
+        r["outcomes_differ"] = int(np.sum(o != o0))
+        r["switches_differ"] = int(np.sum(sw != s0))
+        r["max_abs_dt_end_s"] = float(np.nanmax(np.abs(t - t0_)))
+        print(
+            r["state"],
+            {k: r[k] for k in ("outcomes_differ", "switches_differ", "max_abs_dt_end_s")},
+        )
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cpus": os.cpu_count(),

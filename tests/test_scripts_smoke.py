@@ -38,6 +38,7 @@ TIMEOUT_S = 900
 # compile cache, 2 cores shared with other work), nearly all of it JAX compiling, which no size
 # cuts. The rest take 1-31 s each, about 200 CPU seconds together.
 SLOW = {
+    "benchmarks/bench_dask.py": "38 s: a local Dask cluster's workers each compile the map",
     "benchmarks/bench_entry_points.py": "about 40 s: two fresh processes, each compiling a solve",
     "benchmarks/bench_first_answer.py": "46 s: two fresh processes, each compiling a gradient",
     "benchmarks/bench_gradients.py": "102 s: one process per case and integrator, each compiling",
@@ -51,6 +52,7 @@ SLOW = {
     "experiments/penny/run.py": "136 s: the impact searches and the FTLEs compile",
     "experiments/rim_slip/run.py": "54 s: the rolling and the slipping kernels compile",
     "experiments/robot/run.py": "124 s: each robot model and solver compiles its own solves",
+    "experiments/shot/run.py": "55 s: the shot's maps and probabilities compile",
     "experiments/robot_control/run.py": "110-120 s: the disk's and the ball's SQP solves compile",
 }
 # Scripts that fail for a reason inside src/ (to be fixed there): script -> the error.

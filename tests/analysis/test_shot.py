@@ -135,6 +135,7 @@ def test_the_probability_map_of_a_made_quadrant_is_the_normal_cdf():
     np.testing.assert_allclose(p2[30:171, 85:196], exact2[30:171, 85:196], atol=2e-3)
 
 
+@pytest.mark.slow  # (96 s of single-shot Monte Carlo: CI time)
 def test_the_probability_map_agrees_with_monte_carlo_on_the_flanks(free_throw):
     # where the make probability is neither 0 nor 1 (the releases the random points above
     # mostly miss): the releases of the interior whose map value is nearest 0.3 and 0.7
@@ -168,6 +169,7 @@ def test_the_best_release_and_common_random_numbers(free_throw):
     assert p0 == float(free_throw.outcome[i, k] == ShotOutcome.MADE)
 
 
+@pytest.mark.slow  # (90 s of central differences over maps: CI time)
 def test_the_score_function_gradient_agrees_with_central_differences(free_throw):
     # generated releases on the flanks of the made region (0.15 < p < 0.85 on the map): the
     # score-function dp/dangle and dp/dspeed against central differences of the Monte Carlo

@@ -22,6 +22,7 @@ def test_robot_disk_json_and_figures(capsys, tmp_path):
         assert os.path.getsize(tmp_path / name) > 100
 
 
+@pytest.mark.slow  # (69 s: the ball's flight compiles in the CLI; CI time)
 def test_robot_ball_detach_json(capsys):
     assert main(["robot", "ball-detach", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
