@@ -922,7 +922,8 @@ def _shrinker(width: int, n_dev: int) -> Callable:
     def shrink(carry):
         return _narrowed(carry, width)
 
-    return _program(shrink, 1, n_dev, donate=(0,))
+    # (no donation: the L-lane arrays cannot hold the L/16-lane ones; JAX warned it)
+    return _program(shrink, 1, n_dev)
 
 
 def _keeps_steps(pb: _KernelProblem) -> bool:
