@@ -4,7 +4,7 @@ A new user's ``rollax basin --preset fig12 --friction 1`` spent 4+ minutes on it
 86,400 starts, its bar standing near the end. This runs the same map (the CLI's preset, grid
 and tolerances) in this process with its bar recorded (a tqdm stand-in logging every update),
 cold (compiles), then warm with the tail kept on the kernel's L lanes (the code before the
-cut: ``queue._NARROW_AFTER_S = inf``) and warm with the cut, alternating (``--rounds``). It
+cut: ``queue._NARROW_MIN_PER_LANE = inf``) and warm with the cut, alternating (``--rounds``). It
 reports when the bar reached each fraction of the starts,
 how long the last 0.1 % and the last 100 starts took against the whole, and the steps and
 switches of the slowest starts.
@@ -113,15 +113,15 @@ def main() -> None:
     # cold (the narrow kernel compiled beside the tail), then warm runs alternating the code
     # before the cut (the tail stays on L lanes) and after it, in this process
     states = ["first"] + ["warm, L lanes", "warm, cut"] * a.rounds
-    default = queue._NARROW_AFTER_S
+    default = queue._NARROW_MIN_PER_LANE
     for state in states:
-        queue._NARROW_AFTER_S = np.inf if state == "warm, L lanes" else default
+        queue._NARROW_MIN_PER_LANE = np.inf if state == "warm, L lanes" else default
         r, log = run(tuple(a.grid))
         r["state"] = state
         rows.append(r)
         logs.append(log)
         print(json.dumps(r), flush=True)
-    queue._NARROW_AFTER_S = default
+    queue._NARROW_MIN_PER_LANE = default
     same = all(
         r["counts"] == rows[0]["counts"] and r.get("max_steps") == rows[0].get("max_steps")
         for r in rows

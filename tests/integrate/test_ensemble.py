@@ -462,9 +462,10 @@ def _tailed_balls(seed):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_hybrid_tail_moves_to_a_narrow_kernel_with_identical_results(seed, monkeypatch, caplog):
-    """Issue 56: the last starts of a hybrid run move to a kernel of L/16 lanes; every result
-    is bit-identical to the run that stays on L lanes, the 12th impact is at its closed form,
-    and while few starts are left the bar's note says what they are doing."""
+    """Issue 56: the last starts of a large hybrid run move to a kernel of L/16 lanes, at an
+    iteration fixed by the starts: with or without progress (slices), the results are the
+    same every time, here bit-identical to the run that stays on L lanes; the 12th impact is
+    at its closed form; while few starts are left the bar's note says what they are doing."""
     import logging
 
     from rollax._core import _tail
@@ -472,17 +473,20 @@ def test_a_hybrid_tail_moves_to_a_narrow_kernel_with_identical_results(seed, mon
     ball, y0s = _tailed_balls(seed)
     kw = dict(lanes=64, dt_max=0.02, **TOL)
     monkeypatch.setattr(queue, "_SLICE_S", 1e-6)  # slices of 8 iterations
-    monkeypatch.setattr(queue, "_NARROW_AFTER_S", np.inf)
-    wide = rollax.solve_ensemble(ball, y0s, 0.0, 100.0, progress=lambda k: None, **kw)
-    monkeypatch.setattr(queue, "_NARROW_AFTER_S", 0.0)
-    monkeypatch.setattr(queue, "_NARROW_SYNC", True)
+    monkeypatch.setattr(queue, "_NARROW_MIN_PER_LANE", np.inf)  # no move
+    wide = rollax.solve_ensemble(ball, y0s, 0.0, 100.0, **kw)
+    monkeypatch.setattr(queue, "_NARROW_MIN_PER_LANE", 0)  # (a small run moves too)
     notes = []
     with caplog.at_level(logging.DEBUG, logger="rollax"):
         moved = rollax.solve_ensemble(
             ball, y0s, 0.0, 100.0, progress=lambda k: notes.append(_tail.text()), **kw
         )
-    assert any("moved to a kernel of 16 lanes" in r.getMessage() for r in caplog.records)
+        assert any("moved to a kernel of 16 lanes" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        whole = rollax.solve_ensemble(ball, y0s, 0.0, 100.0, **kw)  # one slice up to the move
+        assert any("moved to a kernel of 16 lanes" in r.getMessage() for r in caplog.records)
     for k in ("t", "y", "mode", "aux", "status", "event", "counts", "t_first", "steps", "resets"):
+        np.testing.assert_array_equal(getattr(moved, k), getattr(whole, k), err_msg=k)
         np.testing.assert_array_equal(getattr(moved, k), getattr(wide, k), err_msg=k)
     assert np.all(moved.status == rollax.Status.EVENT)
     for i in range(len(y0s)):

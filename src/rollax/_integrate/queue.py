@@ -469,8 +469,8 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
 
     * ``init(y0s, aux0s, valid, bargs) -> (pre, carry)``: per-start set-up, vectorised once,
       and empty lanes;
-    * ``advance(pre, carry, budget) -> (carry, left, finished)``: at most ``budget`` iterations
-      of the queue's loop (refill / reset service, then one step of the lanes); ``left``:
+    * ``advance(pre, carry, budget, hold) -> (carry, left, finished)``: at most ``budget``
+      iterations of the queue's loop, stopping where at most ``hold`` starts are left (refill / reset service, then one step of the lanes); ``left``:
       whether work remains, ``finished``: starts done so far;
     * ``records(carry) -> _Out``: the raw per-start records (``_finish`` locates the events).
 
@@ -851,9 +851,16 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
     def left(pre: _Pre, carry: _Carry):
         return jnp.any(carry.ln.live) | (carry.qp < pre.nq) | parked_any(carry.ln)
 
-    def advance(pre: _Pre, carry: _Carry, budget):
+    def rest(pre: _Pre, carry: _Carry):
+        # starts not finished: those in the queue and those the lanes hold (live or parked)
+        ln = carry.ln
+        return (pre.nq - carry.qp) + jnp.sum((ln.idx >= 0) & (ln.live | (ln.status == _PARKED)))
+
+    def advance(pre: _Pre, carry: _Carry, budget, hold):
         # refill (and serve the parked lanes) once a sixteenth of the lanes is idle -- at the
-        # first iteration all are -- then one step of the live lanes
+        # first iteration all are -- then one step of the live lanes; the loop stops after
+        # ``budget`` iterations, or where at most ``hold`` starts are left (0: never), an
+        # iteration that depends on no timing (run() moves the tail to a narrow kernel there)
         def body(c):
             carry, it = c
             ln, qp = carry.ln, carry.qp
@@ -875,11 +882,11 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             return carry._replace(ln=ln), it + 1
 
         carry, _ = jax.lax.while_loop(
-            lambda c: left(pre, c[0]) & (c[1] < budget), body, (carry, jnp.int32(0))
+            lambda c: left(pre, c[0]) & (c[1] < budget) & (rest(pre, c[0]) > hold),
+            body,
+            (carry, jnp.int32(0)),
         )
-        ln = carry.ln
-        in_flight = jnp.sum((ln.idx >= 0) & (ln.live | (ln.status == _PARKED)))
-        finished = jnp.sum(pre.valid) - (pre.nq - carry.qp) - in_flight
+        finished = jnp.sum(pre.valid) - rest(pre, carry)
         return carry, left(pre, carry), finished.astype(jnp.int32)
 
     # the per-lane pieces, for the fused path (rollax._integrate._fused runs one start per lane with them)
@@ -1157,7 +1164,7 @@ class _Kernel(NamedTuple):
     with a leading device axis (sharded over the devices when there are several)."""
 
     init: Callable  # (y0s, aux0s, valid, bargs, sargs, scalars) -> (pre, carry)
-    advance: Callable  # (pre, carry, sargs, scalars, budget) -> (carry, left, finished)
+    advance: Callable  # (pre, carry, sargs, scalars, budget, hold) -> (carry, left, finished)
     finish: Callable  # (pre, carry, sargs, scalars) -> the per-start results
 
 
@@ -1169,8 +1176,8 @@ def _compiled(pb: _KernelProblem, lanes: int, n_dev: int) -> _Kernel:
     def init(y0s, aux0s, valid, bargs, sargs, sc):
         return machine(sargs, sc)[0](y0s, aux0s, valid, bargs)
 
-    def advance(pre, carry, sargs, sc, budget):
-        return machine(sargs, sc)[1](pre, carry, budget)
+    def advance(pre, carry, sargs, sc, budget, hold):
+        return machine(sargs, sc)[1](pre, carry, budget, hold)
 
     def finish(pre, carry, sargs, sc):
         out = machine(sargs, sc)[2](carry)
@@ -1352,9 +1359,9 @@ def run(
     they are doing (how many, ``mode_names[y[-1]]`` of each with ``n_constant``, the most
     steps) is written for the bar first (:mod:`rollax._core._tail`).
 
-    With ``reset``, a tail of at most ``lanes / 16`` starts per device that lasts
-    ``_NARROW_AFTER_S`` seconds moves to a kernel of ``lanes / 16`` lanes (compiled beside the
-    loop), with bit-identical results.
+    With ``reset`` and at least ``_NARROW_MIN_PER_LANE`` starts per lane on every device, the
+    last ``lanes / 16`` starts of each device move to a kernel of ``lanes / 16`` lanes
+    (compiled beside the loop), at an iteration fixed by the starts (not by timing).
 
     ``runner``: another path for the validated problem instead of the work queue (the fused
     kernel passes :func:`rollax._integrate._fused.solve`): ``runner(pb, y0s, aux, valid, bargs, sargs,
@@ -1487,54 +1494,50 @@ def run(
         warm.start()
     # The tail of a hybrid run (a few slipping starts stepping on long after the rest: the
     # Fig. 12 map's last 0.1 % of starts took 61 % of its warm run; benchmarks/RESULTS.md),
-    # cut: once every device has at most S = L/16 starts left and that has lasted
-    # _NARROW_AFTER_S, the kernel compiled for S lanes is compiled beside the loop (or read
-    # from the compile cache) and the starts in flight move to it, where a step costs S lanes,
-    # not L. (Without resets the kernel steps only its first L/16 lanes in the tail itself; a
-    # hybrid kernel has no such second step: it cost 6 s of every first compile.) Each lane's
-    # arithmetic is the same on either kernel: the results are bit-identical.
-    narrow = None if pb.reset is None or lanes <= 16 else max(16, lanes // 16)
+    # cut: a large hybrid run compiles the kernel for S = L/16 lanes beside its loop (or reads
+    # it from the compile cache), its loop stops on every device where at most S starts are
+    # left there, and the starts in flight move to the narrow kernel, where a step costs S
+    # lanes, not L. (Without resets the kernel steps only its first L/16 lanes in the tail
+    # itself; a hybrid kernel has no such second step: it cost 6 s of every first compile.)
+    # The move happens at an iteration fixed by the starts, not by timing, so a run gives the
+    # same results every time; against a run that stays on L lanes, a kernel of another width
+    # may round differently (README: the placement bound).
+    narrow = None
     per_device = shard(valid).sum(axis=1)
-    tail_since, compiling, wide = None, None, kern
+    if pb.reset is not None and lanes > 16 and per_device.min() >= _NARROW_MIN_PER_LANE * lanes:
+        narrow = max(16, lanes // 16)
+    compiling, hold = None, 0
+    if narrow is not None:
+        small, shrink, hold = _compiled(pb, narrow, n_dev), _shrinker(narrow, n_dev), narrow
+        compiling = threading.Thread(
+            target=_quietly,
+            args=(_warm_narrow, small, shrink, pre, jax.tree.map(jnp.copy, carry), sargs, sc),
+            name="rollax-narrow",
+            daemon=True,
+        )
+        compiling.start()
     _tail.clear()
-    # Without progress or a tail to cut, one slice runs the whole loop; otherwise slices of
+    # Without progress, one slice runs the whole loop (up to the move); with it, slices of
     # about _SLICE_S (the budget of iterations adapts to the measured time of the last slice).
-    sliced = progress is not None or narrow is not None
-    budget = 8 if sliced else np.iinfo(np.int32).max
+    budget = np.iinfo(np.int32).max if progress is None else 8
     while True:
         tic = time.perf_counter()
-        carry, left, finished = kern.advance(pre, carry, sargs, sc, budget)
+        carry, left, finished = kern.advance(pre, carry, sargs, sc, budget, hold)
         left = bool(np.any(left))
         rest = per_device - np.asarray(finished).reshape(-1)
         if progress is not None:
             if left and rest.sum() <= max(3, N // 1000):
                 _report_tail(carry, mode_names)
             progress(int(np.sum(finished)))
-        if sliced:
             took = time.perf_counter() - tic
             budget = int(np.clip(budget * _SLICE_S / max(took, 1e-3), 8, 1 << 24))
         if not left:
             break
-        if narrow is None or kern is not wide or not np.all(rest <= narrow):
-            continue
-        if tail_since is None:
-            tail_since = time.monotonic()
-        elif compiling is None and time.monotonic() - tail_since >= _NARROW_AFTER_S:
-            small = _compiled(pb, narrow, n_dev)
-            shrink = _shrinker(narrow, n_dev)
-            spare = jax.tree.map(jnp.copy, carry)
-            compiling = threading.Thread(
-                target=_quietly,
-                args=(_warm_narrow, small, shrink, pre, spare, sargs, sc),
-                name="rollax-narrow",
-                daemon=True,
-            )
-            compiling.start()
-            if _NARROW_SYNC:
-                compiling.join()
-        elif compiling is not None and not compiling.is_alive():
+        if hold and np.all(rest <= hold):  # every device stopped at its move
+            assert compiling is not None
+            compiling.join()  # (compiled long before, as a rule)
             carry = _shrinker(narrow, n_dev)(carry)
-            kern = _compiled(pb, narrow, n_dev)
+            kern, hold = _compiled(pb, narrow, n_dev), 0
             LOG.debug(f"the tail's starts moved to a kernel of {narrow} lanes")
     _tail.clear()
     if warm is not None:
@@ -1548,17 +1551,17 @@ def run(
     return _result(tuple(unshard(x) for x in res))
 
 
-#: Seconds a tail (at most L/16 starts left on every device) lasts before its starts move to a
-#: kernel of L/16 lanes (compiled beside it: once, then the compile cache).
-_NARROW_AFTER_S = 2.0
-_NARROW_SYNC = False  # (tests: wait for that compile, so that the move happens at a known slice)
+#: A hybrid run's tail moves to a kernel of L/16 lanes when every device has at least this
+#: many starts per lane (a large map: the Fig. 12 one has 84; a small run's tail is short and
+#: would pay a second compile for nothing).
+_NARROW_MIN_PER_LANE = 8
 
 
 def _warm_narrow(small: _Kernel, shrink, pre, spare, sargs, sc):
     """The narrow kernel's programs compiled (run on a copy of the carry: 0 iterations)."""
     narrowed = shrink(spare)
     jax.block_until_ready(small.finish(pre, narrowed, sargs, sc))
-    return small.advance(pre, narrowed, sargs, sc, 0)
+    return small.advance(pre, narrowed, sargs, sc, 0, 0)
 
 
 def _report_tail(carry: _Carry, mode_names) -> None:
