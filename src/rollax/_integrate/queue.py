@@ -1507,15 +1507,24 @@ def run(
     if pb.reset is not None and lanes > 16 and per_device.min() >= _NARROW_MIN_PER_LANE * lanes:
         narrow = max(16, lanes // 16)
     compiling, hold = None, 0
-    if narrow is not None:
-        small, shrink, hold = _compiled(pb, narrow, n_dev), _shrinker(narrow, n_dev), narrow
-        compiling = threading.Thread(
+
+    def compile_narrow():
+        assert narrow is not None
+        small, shrink = _compiled(pb, narrow, n_dev), _shrinker(narrow, n_dev)
+        th = threading.Thread(
             target=_quietly,
             args=(_warm_narrow, small, shrink, pre, jax.tree.map(jnp.copy, carry), sargs, sc),
             name="rollax-narrow",
             daemon=True,
         )
-        compiling.start()
+        th.start()
+        return th
+
+    if narrow is not None:
+        hold = narrow
+        # with a bar, after its first report (a first run's bar moved 12 s later when this
+        # compile shared the two cores with the first slice's)
+        compiling = compile_narrow() if progress is None else None
     _tail.clear()
     # Without progress, one slice runs the whole loop (up to the move); with it, slices of
     # about _SLICE_S (the budget of iterations adapts to the measured time of the last slice).
@@ -1533,6 +1542,8 @@ def run(
             budget = int(np.clip(budget * _SLICE_S / max(took, 1e-3), 8, 1 << 24))
         if not left:
             break
+        if hold and compiling is None:
+            compiling = compile_narrow()
         if hold and np.all(rest <= hold):  # every device stopped at its move
             assert compiling is not None
             compiling.join()  # (compiled long before, as a rule)
