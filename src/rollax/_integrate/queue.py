@@ -470,8 +470,9 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
     * ``init(y0s, aux0s, valid, bargs) -> (pre, carry)``: per-start set-up, vectorised once,
       and empty lanes;
     * ``advance(pre, carry, budget, hold) -> (carry, left, finished)``: at most ``budget``
-      iterations of the queue's loop, stopping where at most ``hold`` starts are left (refill / reset service, then one step of the lanes); ``left``:
-      whether work remains, ``finished``: starts done so far;
+      iterations of the queue's loop (refill / reset service, then one step of the lanes),
+      stopping where at most ``hold`` starts are left; ``left``: whether work remains,
+      ``finished``: starts done so far;
     * ``records(carry) -> _Out``: the raw per-start records (``_finish`` locates the events).
 
     Running the loop in slices (``advance`` called until nothing is left) changes nothing in
