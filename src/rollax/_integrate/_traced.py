@@ -36,6 +36,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import types
 from typing import Any
 from importlib.metadata import PackageNotFoundError, version
@@ -166,6 +167,12 @@ def _jaxpr(v, h, depth) -> None:
     oscillators differing only in an event target had the same printed program; the target
     was a constant of an inner closed jaxpr)."""
     inner = v.jaxpr if hasattr(v, "consts") else v
+    seen = getattr(_seen, "ids", None)
+    if seen is not None:  # (a rule closing over a program that holds the rule: once)
+        if id(inner) in seen:
+            h.update(b"<seen>")
+            return
+        seen.add(id(inner))
     h.update(_ADDRESS.sub("", str(inner)).encode())
     for c in getattr(v, "consts", ()):
         _value(c, h, depth)
@@ -190,7 +197,18 @@ def _rules(jaxpr, h, depth=0) -> None:
                     _value(v, h, 0)
 
 
+_seen = threading.local()  # the jaxprs met through closures while one key is computed
+
+
 def _key(closed, avals, static=None) -> str:
+    _seen.ids = set()
+    try:
+        return _digest(closed, avals, static)
+    finally:
+        _seen.ids = None
+
+
+def _digest(closed, avals, static) -> str:
     h = hashlib.sha256()
     h.update(_versions().encode())
     _value(static, h, 0)  # the arguments' static part (the system's class, static fields)
