@@ -270,6 +270,8 @@ MEASURE_INTERNALS = {
     "benchmarks/runs/stop40/split34.py",  # switches a kernel rule off, to split a cost
     # times the CLI's own refusal in this process, apart from a new process's imports
     "benchmarks/bench_robot_infeasible.py",
+    # switches the tail's move off (queue._NARROW_MIN_PER_LANE) to time the code before it
+    "benchmarks/bench_slip_tail.py",
 }
 
 
