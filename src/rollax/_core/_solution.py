@@ -19,6 +19,14 @@ class Status(enum.IntEnum):
     T_MAX = 1  # reached the final time with no terminal event
     NONFINITE = 2  # the state, the step size or an event value became non-finite / underflowed
     MAX_STEPS = 3  # the step limit (per segment) or the reset limit was hit
+    # an event fired again at once after its own reset, at the same time: the reset map left
+    # the state where that event fires (a state put just inside a boundary, a Zeno point); the
+    # run stops there, after the reset
+    REPEATED = 4
+    # an event function jumped across zero at its located root instead of crossing it (the
+    # root's bracket shrank to a jump, not to a zero): the event is reported, but sign changes
+    # of such a function between two samples are missed (bound the step with dt_max)
+    DISCONTINUOUS = 5
 
 
 def code_names(codes, enum_type: type[enum.IntEnum]) -> str | np.ndarray:
@@ -95,5 +103,6 @@ class Solution(eqx.Module):
 
     @property
     def failed(self) -> Bool[Arr, "*b"]:
-        """Runs that did not end normally (non-finite values or a step/reset limit)."""
-        return (self.status == Status.NONFINITE) | (self.status == Status.MAX_STEPS)
+        """Runs that did not end normally: non-finite values, a step or reset limit, an event
+        repeated at once after its reset, an event function that jumps across zero."""
+        return (self.status >= Status.NONFINITE) & (self.status <= Status.DISCONTINUOUS)

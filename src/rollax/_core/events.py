@@ -59,10 +59,18 @@ class EventSet(eqx.Module):
         """Reference signs and crossing counts at the start from the values ``g0`` there."""
         return jnp.sign(g0), jnp.zeros(g0.shape, dtype=jnp.int32)
 
-    def fired_at_start(self, g0: Float[Array, " n"]) -> Bool[Array, " n"]:
-        """Boundary events whose function is already <= 0 at the initial time."""
+    def fired_at_start(
+        self, g0: Float[Array, " n"], sign0: Float[Array, " n"] | None = None
+    ) -> Bool[Array, " n"]:
+        """Boundary events already fired at the initial time: ``g0 < 0``, or ``g0 == 0`` where
+        the function does not move inwards. ``sign0``: the scan's initial signs (the sign of
+        ``g0``, or where ``g0 == 0`` that of its derivative along the field); a boundary
+        exactly at zero that moves into ``g > 0`` (``sign0 > 0``) has not fired -- the state
+        an impact's reset map leaves on its boundary, which fired again at once before (a ball
+        reported 3 impacts at one time). None: every ``g0 <= 0`` has fired."""
         kinds = jnp.asarray(self.kinds, dtype=jnp.int32)
-        return (kinds == BOUNDARY) & (g0 <= 0)
+        fired = (kinds == BOUNDARY) & (g0 <= 0)
+        return fired if sign0 is None else fired & (sign0 <= 0)
 
 
 def scan_samples(
@@ -108,7 +116,8 @@ def locate_root(
     *,
     xtol: float = 1e-13,
     max_iter: int = 100,
-) -> Float[Array, ""]:
+    ends: bool = False,
+) -> Float[Array, ""] | tuple[Float[Array, ""], Float[Array, ""], Float[Array, ""]]:
     """Locate a root of the scalar ``g`` in the bracket ``[a, b]`` (Chandrupatla's method).
 
     ``g(a)`` and ``g(b)`` lie on different sides of zero, where 'positive' means ``g > 0``.
@@ -124,6 +133,8 @@ def locate_root(
     smooth functions with brackets of 1/16 of a step it reaches ``xtol = 1e-13`` within 10
     iterations (``tests/core/test_events.py``), where Illinois regula falsi with a bisection every
     third iterate (used before) needed up to 53; the Fig. 11 slip panel went 4.6 -> 3.9 s.
+    ``ends=True``: also ``g`` at the final bracket's two ends, ``(root, g(root), g(other end))``
+    (a bracket that shrank onto a jump of ``g``, not a zero, keeps them far apart).
     """
     a, b, ga, gb = (jnp.asarray(x) for x in (a, b, ga, gb))
     sa = ga > 0
@@ -162,10 +173,14 @@ def locate_root(
     a, b = jnp.asarray(a, dtype), jnp.asarray(b, dtype)
     t0 = ga / nz(ga - gb)
     t0 = jnp.where(jnp.isfinite(t0) & (t0 > 0) & (t0 < 1), t0, 0.5).astype(dtype)
-    a, b, _, fa, _, _, _, _ = jax.lax.while_loop(
+    a, b, _, fa, fb, _, _, _ = jax.lax.while_loop(
         cond, body, (a, b, b, ga, gb, gb, t0, jnp.int32(0))
     )
-    return jnp.where((fa > 0) != sa, a, b)
+    side = (fa > 0) != sa
+    root = jnp.where(side, a, b)
+    if not ends:
+        return root
+    return root, jnp.where(side, fa, fb), jnp.where(side, fb, fa)
 
 
 class Scan(NamedTuple):
@@ -327,6 +342,15 @@ class Located(NamedTuple):
     t: Float[Array, ""]  # its root
     # crossings counted before the root, the ending crossing included (shadows tuple.count)
     count: Int[Array, " n"]  # pyright: ignore[reportIncompatibleMethodOverride]
+    # the root's bracket shrank onto a jump of the event function, not onto a zero (JUMP_SHARE)
+    jumped: Bool[Array, ""]
+
+
+#: A located root is a jump of its event function, not a zero, when the function still
+#: differs across the final bracket (~1e-13 of the time) by more than this share of its change
+#: across the sample interval that bracketed it. A smooth function changes across the final
+#: bracket by ~1e-13 / (h / n_samples) of that: far below, unless the step is ~1e-12 long.
+JUMP_SHARE = 0.5
 
 
 def locate_in_step(
@@ -381,18 +405,25 @@ def locate_in_step(
     ga, gb = envelope(g_a), envelope(g_b)
     ok = found & (ga > 0) & ~(gb > 0)
     # nothing to locate: an empty bracket, so that a vmapped root finder stops at once
-    root = locate_root(
+    root, g_root, g_other = locate_root(
         lambda tt: envelope(g_at(tt)),
         jnp.where(ok, a, b),
         b,
         jnp.where(ok, ga, 1.0),
         jnp.where(ok, gb, -1.0),
+        ends=True,
     )
-    root = jnp.where(ok, root, b)
+    # the first sample interval, and the function already past zero at the step's start: the
+    # root lies in the gap before the step (a jump time's: the step before ended just before
+    # it, this one starts just after it), so the step's start is the root, not the sample
+    # (diffrax's own test: the event at the jump time 0.98 was reported at the first sample)
+    gap = found & (kc == 0) & (ga < 0)
+    root = jnp.where(ok, root, jnp.where(gap, t0, b))
     exact = jnp.where(cand, sc.t_exact, jnp.inf)
     t_ex = jnp.min(exact)
     use_exact = t_ex <= root
     t_root = jnp.where(use_exact, t_ex, root)
+    jumped = ok & ~use_exact & (jnp.abs(g_root - g_other) > JUMP_SHARE * jnp.abs(ga - gb))
     e_env = jnp.argmin(jnp.where(cand, orient * g_at(root), jnp.inf))
     e = jnp.where(use_exact, jnp.argmin(exact), e_env).astype(jnp.int32)
     # crossings before the root: the samples before the bracket, plus the ending crossing
@@ -400,4 +431,4 @@ def locate_in_step(
         events, vals, times, sign, count, t_zero, targets, jnp.arange(n_samples) < k, unroll
     )
     onehot = (jnp.arange(kinds.shape[0]) == e) & (kinds == CROSSING) & found
-    return Located(found, e, t_root, before.count + onehot.astype(count.dtype))
+    return Located(found, e, t_root, before.count + onehot.astype(count.dtype), jumped)

@@ -40,7 +40,7 @@ from rollax._core._eventlog import SAVE_EVENTS_MAX
 from rollax._core._solution import Solution, Status
 from rollax._integrate._solve import SAMPLES_MAX, _check_ts, check_options, solve
 from rollax._core._system import AbstractSystem
-from rollax._core._validate import _show, check_integer, check_jump_ts, past_jump
+from rollax._core._validate import _show, check_integer
 from rollax._core.events import EventSet
 
 
@@ -367,17 +367,8 @@ def _solve_ensemble(
         opts.update(max_resets=max_resets, n_samples=n_samples, jump_ts=jump_ts)
         opts.update(save_events=save_events)
         return _saving(system, y0s, modes, aux, t0, t1, _check_ts(ts, t0, t1), progress, opts)
-    jumps_ = system.jump_times() if jump_ts is None else jump_ts
-    t0n = past_jump(float(t0), check_jump_ts(jumps_)) if jumps_ is not None else float(t0)
-    if isinstance(t0n, float) and t0n != float(t0):
-        # a start within the smallest step before a jump time: on from just after it, the
-        # state moved over the gap by one Euler step (as rollax.solve)
-        axes = jax.tree_util.tree_map(lambda b: 0 if b else None, marks)
-        y0s = _euler(
-            system, dyn, axes, jnp.asarray(y0s), jnp.asarray(modes), float(t0), t0n - float(t0)
-        )
-        y0s = y0s if keep else np.asarray(y0s)
-        t0 = t0n
+    # (a start within the smallest step before a jump time goes on from just after it, the
+    # state moved over the gap by one Euler step: the kernel's setup does it, as rollax.solve)
     if ad.K:  # the event log's count and rows, after the system's own aux
         _, rows0 = _eventlog.empty(ad.K, d, np.float64)
         aux = np.concatenate(
@@ -622,17 +613,6 @@ def _valid_rows(valid, y0s):
             f"valid = {_show(valid)} is not allowed: it must be {n} booleans, one per start"
         )
     return v.astype(bool)
-
-
-@eqx.filter_jit
-def _euler(system, dyn, axes, y0s, modes, t0, dt):
-    static = eqx.partition(system, eqx.is_array)[1]
-    return jax.vmap(
-        lambda dy, y, m: (
-            y + dt * eqx.combine(dy, static).vector_field(jnp.asarray(t0, y.dtype), y, m)
-        ),
-        in_axes=(axes, 0, 0),
-    )(dyn, y0s, modes)
 
 
 def _initial_modes(system, t0, y0s, valid) -> np.ndarray:

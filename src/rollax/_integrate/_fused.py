@@ -266,7 +266,6 @@ def phases(pb, sargs: tuple, sc) -> Phases:
     on its one record); ``pb.rolled``: the Runge-Kutta stages and event samples in loops
     (see :func:`_with_rolled`)."""
     _, _, _, ops = E._machine(pb, 1, sargs, E._Scalars(*sc))
-    t0 = sc[0]
     events, reset = pb.events, pb.reset
     n = events.n
     K = pb.n_samples
@@ -276,8 +275,8 @@ def phases(pb, sargs: tuple, sc) -> Phases:
     def setup(y0, aux0, valid, bl):
         d = y0.shape[0]
         dtype = y0.dtype
-        g0, k10, h0, sign0, bad0 = ops.setup(y0, bl)
-        at_start = jnp.any(events.fired_at_start(g0)) if n else jnp.zeros((), bool)
+        g0, k10, h0, sign0, bad0, y0 = ops.setup(y0, bl)
+        at_start = jnp.any(events.fired_at_start(g0, sign0)) if n else jnp.zeros((), bool)
         # as the queue's init and refill: a start with a boundary violated at t0 needs no solve
         # (with a reset map it enters parked, at a step of length 0); a non-finite one fails
         parked = at_start & (reset is not None)
@@ -292,7 +291,7 @@ def phases(pb, sargs: tuple, sc) -> Phases:
                 idx=jnp.zeros((1,), jnp.int32),
                 live=one_(status == E._LIVE),
                 status=one_(status),
-                t=jnp.full((1,), t0, dtype),
+                t=jnp.full((1,), ops.t_start, dtype),
                 y=one_(y0),
                 h=one_(jnp.where(runs & ~parked, h0, 0.0).astype(dtype)),
                 seg=jnp.zeros((1,), jnp.int32),

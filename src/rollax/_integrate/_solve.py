@@ -730,8 +730,6 @@ def solve(
     opts = _Options(
         solver, adjoint, max_steps, max_resets, n_samples, traced, int(save_events), dense, plain
     )
-    if jump_ts is not None:
-        t0, y0 = _over_the_gap(system, t0, y0, mode, jump_ts)
     f = jnp.asarray
     m = None
     if ts is not None:
@@ -794,16 +792,26 @@ def _initial_mode(system, t0, y0):
 
 
 def _over_the_gap(system, t0, y0, mode, jump_ts):
-    """``(t0, y0)``, or, when ``t0`` lies within the smallest step before a jump time, the
-    first time after it and the state moved there by one Euler step (``past_jump``)."""
+    """``(t0, y0, sign)``: when ``t0`` lies within the smallest step before a jump time, the
+    first time after it and the state moved there by one Euler step (``past_jump``), with the
+    scan's signs at the start itself (so that a crossing inside the gap is seen by the first
+    step, and located at its start: ``events.locate_in_step``); else ``t0``, ``y0`` and NaN
+    signs (taken where the run starts). The kernel's setup: the same."""
     t0n = past_jump(t0, jump_ts)
-    concrete = not any(isinstance(v, Tracer) for v in (t0, t0n, jump_ts))
-    if concrete and float(t0n) == float(t0):
-        return t0, y0
-    t = jnp.asarray(t0, float)
-    dt = jnp.asarray(t0n, float) - t
-    f0 = jnp.asarray(system.vector_field(t, y0, mode), y0.dtype)
-    return t0n, jnp.where(dt > 0, y0 + dt * jnp.where(dt > 0, f0, 0.0), y0)
+    dt = t0n - t0
+    moved = dt > 0
+    f0 = jnp.asarray(system.vector_field(t0, y0, mode), y0.dtype)
+    sign = _start_signs(system, t0, y0, mode, f0)
+    y0n = jnp.where(moved, y0 + jnp.where(moved, dt, 0.0) * f0, y0)
+    return t0n, y0n, jnp.where(moved, sign, jnp.nan)
+
+
+def _start_signs(system, t0, y0, mode, f0):
+    """The scan's signs at a start: a function exactly at zero takes the side it moves to."""
+    g0, dg0 = jax.jvp(
+        lambda t, y: system.event_values(t, y, mode), (t0, y0), (jnp.ones_like(t0), f0)
+    )
+    return jnp.where(g0 != 0, jnp.sign(g0), jnp.sign(dg0)).astype(y0.dtype)
 
 
 def _check_ts(ts, t0, t1):
@@ -949,6 +957,11 @@ class _State(NamedTuple):
     ys: Float[Array, "m d"]  # saved states (m = 0 without ts)
     log_n: Float[Array, ""]  # events so far (the event log, _eventlog)
     log: Float[Array, " Kw"]  # the first K of them, flat
+    # the event served by the last reset and its time (-1: none yet): one that fires again at
+    # once, at that time, ends the run as REPEATED
+    last_e: Int[Array, ""]
+    last_t: Float[Array, ""]
+    sign_in: Float[Array, " n"]  # the first segment's scan signs (nan: those at its start)
 
 
 @eqx.filter_jit
@@ -1005,6 +1018,10 @@ def _run(
     events = system.event_set
     n = events.n
     m = 0 if ts is None else ts.shape[0]
+    sign_in = jnp.full(n, jnp.nan, y0.dtype)
+    if jump_ts is not None:
+        t0, y0, sign_in = _over_the_gap(system, t0, y0, mode, jump_ts)
+        sign_in = sign_in if n else jnp.zeros(0, y0.dtype)
     if opts.plain:
         return _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
     st = _State(
@@ -1021,6 +1038,9 @@ def _run(
         jnp.int32(0),
         jnp.full((m,) + y0.shape, jnp.nan, y0.dtype),
         *_eventlog.empty(opts.save_events, y0.shape[0], y0.dtype),
+        jnp.int32(-1),
+        t0,
+        sign_in,
     )
 
     def run(s: _State) -> Any:  # the next state; with opts.dense, (it, the dense output)
@@ -1199,7 +1219,6 @@ def _segment(
 ) -> _State | tuple[_State, Any]:
     """Integrate from the state's time to the next terminal event (or t1); reset if hybrid."""
     n = events.n
-    kinds = jnp.asarray(events.kinds, jnp.int32)
     dtype = s.y.dtype
     t0, y0, mode = s.t, s.y, s.mode
     g0 = system.event_values(t0, y0, mode)
@@ -1209,7 +1228,16 @@ def _segment(
         lambda t, y: system.event_values(t, y, mode), (t0, y0), (jnp.ones_like(t0), f0)
     )
     sign0 = jnp.where(g0 != 0, jnp.sign(g0), jnp.sign(dg0))
-    at_start = (kinds == 0) & (g0 <= 0)
+    sign0 = jnp.where(jnp.isnan(s.sign_in), sign0, s.sign_in)  # (a start moved over a gap)
+    # (a boundary exactly at zero that moves inwards has not fired: events.fired_at_start)
+    at_start = events.fired_at_start(g0, sign0)
+    # the event just served by a reset fires again at once, at its own time (the kernel's
+    # serve_end: the same)
+    repeated = (
+        (s.last_e >= 0) & at_start[jnp.maximum(s.last_e, 0)] & (t0 == s.last_t)
+        if n
+        else jnp.asarray(False)
+    )
     bad_start = ~jnp.all(jnp.isfinite(g0)) | ~jnp.all(jnp.isfinite(y0)) | ~jnp.all(jnp.isfinite(f0))
     skip = jnp.any(at_start) | bad_start
     sg = jax.lax.stop_gradient
@@ -1326,12 +1354,16 @@ def _segment(
             unroll=False,  # once per segment: a smaller program (compile time, issue 36)
         )
         found = fired & loc.found
+        jumped = found & loc.jumped
         t_ev, y_ev = _implicit(system, mode, interp, jnp.where(found, loc.t, sg(f_t1)), loc.event)
     else:  # no events: nothing to locate
-        loc = Located(jnp.asarray(False), jnp.int32(0), t0, jnp.zeros(0, jnp.int32))
+        loc = Located(
+            jnp.asarray(False), jnp.int32(0), t0, jnp.zeros(0, jnp.int32), jnp.asarray(False)
+        )
         found, t_ev, y_ev = jnp.asarray(False), t0, y0
+        jumped = jnp.asarray(False)
     e_start = jnp.argmax(at_start).astype(jnp.int32) if n else jnp.int32(0)
-    e = jnp.where(skip, e_start, loc.event)
+    e = jnp.where(skip, jnp.where(repeated, s.last_e, e_start), loc.event)
     t_e = jnp.where(skip, t0, t_ev)
     y_e = jnp.where(skip, y0, y_ev)
     counts = jnp.where(skip, 0, jnp.where(found, loc.count, ev.count.astype(jnp.int32)))
@@ -1396,23 +1428,36 @@ def _segment(
     y_out = jnp.where(event_now, y_e, y_phys)
     # at an event: the reset map decides (non-hybrid: the run ends there)
     t_r, y_r, mode_r, aux_r, term = system.reset(t_out, y_out, mode, s.aux, e)
-    term = jnp.asarray(term, bool)
-    resets = s.resets + (event_now & ~term).astype(jnp.int32)
+    term = jnp.asarray(term, bool) & ~repeated
+    # a repeated event ends the run where its last reset left it (not reset again)
+    t_r, y_r = jnp.where(repeated, t_out, t_r), jnp.where(repeated, y_out, y_r)
+    mode_r = jnp.where(repeated, mode, mode_r)
+    aux_r = jnp.where(repeated, s.aux, aux_r)
+    ends = term | jumped | repeated  # (a jump or a repeat ends the run after its reset)
+    resets = s.resets + (event_now & ~ends).astype(jnp.int32)
     status = jnp.where(
         status == -2,
-        jnp.where(term, Status.EVENT, jnp.where(resets > opts.max_resets, Status.MAX_STEPS, -1)),
+        jnp.select(
+            [repeated, jumped, term, resets > opts.max_resets],
+            [Status.REPEATED, Status.DISCONTINUOUS, Status.EVENT, Status.MAX_STEPS],
+            -1,
+        ),
         status,
     ).astype(jnp.int32)
     # a reset that moves the time to or past t1 ends the run there
     status = jnp.where((status == -1) & (t_r >= t1), Status.T_MAX, status).astype(jnp.int32)
-    ended_by_event = status == Status.EVENT
+    ended_by_event = (
+        (status == Status.EVENT) | (status == Status.DISCONTINUOUS) | (status == Status.REPEATED)
+    )
     ys = s.ys
     if ts is not None:
         inside = (ts >= t0) & (ts <= t_out)  # a failed run keeps what it reached
         ys = jnp.where(inside[:, None], sol.ys[1], ys)
     log_n, log = s.log_n, s.log
     if opts.save_events:  # every event the reset map saw (static: none without a log)
-        log_n, log = _eventlog.write(log_n, log, event_now, t_out, e, mode, y_out, t_r, mode_r, y_r)
+        log_n, log = _eventlog.write(
+            log_n, log, event_now & ~repeated, t_out, e, mode, y_out, t_r, mode_r, y_r
+        )
     keep = lambda a, b: jnp.where(event_now, a, b)  # noqa: E731
     new = _State(
         t=keep(jnp.asarray(t_r, t_out.dtype), t_out),
@@ -1431,6 +1476,9 @@ def _segment(
         ys=ys,
         log_n=log_n,
         log=log,
+        last_e=jnp.where(event_now, e, -1).astype(jnp.int32),
+        last_t=t_out,
+        sign_in=jnp.full_like(s.sign_in, jnp.nan),
     )
     # the dense output of the (one) segment: diffrax's interpolation of the physical state
     if not opts.dense:

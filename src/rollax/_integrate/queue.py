@@ -84,14 +84,23 @@ EVENT = int(Status.EVENT)  # ended by an event (see ``event``)
 T_MAX = int(Status.T_MAX)  # reached t_max with no event
 FAILED_NAN = int(Status.NONFINITE)  # the state or the step size became non-finite / underflowed
 FAILED_STEPS = int(Status.MAX_STEPS)  # the step limit (per segment) or the reset limit was hit
-PADDING = 4  # not a real start (padding of a chunk)
-_PENDING = 5  # internal: the step holding the (terminal) event is located after the loop
-_PARKED = 6  # internal: the step holding an event is located, and reset, in the loop
-_LIVE = 7  # internal: integrating
+REPEATED = int(Status.REPEATED)  # an event fired again at once after its own reset
+DISCONTINUOUS = int(Status.DISCONTINUOUS)  # an event function jumped across zero at its root
+PADDING = 6  # not a real start (padding of a chunk)
+_PENDING = 7  # internal: the step holding the (terminal) event is located after the loop
+_PARKED = 8  # internal: the step holding an event is located, and reset, in the loop
+_LIVE = 9  # internal: integrating
 assert len(Status) == PADDING, "the kernel's own codes follow rollax.Status's"
 
 
-STATUS_NAMES = {EVENT: "event", T_MAX: "t_max", FAILED_NAN: "nan", FAILED_STEPS: "max_steps"}
+STATUS_NAMES = {
+    EVENT: "event",
+    T_MAX: "t_max",
+    FAILED_NAN: "nan",
+    FAILED_STEPS: "max_steps",
+    REPEATED: "repeated",
+    DISCONTINUOUS: "discontinuous",
+}
 
 
 class EnsembleResult(NamedTuple):
@@ -499,6 +508,9 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
     n_coef = rk.N_COEF if store else 0
     jump_after, clip = _jump_clip(pb.jump_ts)
 
+    # the start: t0, or just after a jump time that t0 lies before by less than the smallest step
+    t_start = past_jump(t0, pb.jump_ts) if pb.jump_ts else t0
+
     def first_step(t, y, k, bl):
         if exact:
             h = fn.flow_step(t, y, bl)
@@ -508,11 +520,26 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             )
         return clip(t, jnp.minimum(jnp.minimum(h, dt_max), t_max - t))
 
-    # Per-start set-up, vectorised once: event values and their signs, k1, the first step.
+    # Per-start set-up, vectorised once: event values and their signs, k1, the first step, and
+    # the start itself (moved over a jump time's gap: below).
     def setup(y, bl):
-        k, g = fn.fg(t0, y, bl)
+        sign_o = moved = None
+        if pb.jump_ts:
+            # a start within the smallest step before a jump time (past_jump) goes on from just
+            # after it, moved there by one Euler step; the scan's signs are those of the start
+            # itself, so that a crossing inside that gap is seen by the first step (and located
+            # at its start, events.locate_in_step) instead of dropped (rollax.solve: the same)
+            k_o, g_o = fn.fg(t0, y, bl)
+            sign_o = _start_sign(fn, t0, y, k_o, g_o, bl)
+            dt = t_start - t0
+            moved = dt > 0
+            y = jnp.where(moved, y + jnp.where(moved, dt, 0.0) * k_o, y)
+        k, g = fn.fg(t_start, y, bl)
         bad = ~jnp.all(jnp.isfinite(g)) | ~jnp.all(jnp.isfinite(y)) | ~jnp.all(jnp.isfinite(k))
-        return g, k, first_step(t0, y, k, bl), _start_sign(fn, t0, y, k, g, bl), bad
+        sign = _start_sign(fn, t_start, y, k, g, bl)
+        if moved is not None:
+            sign = jnp.where(moved, sign_o, sign)
+        return g, k, first_step(t_start, y, k, bl), sign, bad, y
 
     def blank(K_, d, dtype):
         # per-record arrays shared by the lanes and the records: crossings and their steps
@@ -539,10 +566,12 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
     def init(y0s, aux0s, valid, bargs):
         N, d = y0s.shape
         dtype = y0s.dtype
-        g0, k10, h0, sign0, bad0 = jax.vmap(setup)(y0s, bargs)
+        g0, k10, h0, sign0, bad0, y0s = jax.vmap(setup)(y0s, bargs)
         # A boundary already violated at t0: without a reset map the start needs no solve;
         # with one it enters parked, at a step of length 0. A non-finite start fails at once.
-        at_start = jax.vmap(events.fired_at_start)(g0).any(axis=1) if n else jnp.zeros(N, bool)
+        at_start = (
+            jax.vmap(events.fired_at_start)(g0, sign0).any(axis=1) if n else jnp.zeros(N, bool)
+        )
         needs = valid & ~bad0 & (~at_start if reset is None else True)
         order = jnp.argsort(~needs, stable=True).astype(jnp.int32)
         nq = jnp.sum(needs).astype(jnp.int32)
@@ -554,7 +583,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             status=jnp.concatenate(
                 [jnp.where(valid, first_status, PADDING), jnp.array([PADDING])]
             ).astype(jnp.int32),
-            t=jnp.full((M,), t0, dtype),
+            t=jnp.full((M,), t_start, dtype),
             y=jnp.concatenate([y0s, jnp.zeros((1, d), dtype)]),
             h=jnp.zeros((M,), dtype),  # starts that end at t0: a pending 'step' with h = 0
             aux=jnp.concatenate([aux0s, jnp.zeros((1,) + aux0s.shape[1:], dtype)]),
@@ -564,7 +593,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             idx=jnp.full((L,), -1, jnp.int32),
             live=jnp.zeros((L,), bool),
             status=jnp.zeros((L,), jnp.int32),
-            t=jnp.full((L,), t0, dtype),
+            t=jnp.full((L,), t_start, dtype),
             y=jnp.zeros((L, d), dtype),
             h=jnp.ones((L,), dtype),
             seg=jnp.zeros((L,), jnp.int32),
@@ -601,7 +630,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             live=ln.live | (take & ~parked),
             status=jnp.where(take, jnp.where(parked, _PARKED, _LIVE), ln.status),
             event=jnp.where(take, -1, ln.event),
-            t=jnp.where(take, t0, ln.t),
+            t=jnp.where(take, t_start, ln.t),
             y=jnp.where(tk, pre.y0s[src], ln.y),
             h=jnp.where(take, jnp.where(parked, 0.0, pre.h0[src]), ln.h),
             k1=jnp.where(tk, pre.k10[src], ln.k1),
@@ -624,11 +653,12 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
         t, y, h, k1, sign, count, t_zero, steps, resets, aux, fc_t, hit_y1, hit_coef, hit_vals, *bl
     ):
         # Locate the event of a parked lane (h = 0: it fired at the state itself) on the step
-        # that fired (kept by the hot loop, or redone), apply the reset map and set up the next
-        # segment.
+        # that fired (kept by the hot loop, or redone) and apply the reset map; serve_end sets
+        # up the next segment once the new state's scan signs are known (serve_block).
         g_here = fn.g(t, y, bl)
         at0 = h == 0.0
-        e0 = jnp.argmax(events.fired_at_start(g_here)).astype(jnp.int32)
+        # (a lane parked at its start has its scan signs there: those of refill or serve_block)
+        e0 = jnp.argmax(events.fired_at_start(g_here, sign)).astype(jnp.int32)
         # a lane parked at its start has no step to search: all events masked, so that its
         # (vmapped) root finder stops at once instead of running on a meaningless bracket
         loc, y_at = _locate(
@@ -652,57 +682,87 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
         t_n, y_n, aux_n, term = reset(te, ye, aux, e, fn.args(bl))
         term = jnp.asarray(term, bool)
         lost = ~at0 & ~loc.found  # cannot happen (the step that fired): reported if it does
-        term = term & ~lost
+        jumped = ~at0 & loc.jumped  # the root is a jump of its function, not a zero
         k1_n, g_n = fn.fg(t_n, y_n, bl)
-        bad = (
-            ~jnp.all(jnp.isfinite(g_n)) | ~jnp.all(jnp.isfinite(y_n)) | ~jnp.all(jnp.isfinite(k1_n))
-        )
-        again = ~term & jnp.any(events.fired_at_start(g_n))
-        resets_n = resets + jnp.where(term, 0, 1)
-        over = ~term & ~again & (t_n >= t_max)
-        capped = ~term & (resets_n > max_resets)
-        status = jnp.select(
-            [lost, term, capped, bad, again, over],
-            [FAILED_NAN, EVENT, FAILED_STEPS, FAILED_NAN, _PARKED, T_MAX],
-            _LIVE,
-        )
-        live = status == _LIVE
-        h_n = jnp.where(again | bad, 0.0, first_step(t_n, y_n, k1_n, bl))
         # a terminal event keeps the segment's crossings (those before the root and the
         # ending one); a new segment starts afresh
         count_n = jnp.where(term, jnp.where(at0, 0, loc.count), 0)
+        return (t_n, y_n, aux_n, term, lost, jumped, k1_n, g_n, e, te, count_n.astype(count.dtype))
+
+    def serve_end(
+        t_n, y_n, aux_n, term, lost, jumped, k1_n, g_n, e, te, count_n, sign_n, resets, fc_t, *bl
+    ):
+        # the status of a served lane and its next segment, from the new state's scan signs
+        # (the segment's crossings and first crossings stay with a terminal reset, jumped or not)
+        fc_n = jnp.where(term, fc_t, jnp.nan)
+        term = term & ~lost & ~jumped
+        bad = (
+            ~jnp.all(jnp.isfinite(g_n)) | ~jnp.all(jnp.isfinite(y_n)) | ~jnp.all(jnp.isfinite(k1_n))
+        )
+        fires = events.fired_at_start(g_n, sign_n)
+        again = ~term & jnp.any(fires)
+        # the event that was just served fires again at once, at its own time: the reset map
+        # left the state where it fires (rollax.solve: the same)
+        repeated = again & fires[e] & (t_n == te)
+        resets_n = resets + jnp.where(term | lost | jumped, 0, 1)
+        over = ~term & ~again & (t_n >= t_max)
+        capped = ~term & (resets_n > max_resets)
+        status = jnp.select(
+            [lost, jumped, term, capped, bad, repeated, again, over],
+            [FAILED_NAN, DISCONTINUOUS, EVENT, FAILED_STEPS, FAILED_NAN, REPEATED, _PARKED, T_MAX],
+            _LIVE,
+        )
+        ends = (status == EVENT) | (status == DISCONTINUOUS) | (status == REPEATED)
+        h_n = jnp.where(again | bad, 0.0, first_step(t_n, y_n, k1_n, bl))
         return (
-            live,
+            status == _LIVE,
             status.astype(jnp.int32),
-            jnp.where(term, e, -1),
+            jnp.where(ends, e, -1),
             t_n,
             y_n,
             h_n,
             k1_n,
-            g_n,
-            count_n.astype(count.dtype),
-            jnp.full_like(t_zero, jnp.nan),
-            steps,
+            sign_n,
+            count_n,
+            jnp.full_like(g_n, jnp.nan),
             resets_n,
             aux_n,
-            jnp.where(term, fc_t, jnp.nan),
+            fc_n,
         )
 
     def serve_block(*xs):
-        # serve_one on a block of lanes; the new segments' scan signs (its 8th output is the
-        # event values there) need the event functions' derivative only where one is exactly
-        # zero, so the jvp runs only for a block that has one (it was 13 % of a service pass)
-        res = list(jax.vmap(serve_one)(*xs))
-        t_n, y_n, k1_n, g_n = res[3], res[4], res[6], res[7]
+        # serve_one on a block of lanes, then serve_end; the new segments' scan signs need
+        # the event functions' derivative only where one is exactly zero, so the jvp runs
+        # only for a block that has one (it was 13 % of a service pass)
+        t_n, y_n, aux_n, term, lost, jumped, k1_n, g_n, e, te, count_n = jax.vmap(serve_one)(*xs)
         bl = xs[14:]
-        res[7] = jax.lax.cond(
+        sign_n = jax.lax.cond(
             jnp.any(g_n == 0),
             lambda: jax.vmap(lambda t_, y_, k_, g_, *b: _start_sign(fn, t_, y_, k_, g_, b))(
                 t_n, y_n, k1_n, g_n, *bl
             ),
             lambda: jnp.sign(g_n).astype(g_n.dtype),
         )
-        return tuple(res)
+        res = jax.vmap(serve_end)(
+            t_n,
+            y_n,
+            aux_n,
+            term,
+            lost,
+            jumped,
+            k1_n,
+            g_n,
+            e,
+            te,
+            count_n,
+            sign_n,
+            xs[8],
+            xs[10],
+            *bl,
+        )
+        steps = xs[7]
+        # (the order of _SERVED: steps is kept as it is)
+        return res[:10] + (steps,) + res[10:]
 
     def serve(carry: _Carry) -> _Carry:
         ln = carry.ln
@@ -891,7 +951,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
         return carry, left(pre, carry), finished.astype(jnp.int32)
 
     # the per-lane pieces, for the fused path (rollax._integrate._fused runs one start per lane with them)
-    lane = _LaneOps(setup, step_lanes, serve_block, blank, store, n_coef)
+    lane = _LaneOps(setup, step_lanes, serve_block, blank, store, n_coef, t_start)
     return init, advance, records, lane
 
 
@@ -899,12 +959,13 @@ class _LaneOps(NamedTuple):
     """The queue's per-lane pieces (see ``_machine``), which :mod:`rollax._integrate._fused` reuses to run
     one start per lane with the same arithmetic."""
 
-    setup: Callable  # (y, bl) -> (g, k1, h, sign, bad) at t0
+    setup: Callable  # (y, bl) -> (g, k1, h, sign, bad, y) at the start (t0 or past a jump)
     step_lanes: Callable  # _Lanes -> _Lanes: one attempted step of the live lanes
     serve_block: Callable  # the reset service of a block of parked lanes
     blank: Callable  # (K, d, dtype) -> the per-record crossing fields, empty
     store: bool  # the lanes keep the steps that fire (see _keeps_steps)
     n_coef: int
+    t_start: Any  # the start time (t0, or past a jump time's gap: setup)
 
 
 def _flush(ln: _Lanes, out: _Out) -> tuple[_Lanes, _Out]:
@@ -1049,16 +1110,21 @@ def _finish(
     if pb.reset is None:
         pending = out.status == _PENDING
         at_start = pending & (out.h == 0.0)  # ended at the very start: no step to search
+
         # Starts that ended at t0: the first boundary already violated there.
-        g0 = jax.vmap(lambda t, y, *bl: fn.g(t, y, bl))(out.t, out.y, *bargs)
-        e0 = jnp.argmax(jax.vmap(events.fired_at_start)(g0), axis=1).astype(jnp.int32)
+        def fired0(t, y, *bl):
+            k, g = fn.fg(t, y, bl)
+            return events.fired_at_start(g, _start_sign(fn, t, y, k, g, bl))
+
+        e0 = jnp.argmax(jax.vmap(fired0)(out.t, out.y, *bargs), axis=1).astype(jnp.int32)
 
         def end_one(t, y, h, k1, sign, count, t_zero, *bl, sel=True):
             loc, y_at = _locate(
                 pb, fn, bl, t, y, h, k1, sign, count, t_zero, event_mask=jnp.broadcast_to(sel, (n,))
             )
             # a root that the redone step does not show (rounding): reported as a failure
-            return loc.event, loc.t, y_at, loc.count, jnp.where(loc.found, EVENT, FAILED_NAN)
+            status = jnp.where(loc.jumped, DISCONTINUOUS, EVENT)
+            return loc.event, loc.t, y_at, loc.count, jnp.where(loc.found, status, FAILED_NAN)
 
         event, t_end, y_end, counts, status = blocked(
             end_one,
@@ -1426,7 +1492,8 @@ def run(
     jumps = check_jump_ts(jump_ts)
     if not isinstance(jumps, tuple):
         raise ValueError("jump_ts must be concrete times (the kernel is compiled for them)")
-    t0 = past_jump(float(t0), jumps)
+    # (a t0 within the smallest step before a jump time: the kernel's setup moves the start
+    # over that gap)
     pb = _KernelProblem(
         f,
         events,
