@@ -56,13 +56,14 @@ from importlib.metadata import version
 from pathlib import Path
 
 CASES = ("oscillator", "oscillator6", "ball", "pendulum", "rim", "robot")
-IMPLS = ("rollax", "diffrax")
+# "loop": rollax.solve's one step loop (ROLLAX_LOOP=one, issue 57), the segment loop's rival
+IMPLS = ("rollax", "loop", "diffrax")
 RTOL = ATOL = 1e-10
 MAX_STEPS = 16_384
 
 
 # ---------------------------------------------------------------------------------- the cases
-def build(case: str, smoke: bool):
+def build(case: str, smoke: bool, impacts: int = 4):
     """``(p0, dp, rollax_fn, diffrax_fn)``: ``fn(p, adjoint) -> (scalar, steps)``."""
     import diffrax
     import jax
@@ -156,8 +157,12 @@ def build(case: str, smoke: bool):
         return jnp.asarray(1.3), jnp.asarray(1.0), ours, theirs
 
     if case in ("ball", "pendulum"):
-        n = 4
+        # --impacts: the run ends at impact n (0: a system without a reset map that ends at the
+        # first, the reference of issue 57's "one terminal event and no reset"); beyond 4, a
+        # restitution of 0.99 and t1 = 1000, so that impact n comes before t1
+        n = impacts
         ball = case == "ball"
+        e0, t_end = (0.8, 10.0) if n <= 4 else (0.99, 1000.0)
 
         class Impacts(rollax.AbstractSystem):  # examples/bouncing_ball.py; the pendulum's wall
             g: jax.Array = rollax.parameter(9.81)  # the pendulum: g / L
@@ -176,15 +181,17 @@ def build(case: str, smoke: bool):
             def event_values(self, t, y, mode):
                 return y[:1]
 
-            def reset(self, t, y, mode, aux, event):
-                k = aux[0] + 1
-                y_new = jnp.stack([jnp.zeros_like(y[0]), -self.e * y[1]])
-                return t, y_new, mode, aux.at[0].set(k), k >= self.n_impacts
+            if n:
+
+                def reset(self, t, y, mode, aux, event):
+                    k = aux[0] + 1
+                    y_new = jnp.stack([jnp.zeros_like(y[0]), -self.e * y[1]])
+                    return t, y_new, mode, aux.at[0].set(k), k >= self.n_impacts
 
         y0 = jnp.array([1.0, 0.0])
 
         def ours(e, adjoint):
-            sol, k = rollax_run(Impacts(e=e, n_impacts=n), y0, 10.0, adjoint)
+            sol, k = rollax_run(Impacts(e=e, n_impacts=n), y0, t_end, adjoint)
             return sol.t + sol.y[1], k
 
         def vf(t, y, e):
@@ -196,10 +203,10 @@ def build(case: str, smoke: bool):
             return jnp.stack([jnp.zeros_like(y[0]), -e * y[1]])
 
         def theirs(e, adjoint):
-            t, y, k = segments(n, vf, reset, y0, 10.0, e, adjoint)
+            t, y, k = segments(max(n, 1), vf, reset, y0, t_end, e, adjoint)
             return t + y[1], k
 
-        return jnp.asarray(0.8), jnp.asarray(1.0), ours, theirs
+        return jnp.asarray(e0), jnp.asarray(1.0), ours, theirs
 
     if case == "rim":
         from rollax.systems import RimRolling
@@ -292,7 +299,7 @@ class Clock:
         return d
 
 
-def child(case: str, impl: str, repeat: int, smoke: bool) -> dict:
+def child(case: str, impl: str, repeat: int, smoke: bool, impacts: int = 4) -> dict:
     import jax
 
     jax.config.update("jax_enable_compilation_cache", False)
@@ -300,8 +307,8 @@ def child(case: str, impl: str, repeat: int, smoke: bool) -> dict:
     import numpy as np
 
     load0 = os.getloadavg()
-    p0, dp, ours, theirs = build(case, smoke)
-    fn = ours if impl == "rollax" else theirs
+    p0, dp, ours, theirs = build(case, smoke, impacts)
+    fn = theirs if impl == "diffrax" else ours
 
     def forward(p):
         return fn(p, None)[0]
@@ -359,15 +366,19 @@ def child(case: str, impl: str, repeat: int, smoke: bool) -> dict:
 
 
 # ---------------------------------------------------------------------------------- the parent
-def run_child(case, impl, repeat, smoke, timeout) -> dict:
+def run_child(case, impl, repeat, smoke, timeout, impacts=4) -> dict:
     env = dict(os.environ)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+    env.pop("ROLLAX_LOOP", None)
+    if impl == "loop":
+        env["ROLLAX_LOOP"] = "one"
     if "JAX_PLATFORMS" not in env and shutil.which("nvidia-smi") is None:
         env["JAX_PLATFORMS"] = "cpu"
     cmd = [sys.executable, __file__, "--child", case, impl, "--repeat", str(repeat)]
     if smoke:
         cmd.append("--smoke")
+    cmd += ["--impacts", str(impacts)]
     t = time.perf_counter()
     try:
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -444,27 +455,30 @@ def tables(results: dict) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for case, by in results.items():
-        cr, cg = (
-            f"{fmt(ratio(get(case, 'rollax', k, q), get(case, 'diffrax', k, q)))}"
-            f" ({fmt(ratio(get(case, 'rollax', k, c), get(case, 'diffrax', k, c)))})"
-            for k, q, c in (
-                ("forward", "compile_s", "compile_cpu_s"),
-                ("grad", "compile_s", "compile_cpu_s"),
+        for us in ("rollax", "loop"):
+            if us not in by:
+                continue
+            cr, cg = (
+                f"{fmt(ratio(get(case, us, k, q), get(case, 'diffrax', k, q)))}"
+                f" ({fmt(ratio(get(case, us, k, c), get(case, 'diffrax', k, c)))})"
+                for k, q, c in (
+                    ("forward", "compile_s", "compile_cpu_s"),
+                    ("grad", "compile_s", "compile_cpu_s"),
+                )
             )
-        )
-        gf = ratio(get(case, "rollax", "grad", "warm_s"), get(case, "rollax", "forward", "warm_s"))
-        gg = ratio(get(case, "rollax", "grad", "warm_s"), get(case, "diffrax", "grad", "warm_s"))
-        jj = ratio(get(case, "rollax", "jvp", "warm_s"), get(case, "diffrax", "jvp", "warm_s"))
-        a, b = by.get("rollax", {}), by.get("diffrax", {})
-        va, vb = a.get("value"), b.get("value")
-        rel = None if va is None or vb is None else abs(va - vb) / max(abs(vb), 1e-300)
-        flag = " **(> 1e-6)**" if rel is not None and rel > 1e-6 else ""
-        rows.append(
-            f"| {case} | {cr} | {cg} | {fmt(gf)} | {fmt(gg)} | {fmt(jj)} | "
-            f"{num(va, '.12g')} | {num(vb, '.12g')} | {num(rel, '.1e')}{flag} | "
-            f"{num(a.get('grad_dot_dp'))} | {num(a.get('jvp_tangent'))} | "
-            f"{num(b.get('grad_dot_dp'))} |"
-        )
+            gf = ratio(get(case, us, "grad", "warm_s"), get(case, us, "forward", "warm_s"))
+            gg = ratio(get(case, us, "grad", "warm_s"), get(case, "diffrax", "grad", "warm_s"))
+            jj = ratio(get(case, us, "jvp", "warm_s"), get(case, "diffrax", "jvp", "warm_s"))
+            a, b = by.get(us, {}), by.get("diffrax", {})
+            va, vb = a.get("value"), b.get("value")
+            rel = None if va is None or vb is None else abs(va - vb) / max(abs(vb), 1e-300)
+            flag = " **(> 1e-6)**" if rel is not None and rel > 1e-6 else ""
+            rows.append(
+                f"| {case} ({us}) | {cr} | {cg} | {fmt(gf)} | {fmt(gg)} | {fmt(jj)} | "
+                f"{num(va, '.12g')} | {num(vb, '.12g')} | {num(rel, '.1e')}{flag} | "
+                f"{num(a.get('grad_dot_dp'))} | {num(a.get('jvp_tangent'))} | "
+                f"{num(b.get('grad_dot_dp'))} |"
+            )
     rows += [
         "",
         "Compile time split (trace / lower / XLA, CPU s) and program sizes (StableHLO ops, "
@@ -509,10 +523,16 @@ def main() -> None:
     )
     p.add_argument("--wait", type=float, default=1800, help="seconds to wait for --max-load")
     p.add_argument("--child", nargs=2, metavar=("CASE", "IMPL"), help=argparse.SUPPRESS)
+    p.add_argument(
+        "--impacts",
+        type=int,
+        default=4,
+        help="ball and pendulum: the impact that ends the run (0: no reset map, the first)",
+    )
     a = p.parse_args()
     repeat = 2 if a.smoke else a.repeat
     if a.child:
-        print(json.dumps(child(a.child[0], a.child[1], repeat, a.smoke)))
+        print(json.dumps(child(a.child[0], a.child[1], repeat, a.smoke, a.impacts)))
         return
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, python "
@@ -531,7 +551,7 @@ def main() -> None:
                 and time.monotonic() < deadline
             ):
                 time.sleep(10)
-            r = run_child(case, impl, repeat, a.smoke, a.timeout)
+            r = run_child(case, impl, repeat, a.smoke, a.timeout, a.impacts)
             results[case][impl] = r
             msg = r.get("error") or (
                 f"value {r['value']:.12g}, steps {r['steps']}, compile fwd/grad/jvp "
@@ -552,6 +572,7 @@ def main() -> None:
             "machine": platform.machine(),
             "cpus": os.cpu_count(),
             "smoke": a.smoke,
+            "impacts": a.impacts,
             "repeat": repeat,
             "rtol": RTOL,
             "atol": ATOL,

@@ -64,7 +64,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 
 from rollax._core import _announce, _eventlog
 
-from rollax._integrate import _traced, dopri5
+from rollax._integrate import _loop, _traced, dopri5
 from rollax._integrate.queue import size_class
 from rollax._core._eventlog import SAVE_EVENTS_MAX
 from rollax._core._solution import Solution, Status
@@ -533,6 +533,8 @@ class _Options(eqx.Module):
     dense: bool = eqx.field(static=True, default=False)  # keep the dense output
     # no events, no resets, no saving, no exact flow: one plain diffrax solve (_plain)
     plain: bool = eqx.field(static=True, default=False)
+    # the one step loop (rollax._integrate._loop; ROLLAX_LOOP=one) instead of the segment loop
+    loop: bool = eqx.field(static=True, default=False)
 
 
 #: ``adjoint`` by name: reverse mode, forward mode, both (``jax.hessian``)
@@ -728,7 +730,16 @@ def solve(
     # the plain route also needs t0 < t1 known now (a zero-length run is the segment loop's)
     plain = plain and (back or (not traced and ts is None and float(t1) > float(t0)))
     opts = _Options(
-        solver, adjoint, max_steps, max_resets, n_samples, traced, int(save_events), dense, plain
+        solver,
+        adjoint,
+        max_steps,
+        max_resets,
+        n_samples,
+        traced,
+        int(save_events),
+        dense,
+        plain,
+        _loop.wanted(dense, plain),
     )
     f = jnp.asarray
     m = None
@@ -1022,6 +1033,10 @@ def _run(
     if jump_ts is not None:
         t0, y0, sign_in = _over_the_gap(system, t0, y0, mode, jump_ts)
         sign_in = sign_in if n else jnp.zeros(0, y0.dtype)
+    if opts.loop:
+        return _loop.run(
+            system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in, opts
+        )
     if opts.plain:
         return _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
     st = _State(

@@ -1,0 +1,476 @@
+"""``rollax.solve`` as one step loop (issue 57): diffrax's solver steps, its step-size controller
+and its interpolation driven by one loop that detects, locates and serves events and resets
+inside it, the way the ensemble kernel does: no step loop nested in a segment loop, and one
+program whatever the number of impacts.
+
+Each iteration of :func:`run`'s loop does one of two things (:func:`_iteration`):
+
+* **starts a segment** (:func:`_start`: the run's start, or after a reset): the scan's signs,
+  a boundary already fired there (served at once: :func:`_serve` at a step of length 0), the
+  solver's state and the first step (the controller's ``init``, Hairer's starting step);
+* **takes a step** (:func:`_step`): the solver's step, its samples scanned
+  (:func:`rollax._core.events.scan`, a step that may hide a pair of crossings rejected), the
+  controller's verdict; in an accepted step, first crossings are located at once
+  (:func:`_firsts`), and an event that fires is located, its time and state made differentiable
+  by the implicit function theorem, and served (:func:`_serve`: the reset map, the event log,
+  the status).
+
+The arithmetic is that of the segment loop (:mod:`rollax._integrate._solve`): the same steps,
+samples, roots and statuses (``tests/integrate/test_loop.py`` holds the two to it). Not yet
+served here (the segment loop runs them): ``dense``; runs without events, resets or saving
+are one plain diffrax solve (``_solve._plain``).
+Opt in with ``ROLLAX_LOOP=one`` (read by :func:`rollax.solve`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, NamedTuple
+
+import diffrax
+import equinox as eqx
+import equinox.internal as eqxi
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+from rollax._core import _eventlog
+from rollax._core._solution import Solution, Status
+from rollax._core.events import CROSSING, locate_in_step, near_theta, scan, unresolved_in
+
+_RUNNING = -1
+
+
+def wanted(dense: bool, plain: bool) -> bool:
+    """Whether the one loop runs this solve: opted in (``ROLLAX_LOOP=one``), not a plain solve
+    (no events, resets or saving: one diffrax solve), and not ``dense`` (the segment loop's for
+    now)."""
+    return os.environ.get("ROLLAX_LOOP", "") == "one" and not (dense or plain)
+
+
+class _Carry(NamedTuple):
+    t: Float[Array, ""]  # the step's start (diffrax's tprev)
+    t_seg: Float[Array, ""]  # the segment's start
+    t_next: Float[Array, ""]  # the step's proposed end (diffrax's tnext)
+    y: Float[Array, " d"]
+    mode: Int[Array, ""]
+    aux: Float[Array, " p"]
+    solver_state: Any
+    controller_state: Any
+    made_jump: Bool[Array, ""]
+    fresh: Bool[Array, ""]  # a segment starts at (t, y, mode): set up at the next iteration
+    sign: Float[Array, " n"]  # the scan's state (events.scan)
+    count: Int[Array, " n"]
+    t_zero: Float[Array, " n"]
+    t_first: Float[Array, " n"]
+    status: Int[Array, ""]  # _RUNNING until the run ends
+    event: Int[Array, ""]
+    steps: Int[Array, ""]
+    seg_steps: Int[Array, ""]  # steps of this segment (max_steps bounds them)
+    resets: Int[Array, ""]
+    rejected: Int[Array, ""]
+    log_n: Float[Array, ""]
+    log: Float[Array, " Kw"]
+    last_e: Int[Array, ""]  # the event the last reset served (-1: none) and its time
+    last_t: Float[Array, ""]
+    sign_in: Float[Array, " n"]  # the first segment's signs (nan: those at its start)
+    ys: Float[Array, "m d"]  # the states saved at ts (nan: not reached)
+
+
+class _Ctx(eqx.Module):
+    """What every iteration reads: the problem and the options. It rides in the loop's carry,
+    unchanged (closed over instead, its batched arrays broke the checkpointed loop's reverse
+    pass under ``vmap``: equinox's "Nonconstant batch")."""
+
+    system: Any
+    term: Any
+    solver: Any
+    events: Any = eqx.field(static=True)
+    t1: Float[Array, ""]  # the end (finite: inf is float64's largest)
+    t1_floor: Float[Array, ""]  # 100 ulp before it: a step ending past it ends at t1 (diffrax)
+    opts: Any
+    ts: Any  # the save times (None: none)
+    rtol: Any
+    atol: Any
+    dt_max: Any
+    jump_ts: Any
+
+    def controller(self, t_seg):
+        """The step-size controller of the segment that starts at ``t_seg``."""
+        from rollax._integrate._solve import _controller, _ExactFlowSteps
+
+        if self.system.has_flow:
+            return _ExactFlowSteps(self.dt_max)
+        # the smallest step: 1e-14 of the segment's start (the segment loop's dt_min)
+        dt_min = 1e-14 * jnp.maximum(1.0, jnp.abs(t_seg))
+        return _controller(self.rtol, self.atol, self.dt_max, dt_min, self.jump_ts)
+
+
+def run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in, opts) -> Solution:
+    """One run of ``system`` from ``(t0, y0)`` in ``mode``: the segment loop's
+    :func:`rollax._integrate._solve._run`, as one loop."""
+    from rollax._integrate._solve import _vf
+
+    dtype = y0.dtype
+    events = system.event_set
+    n = events.n
+    t1c = jnp.where(jnp.isfinite(t1), t1, jnp.finfo(dtype).max)
+    floor = t1c
+    for _ in range(100):
+        floor = eqxi.prevbefore(floor)
+
+    solver = opts.solver
+    if getattr(solver, "scan_kind", "") is None:
+        # the Runge-Kutta stages as a bounded loop (diffrax's "checkpointed" by default): a
+        # checkpointed loop inside the step's branch of a cond, under vmap, failed in reverse
+        # mode (equinox: "Nonconstant batch"); DirectAdjoint's choice, the same values
+        solver = eqx.tree_at(lambda s: s.scan_kind, solver, "bounded", is_leaf=lambda x: x is None)
+    ctx = _Ctx(
+        system,
+        diffrax.ODETerm(_vf),
+        solver,
+        events,
+        t1c,
+        floor,
+        opts,
+        ts,
+        rtol,
+        atol,
+        dt_max,
+        jump_ts,
+    )
+    args = (system, mode)
+    # the solver's and controller's states, of the shapes every segment gives them
+    st0 = solver.init(ctx.term, t0, t0 + 1.0, y0, args)
+    _, cs0 = ctx.controller(t0).init(
+        ctx.term, t0, t0 + 1.0, y0, None, args, solver.func, _order(ctx)
+    )
+    c = _Carry(
+        t=t0,
+        t_seg=t0,
+        t_next=t0,
+        y=y0,
+        mode=mode,
+        aux=aux,
+        solver_state=st0,
+        controller_state=cs0,
+        made_jump=jnp.asarray(False),
+        fresh=jnp.asarray(True),
+        sign=jnp.zeros(n, dtype),
+        count=jnp.zeros(n, jnp.int32),
+        t_zero=jnp.full(n, jnp.nan, dtype),
+        t_first=jnp.full(n, jnp.nan, dtype),
+        status=jnp.int32(_RUNNING),
+        event=jnp.int32(-1),
+        steps=jnp.int32(0),
+        seg_steps=jnp.int32(0),
+        resets=jnp.int32(0),
+        rejected=jnp.int32(0),
+        log_n=_eventlog.empty(opts.save_events, y0.shape[0], dtype)[0],
+        log=_eventlog.empty(opts.save_events, y0.shape[0], dtype)[1],
+        last_e=jnp.int32(-1),
+        last_t=t0,
+        sign_in=sign_in,
+        ys=jnp.full((0 if ts is None else ts.shape[0],) + y0.shape, jnp.nan, dtype),
+    )
+    kind, bound = _loop_kind(opts)
+    dyn, static = eqx.partition(ctx, eqx.is_array)
+
+    def body(carry):
+        return carry[0], _iteration(eqx.combine(carry[0], static), carry[1])
+
+    _, c = eqxi.while_loop(
+        lambda carry: carry[1].status == _RUNNING,
+        body,
+        (dyn, c),
+        max_steps=bound,
+        kind=kind,
+        **_checkpoints(opts, kind),
+    )
+    return Solution(
+        t=c.t,
+        y=c.y,
+        mode=c.mode,
+        aux=c.aux,
+        status=c.status,
+        event=c.event,
+        counts=c.count,
+        t_first=c.t_first,
+        steps=c.steps,
+        resets=c.resets,
+        rejected=c.rejected,
+        ys=None if ts is None else c.ys,
+        events=_eventlog.read(c.log_n, c.log, y0.shape[0]) if opts.save_events else None,
+    )
+
+
+def _loop_kind(opts) -> tuple[str, int | None]:
+    """The loop's kind for the adjoint, and its bound: every segment's steps and its start."""
+    if isinstance(opts.adjoint, diffrax.ForwardMode):
+        return "lax", None
+    bound = min((opts.max_steps + 1) * (opts.max_resets + 2), 2**31 - 1)
+    return ("bounded" if isinstance(opts.adjoint, diffrax.DirectAdjoint) else "checkpointed"), bound
+
+
+def _checkpoints(opts, kind) -> dict:
+    """The reverse pass's checkpoints: the adjoint's own, or twice what diffrax gives one
+    segment of ``max_steps`` steps (``sqrt(2 max_steps)``). Equinox's default for the loop's
+    bound (every segment's steps: ``sqrt(2 (max_steps + 1) (max_resets + 2))``, 5,727 for
+    the defaults) is held in memory whatever the steps taken, and under ``vmap`` once per lane;
+    with fewer, the online schedule recomputes more steps only in runs that take more."""
+    if kind != "checkpointed":
+        return {}
+    own = getattr(opts.adjoint, "checkpoints", None)
+    return {"checkpoints": own or 2 * (math.isqrt(2 * opts.max_steps) + 1)}
+
+
+def _order(ctx: _Ctx):
+    return ctx.solver.error_order(ctx.term)
+
+
+def _iteration(ctx: _Ctx, c: _Carry) -> _Carry:
+    """One iteration: start a segment, or take one step of it."""
+    return jax.lax.cond(c.fresh, lambda c: _start(ctx, c), lambda c: _step(ctx, c), c)
+
+
+def _start(ctx: _Ctx, c: _Carry) -> _Carry:
+    """Set up the segment that starts at ``(c.t, c.y, c.mode)``; a boundary already fired there
+    is served at once (a step of length 0)."""
+    from rollax._integrate._solve import _start_signs
+
+    system, events, sg = ctx.system, ctx.events, jax.lax.stop_gradient
+    t0, y0, mode = c.t, c.y, c.mode
+    n = events.n
+    f0 = system.vector_field(t0, y0, mode)
+    g0 = system.event_values(t0, y0, mode)
+    sign0 = _start_signs(system, t0, y0, mode, f0)
+    sign0 = jnp.where(jnp.isnan(c.sign_in), sign0, c.sign_in)  # (a start moved over a gap)
+    at_start = events.fired_at_start(g0, sign0)
+    bad = ~jnp.all(jnp.isfinite(g0)) | ~jnp.all(jnp.isfinite(y0)) | ~jnp.all(jnp.isfinite(f0))
+    repeated = (
+        (c.last_e >= 0) & at_start[jnp.maximum(c.last_e, 0)] & (t0 == c.last_t)
+        if n
+        else jnp.asarray(False)
+    )
+    args = (system, mode)
+    st = ctx.solver.init(ctx.term, t0, ctx.t1, sg(y0), args)
+    t_next, cs = ctx.controller(t0).init(
+        ctx.term, t0, ctx.t1, y0, None, args, ctx.solver.func, _order(ctx)
+    )
+    c = c._replace(
+        ys=_saved(ctx, c.ys, t0, t0, lambda tt: y0),
+        t_seg=t0,
+        t_next=jnp.minimum(t_next, ctx.t1),
+        solver_state=st,
+        controller_state=cs,
+        made_jump=jnp.asarray(False),
+        fresh=jnp.asarray(False),
+        sign=sign0.astype(c.sign.dtype),
+        count=jnp.zeros_like(c.count),
+        t_zero=jnp.full_like(c.t_zero, jnp.nan),
+        t_first=jnp.full_like(c.t_first, jnp.nan),
+        seg_steps=jnp.int32(0),
+        sign_in=jnp.full_like(c.sign_in, jnp.nan),
+        status=jnp.where(bad, jnp.int32(Status.NONFINITE), c.status),
+    )
+    e0 = jnp.where(repeated, c.last_e, jnp.argmax(at_start) if n else 0).astype(jnp.int32)
+    fire = ~bad & jnp.any(at_start) if n else jnp.asarray(False)
+    return jax.lax.cond(
+        fire,
+        lambda c: _serve(ctx, c, e0, t0, y0, c.count, jnp.asarray(False), repeated),
+        lambda c: c,
+        c,
+    )
+
+
+def _step(ctx: _Ctx, c: _Carry) -> _Carry:
+    """One attempted step; in an accepted one, first crossings located and an event served."""
+    from rollax._integrate._solve import _ExactFlowSolver, _implicit, _interp_at, _step_samples
+
+    system, events, opts, sg = ctx.system, ctx.events, ctx.opts, jax.lax.stop_gradient
+    t, t_next, y, mode = c.t, c.t_next, c.y, c.mode
+    args = (system, mode)
+    h = t_next - t
+    y1, err, dense, st1, _ = ctx.solver.step(
+        ctx.term, t, t_next, y, args, c.solver_state, c.made_jump
+    )
+    interp = ctx.solver.interpolation_cls(t0=t, t1=t_next, **dense)
+    vals, times = _step_samples(system, mode, interp, y1, t, h, opts.n_samples)
+    vals = sg(vals)
+    sc = scan(events, vals, times, c.sign, c.count, c.t_zero)
+    exact = isinstance(ctx.solver, _ExactFlowSolver)
+    if not exact:
+        # samples that may hide a pair of crossings: rejected (shrunk to 0.2 h), as a step
+        # with a non-finite error (the segment loop's _Sampled, the kernel)
+        th = near_theta(opts.n_samples)
+        g0 = sg(system.event_values(t, y, mode))
+        near = sg(system.event_values(t + th * h, _interp_at(interp, t, h, th), mode))
+        err = jnp.where(jnp.isnan(err), jnp.inf, err)
+        err = jnp.where(unresolved_in(vals, g0, near, t, h), jnp.inf, err)
+    keep, t_prev, t_after, jump, cs, cres = ctx.controller(c.t_seg).adapt_step_size(
+        t, t_next, y, y1, args, err, _order(ctx), c.controller_state
+    )
+    t_prev = jnp.minimum(t_prev, ctx.t1)
+    # diffrax's _clip_to_end: a step that would end within 100 ulp of t1 ends at t1
+    t_after = jnp.where(
+        t_after > ctx.t1_floor, jnp.where(keep, ctx.t1, t_prev + 0.5 * (ctx.t1 - t_prev)), t_after
+    )
+    steps, seg_steps = c.steps + 1, c.seg_steps + 1
+    fired = keep & jnp.any(sc.fired) & ~sc.nonfinite
+    small = cres == diffrax.RESULTS.dt_min_reached
+    bad = (keep & sc.nonfinite) | small
+    first = _firsts(ctx, c, keep, sc, interp, y1, t, h, vals)
+    moved = c._replace(
+        t=jnp.where(keep, t_prev, t),
+        t_next=t_after,
+        y=jnp.where(keep, y1, y),
+        solver_state=jax.tree_util.tree_map(
+            lambda a, b: jnp.where(keep, a, b), st1, c.solver_state
+        ),
+        controller_state=cs,
+        made_jump=jnp.where(keep, jump, c.made_jump),
+        sign=jnp.where(keep, sc.sign, c.sign),
+        count=jnp.where(keep, sc.count, c.count),
+        t_zero=jnp.where(keep, sc.t_zero, c.t_zero),
+        t_first=first,
+        steps=steps,
+        seg_steps=seg_steps,
+        rejected=c.rejected + (~keep).astype(jnp.int32),
+        ys=_saved(ctx, c.ys, t, jnp.where(keep, t_prev, -jnp.inf), interp.evaluate),
+    )
+    at_end = keep & (t_prev >= ctx.t1)
+    over = ~fired & ~at_end & (seg_steps >= opts.max_steps)
+    status = jnp.select(
+        [bad, at_end & ~fired, over],
+        [Status.NONFINITE, Status.T_MAX, Status.MAX_STEPS],
+        _RUNNING,
+    ).astype(jnp.int32)
+    moved = moved._replace(status=jnp.where(fired, c.status, status))
+    # a non-finite end state (a step accepted into NaN cannot be: the controller refuses it)
+
+    def serve(m: _Carry) -> _Carry:
+        loc = locate_in_step(
+            events,
+            lambda tt: sg(system.event_values(tt, interp.evaluate(tt), mode)),
+            sg(t),
+            sg(h),
+            opts.n_samples,
+            sg(c.sign),
+            c.count,
+            sg(c.t_zero),
+            vals=vals,
+            unroll=False,
+        )
+        t_ev, y_ev = _implicit(
+            system, mode, interp, jnp.where(loc.found, loc.t, sg(t_next)), loc.event
+        )
+        # first crossings after the root are not the segment's
+        t_first = jnp.where(m.t_first > loc.t, jnp.nan, m.t_first)
+        crossing = jnp.asarray(events.kinds) == CROSSING
+        ends_first = crossing & (jnp.arange(events.n) == loc.event) & (loc.count == 1)
+        t_first = jnp.where(ends_first & jnp.isnan(t_first), t_ev, t_first)
+        # (the save times after the root: not reached before the reset)
+        ys = jnp.where((ctx.ts > t_ev)[:, None], c.ys, m.ys) if ctx.ts is not None else m.ys
+        m = m._replace(t_first=t_first, ys=ys)
+        m = _serve(ctx, m, loc.event, t_ev, y_ev, loc.count, loc.jumped, jnp.asarray(False))
+        lost = ~loc.found
+        return m._replace(status=jnp.where(lost, jnp.int32(Status.NONFINITE), m.status))
+
+    if not events.n:  # (no events: nothing fires; ts or save_events brought the run here)
+        return moved
+    return jax.lax.cond(fired, serve, lambda m: m, moved)
+
+
+def _saved(ctx: _Ctx, ys, ta, tb, at):
+    """``ys`` with the save times in ``[ta, tb]`` set to ``at(time)``."""
+    if ctx.ts is None:
+        return ys
+    inside = (ctx.ts >= ta) & (ctx.ts <= tb)
+    new = jax.vmap(at)(jnp.clip(ctx.ts, ta, jnp.maximum(ta, tb)))
+    return jnp.where(inside[:, None], new, ys)
+
+
+def _firsts(ctx: _Ctx, c: _Carry, keep, sc, interp, y1, t, h, vals):
+    """``t_first`` after the step: each crossing event whose first crossing lies in it, located
+    there (differentiable), as the segment loop's first-crossing slots do after their loop."""
+    from rollax._integrate._solve import _crossings, _implicit
+
+    events, system, sg = ctx.events, ctx.system, jax.lax.stop_gradient
+    cross = _crossings(events)
+    if not cross:
+        return c.t_first
+    n = events.n
+    t_first = c.t_first
+    for i in cross:
+        new = keep & (c.count[i] == 0) & (sc.count[i] > 0)
+        only = jnp.arange(n) == i
+
+        def locate(_, i=i, only=only):
+            lc = locate_in_step(
+                events,
+                lambda tt: sg(system.event_values(tt, interp.evaluate(tt), c.mode)),
+                sg(t),
+                sg(h),
+                ctx.opts.n_samples,
+                jnp.where(only, sg(c.sign[i]), 0.0),
+                jnp.zeros(n, jnp.int32),
+                jnp.where(only, sg(c.t_zero[i]), jnp.nan),
+                jnp.where(only, 1, 0),
+                only,
+                vals=vals,
+                unroll=False,
+            )
+            tf, _ = _implicit(system, c.mode, interp, jnp.where(lc.found, lc.t, sg(t)), i)
+            return jnp.where(lc.found, tf, jnp.nan)
+
+        tf = jax.lax.cond(new, locate, lambda _: t_first[i], None)
+        t_first = t_first.at[i].set(tf)
+    return t_first
+
+
+def _serve(ctx: _Ctx, c: _Carry, e, t_e, y_e, count, jumped, repeated) -> _Carry:
+    """Serve event ``e`` at ``(t_e, y_e)``: the reset map, the event log, the status, and the
+    next segment (``fresh``) when the run goes on. ``count``: the segment's crossings up to the
+    root; ``jumped``: the root is a jump of its function (DISCONTINUOUS); ``repeated``: the
+    event fired again at once after its own reset (REPEATED: not reset again)."""
+    system, opts = ctx.system, ctx.opts
+    mode = c.mode
+    t_r, y_r, mode_r, aux_r, term = system.reset(t_e, y_e, mode, c.aux, e)
+    term = jnp.asarray(term, bool) & ~repeated
+    t_r = jnp.where(repeated, t_e, jnp.asarray(t_r, t_e.dtype))
+    y_r = jnp.where(repeated, y_e, y_r)
+    mode_r = jnp.where(repeated, mode, jnp.asarray(mode_r, jnp.int32))
+    aux_r = jnp.where(repeated, c.aux, jnp.asarray(aux_r, c.aux.dtype))
+    ends = term | jumped | repeated
+    resets = c.resets + (~ends).astype(jnp.int32)
+    status = jnp.select(
+        [repeated, jumped, term, resets > opts.max_resets],
+        [Status.REPEATED, Status.DISCONTINUOUS, Status.EVENT, Status.MAX_STEPS],
+        _RUNNING,
+    ).astype(jnp.int32)
+    # a reset that moves the time to or past t1 ends the run there
+    status = jnp.where((status == _RUNNING) & (t_r >= ctx.t1), Status.T_MAX, status)
+    ended_by_event = (
+        (status == Status.EVENT) | (status == Status.DISCONTINUOUS) | (status == Status.REPEATED)
+    )
+    log_n, log = c.log_n, c.log
+    if opts.save_events:
+        log_n, log = _eventlog.write(log_n, log, ~repeated, t_e, e, mode, y_e, t_r, mode_r, y_r)
+    on = ~term  # a new segment's counts start afresh, as in the kernel
+    return c._replace(
+        t=t_r,
+        y=y_r,
+        mode=mode_r,
+        aux=aux_r,
+        status=status.astype(jnp.int32),
+        event=jnp.where(ended_by_event, e, -1).astype(jnp.int32),
+        count=jnp.where(on, 0, count).astype(c.count.dtype),
+        t_first=jnp.where(on, jnp.nan, c.t_first),
+        fresh=status == _RUNNING,
+        resets=resets,
+        log_n=log_n,
+        log=log,
+        last_e=e.astype(jnp.int32),
+        last_t=t_e,
+    )
