@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import diffrax
 import equinox as eqx
@@ -61,7 +61,7 @@ class _Carry(NamedTuple):
     made_jump: Bool[Array, ""]
     fresh: Bool[Array, ""]  # a segment starts at (t, y, mode): set up at the next iteration
     sign: Float[Array, " n"]  # the scan's state (events.scan)
-    count: Int[Array, " n"]
+    count: Int[Array, " n"]  # pyright: ignore[reportIncompatibleMethodOverride]  (tuple.count)
     t_zero: Float[Array, " n"]
     t_first: Float[Array, " n"]
     status: Int[Array, ""]  # _RUNNING until the run ends
@@ -205,7 +205,7 @@ def run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in,
     )
 
 
-def _loop_kind(opts) -> tuple[str, int | None]:
+def _loop_kind(opts) -> tuple[Literal["lax", "checkpointed", "bounded"], int | None]:
     """The loop's kind for the adjoint, and its bound: every segment's steps and its start."""
     if isinstance(opts.adjoint, diffrax.ForwardMode):
         return "lax", None
@@ -336,7 +336,7 @@ def _step(ctx: _Ctx, c: _Carry) -> _Carry:
         t_first=first,
         steps=steps,
         seg_steps=seg_steps,
-        rejected=c.rejected + (~keep).astype(jnp.int32),
+        rejected=c.rejected + jnp.where(keep, 0, 1).astype(jnp.int32),
         ys=_saved(ctx, c.ys, t, jnp.where(keep, t_prev, -jnp.inf), interp.evaluate),
     )
     at_end = keep & (t_prev >= ctx.t1)
@@ -471,6 +471,6 @@ def _serve(ctx: _Ctx, c: _Carry, e, t_e, y_e, count, jumped, repeated) -> _Carry
         resets=resets,
         log_n=log_n,
         log=log,
-        last_e=e.astype(jnp.int32),
+        last_e=jnp.asarray(e, jnp.int32),
         last_t=t_e,
     )

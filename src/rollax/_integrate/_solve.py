@@ -814,7 +814,7 @@ def _over_the_gap(system, t0, y0, mode, jump_ts):
     f0 = jnp.asarray(system.vector_field(t0, y0, mode), y0.dtype)
     sign = _start_signs(system, t0, y0, mode, f0)
     y0n = jnp.where(moved, y0 + jnp.where(moved, dt, 0.0) * f0, y0)
-    return t0n, y0n, jnp.where(moved, sign, jnp.nan)
+    return jnp.asarray(t0n, y0.dtype), y0n, jnp.where(moved, sign, jnp.nan)
 
 
 def _start_signs(system, t0, y0, mode, f0):

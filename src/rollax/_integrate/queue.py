@@ -537,7 +537,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
         k, g = fn.fg(t_start, y, bl)
         bad = ~jnp.all(jnp.isfinite(g)) | ~jnp.all(jnp.isfinite(y)) | ~jnp.all(jnp.isfinite(k))
         sign = _start_sign(fn, t_start, y, k, g, bl)
-        if moved is not None:
+        if moved is not None and sign_o is not None:
             sign = jnp.where(moved, sign_o, sign)
         return g, k, first_step(t_start, y, k, bl), sign, bad, y
 
