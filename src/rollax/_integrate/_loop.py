@@ -95,23 +95,25 @@ class _Ctx(eqx.Module):
     atol: Any
     dt_max: Any
     jump_ts: Any
+    # rollax._integrate._solve, the segment loop's module, whose pieces (the solver's steps,
+    # samples, roots, controllers) the loop shares; handed in so that the two do not import
+    # each other
+    h: Any = eqx.field(static=True)
 
     def controller(self, t_seg):
         """The step-size controller of the segment that starts at ``t_seg``."""
-        from rollax._integrate._solve import _controller, _ExactFlowSteps
-
         if self.system.has_flow:
-            return _ExactFlowSteps(self.dt_max)
+            return self.h._ExactFlowSteps(self.dt_max)
         # the smallest step: 1e-14 of the segment's start (the segment loop's dt_min)
         dt_min = 1e-14 * jnp.maximum(1.0, jnp.abs(t_seg))
-        return _controller(self.rtol, self.atol, self.dt_max, dt_min, self.jump_ts)
+        return self.h._controller(self.rtol, self.atol, self.dt_max, dt_min, self.jump_ts)
 
 
-def run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in, opts) -> Solution:
+def run(
+    system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in, opts, h
+) -> Solution:
     """One run of ``system`` from ``(t0, y0)`` in ``mode``: the segment loop's
     :func:`rollax._integrate._solve._run`, as one loop."""
-    from rollax._integrate._solve import _vf
-
     dtype = y0.dtype
     events = system.event_set
     n = events.n
@@ -128,7 +130,7 @@ def run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in,
         solver = eqx.tree_at(lambda s: s.scan_kind, solver, "bounded", is_leaf=lambda x: x is None)
     ctx = _Ctx(
         system,
-        diffrax.ODETerm(_vf),
+        diffrax.ODETerm(h._vf),
         solver,
         events,
         t1c,
@@ -139,6 +141,7 @@ def run(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in,
         atol,
         dt_max,
         jump_ts,
+        h,
     )
     args = (system, mode)
     # the solver's and controller's states, of the shapes every segment gives them
@@ -237,14 +240,12 @@ def _iteration(ctx: _Ctx, c: _Carry) -> _Carry:
 def _start(ctx: _Ctx, c: _Carry) -> _Carry:
     """Set up the segment that starts at ``(c.t, c.y, c.mode)``; a boundary already fired there
     is served at once (a step of length 0)."""
-    from rollax._integrate._solve import _start_signs
-
     system, events, sg = ctx.system, ctx.events, jax.lax.stop_gradient
     t0, y0, mode = c.t, c.y, c.mode
     n = events.n
     f0 = system.vector_field(t0, y0, mode)
     g0 = system.event_values(t0, y0, mode)
-    sign0 = _start_signs(system, t0, y0, mode, f0)
+    sign0 = ctx.h._start_signs(system, t0, y0, mode, f0)
     sign0 = jnp.where(jnp.isnan(c.sign_in), sign0, c.sign_in)  # (a start moved over a gap)
     at_start = events.fired_at_start(g0, sign0)
     bad = ~jnp.all(jnp.isfinite(g0)) | ~jnp.all(jnp.isfinite(y0)) | ~jnp.all(jnp.isfinite(f0))
@@ -286,8 +287,7 @@ def _start(ctx: _Ctx, c: _Carry) -> _Carry:
 
 def _step(ctx: _Ctx, c: _Carry) -> _Carry:
     """One attempted step; in an accepted one, first crossings located and an event served."""
-    from rollax._integrate._solve import _ExactFlowSolver, _implicit, _interp_at, _step_samples
-
+    h_ = ctx.h
     system, events, opts, sg = ctx.system, ctx.events, ctx.opts, jax.lax.stop_gradient
     t, t_next, y, mode = c.t, c.t_next, c.y, c.mode
     args = (system, mode)
@@ -296,16 +296,16 @@ def _step(ctx: _Ctx, c: _Carry) -> _Carry:
         ctx.term, t, t_next, y, args, c.solver_state, c.made_jump
     )
     interp = ctx.solver.interpolation_cls(t0=t, t1=t_next, **dense)
-    vals, times = _step_samples(system, mode, interp, y1, t, h, opts.n_samples)
+    vals, times = h_._step_samples(system, mode, interp, y1, t, h, opts.n_samples)
     vals = sg(vals)
     sc = scan(events, vals, times, c.sign, c.count, c.t_zero)
-    exact = isinstance(ctx.solver, _ExactFlowSolver)
+    exact = isinstance(ctx.solver, h_._ExactFlowSolver)
     if not exact:
         # samples that may hide a pair of crossings: rejected (shrunk to 0.2 h), as a step
         # with a non-finite error (the segment loop's _Sampled, the kernel)
         th = near_theta(opts.n_samples)
         g0 = sg(system.event_values(t, y, mode))
-        near = sg(system.event_values(t + th * h, _interp_at(interp, t, h, th), mode))
+        near = sg(system.event_values(t + th * h, h_._interp_at(interp, t, h, th), mode))
         err = jnp.where(jnp.isnan(err), jnp.inf, err)
         err = jnp.where(unresolved_in(vals, g0, near, t, h), jnp.inf, err)
     keep, t_prev, t_after, jump, cs, cres = ctx.controller(c.t_seg).adapt_step_size(
@@ -362,7 +362,7 @@ def _step(ctx: _Ctx, c: _Carry) -> _Carry:
             vals=vals,
             unroll=False,
         )
-        t_ev, y_ev = _implicit(
+        t_ev, y_ev = h_._implicit(
             system, mode, interp, jnp.where(loc.found, loc.t, sg(t_next)), loc.event
         )
         # first crossings after the root are not the segment's
@@ -394,8 +394,7 @@ def _saved(ctx: _Ctx, ys, ta, tb, at):
 def _firsts(ctx: _Ctx, c: _Carry, keep, sc, interp, y1, t, h, vals):
     """``t_first`` after the step: each crossing event whose first crossing lies in it, located
     there (differentiable), as the segment loop's first-crossing slots do after their loop."""
-    from rollax._integrate._solve import _crossings, _implicit
-
+    _crossings, _implicit = ctx.h._crossings, ctx.h._implicit
     events, system, sg = ctx.events, ctx.system, jax.lax.stop_gradient
     cross = _crossings(events)
     if not cross:

@@ -49,6 +49,7 @@ import contextlib
 import functools
 import importlib
 import math
+import sys
 import threading
 from typing import Any, NamedTuple, Sequence, cast
 
@@ -88,6 +89,7 @@ from rollax._core.events import (
 )
 
 
+_self = sys.modules[__name__]
 _CHECKS_LOCK = threading.Lock()
 _checks_depth = 0
 _checks_saved: Any = None
@@ -1034,8 +1036,9 @@ def _run(
         t0, y0, sign_in = _over_the_gap(system, t0, y0, mode, jump_ts)
         sign_in = sign_in if n else jnp.zeros(0, y0.dtype)
     if opts.loop:
+        # (this module's pieces handed in: the loop does not import it back)
         return _loop.run(
-            system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in, opts
+            system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, sign_in, opts, _self
         )
     if opts.plain:
         return _plain(system, y0, mode, aux, t0, t1, rtol, atol, dt_max, jump_ts, ts, opts)
