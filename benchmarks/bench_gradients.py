@@ -56,8 +56,11 @@ from importlib.metadata import version
 from pathlib import Path
 
 CASES = ("oscillator", "oscillator6", "ball", "pendulum", "rim", "robot")
-# "loop": rollax.solve's one step loop (ROLLAX_LOOP=one, issue 57), the segment loop's rival
-IMPLS = ("rollax", "loop", "diffrax")
+# "rollax": the default (the one step loop for systems with a reset map, issue 57); "loop": the
+# one loop for every system (ROLLAX_LOOP=one); "segments": the segment loop for every system
+# (ROLLAX_LOOP=segments, the default before issue 57)
+IMPLS = ("rollax", "loop", "segments", "diffrax")
+LOOP_ENV = {"loop": "one", "segments": "segments"}
 RTOL = ATOL = 1e-10
 MAX_STEPS = 16_384
 
@@ -188,10 +191,13 @@ def build(case: str, smoke: bool, impacts: int = 4):
                     y_new = jnp.stack([jnp.zeros_like(y[0]), -self.e * y[1]])
                     return t, y_new, mode, aux.at[0].set(k), k >= self.n_impacts
 
-        y0 = jnp.array([1.0, 0.0])
+        def start(e):
+            # the start's height moves with e too: without a reset map (--impacts 0) the
+            # gradient is d/dz0 through the solve, not a program that is zero by construction
+            return jnp.stack([1.0 + 0.1 * (e - e0), jnp.zeros_like(e)])
 
         def ours(e, adjoint):
-            sol, k = rollax_run(Impacts(e=e, n_impacts=n), y0, t_end, adjoint)
+            sol, k = rollax_run(Impacts(e=e, n_impacts=n), start(e), t_end, adjoint)
             return sol.t + sol.y[1], k
 
         def vf(t, y, e):
@@ -203,7 +209,7 @@ def build(case: str, smoke: bool, impacts: int = 4):
             return jnp.stack([jnp.zeros_like(y[0]), -e * y[1]])
 
         def theirs(e, adjoint):
-            t, y, k = segments(max(n, 1), vf, reset, y0, t_end, e, adjoint)
+            t, y, k = segments(max(n, 1), vf, reset, start(e), t_end, e, adjoint)
             return t + y[1], k
 
         return jnp.asarray(e0), jnp.asarray(1.0), ours, theirs
@@ -371,8 +377,8 @@ def run_child(case, impl, repeat, smoke, timeout, impacts=4) -> dict:
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
     env.pop("ROLLAX_LOOP", None)
-    if impl == "loop":
-        env["ROLLAX_LOOP"] = "one"
+    if impl in LOOP_ENV:
+        env["ROLLAX_LOOP"] = LOOP_ENV[impl]
     if "JAX_PLATFORMS" not in env and shutil.which("nvidia-smi") is None:
         env["JAX_PLATFORMS"] = "cpu"
     cmd = [sys.executable, __file__, "--child", case, impl, "--repeat", str(repeat)]
@@ -455,7 +461,7 @@ def tables(results: dict) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for case, by in results.items():
-        for us in ("rollax", "loop"):
+        for us in ("rollax", "loop", "segments"):
             if us not in by:
                 continue
             cr, cg = (
@@ -506,7 +512,7 @@ def tables(results: dict) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--case", nargs="+", choices=CASES, help="default: all (--smoke: 2 of them)")
-    p.add_argument("--impl", nargs="+", choices=IMPLS, default=list(IMPLS))
+    p.add_argument("--impl", nargs="+", choices=IMPLS, default=["rollax", "segments", "diffrax"])
     p.add_argument("--repeat", type=int, default=20, help="warm runs per program (median)")
     p.add_argument(
         "--smoke",

@@ -1,4 +1,5 @@
-"""rollax.solve's one step loop (``rollax._integrate._loop``, ``ROLLAX_LOOP=one``) on generated
+"""rollax.solve's one step loop (``rollax._integrate._loop``, the default for systems with a reset
+map; ``ROLLAX_LOOP=segments`` the segment loop it replaced for them) on generated
 hybrid systems: a ball bouncing on an inclined wall (random restitution, wall angle, height,
 impact counts up to 100). Impact times, positions and their gradients equal the closed form to
 1e-9; the segment loop takes the same steps and finds the same events; the ensemble kernel the
@@ -19,7 +20,6 @@ from .test_solve import Decay, Drift
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from bouncing_ball import BouncingBall  # noqa: E402
-from oscillator import Oscillator  # noqa: E402
 
 G = 9.81
 TOL = dict(rtol=1e-11, atol=1e-11)
@@ -83,13 +83,8 @@ def _solve(z0, e, alpha, k, loop):
     return rollax.solve(sys_, jnp.array([z0, 0.0, 0.0, 0.0]), 0.0, 1e3, **TOL)
 
 
-@pytest.fixture
-def one_loop(monkeypatch):
-    monkeypatch.setenv("ROLLAX_LOOP", "one")
-
-
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
-def test_impacts_and_their_gradients_equal_the_closed_form(seed, one_loop):
+def test_impacts_and_their_gradients_equal_the_closed_form(seed):
     for z0, e, alpha, k in _cases(6, seed, 100):
         t, dt_de, x, dx_da = _closed(z0, e, alpha, k)
         sol = _solve(z0, e, alpha, k, True)
@@ -112,12 +107,34 @@ def test_impacts_and_their_gradients_equal_the_closed_form(seed, one_loop):
         assert abs(J[1, 1] - dx_da) < 1e-9 * max(1.0, abs(dx_da)), (J, dx_da)
 
 
+def test_vmapped_gradients_are_each_lanes_closed_form():
+    """``jax.vmap`` of the gradient over lanes that end at different impacts (1 to 30) after
+    different numbers of steps: each lane's derivatives are its own closed form (a lane that
+    has ended idles while the others step; nothing of it may reach their gradients)."""
+    cases = list(_cases(6, 11, 30))
+    p = jnp.asarray([[e, alpha, float(k)] for _, e, alpha, k in cases])
+    z0 = jnp.asarray([c[0] for c in cases])
+
+    def end(q, z):
+        s = rollax.solve(
+            InclineBall(e=q[0], alpha=q[1], k=q[2]), jnp.stack([z, 0.0, 0.0, 0.0]), 0.0, 1e3, **TOL
+        )
+        return jnp.stack([s.t, s.y[2]])
+
+    J = np.asarray(jax.vmap(jax.jacrev(end))(p, z0))
+    for i, (z, e, alpha, k) in enumerate(cases):
+        t, dt_de, x, dx_da = _closed(z, e, alpha, k)
+        assert abs(J[i, 0, 0] - dt_de) < 1e-9 * max(1.0, abs(dt_de)), (i, J[i], dt_de)
+        assert abs(J[i, 1, 1] - dx_da) < 1e-9 * max(1.0, abs(dx_da)), (i, J[i], dx_da)
+        assert J[i, 0, 2] == 0.0  # (the impact count: a threshold, no derivative)
+
+
 @pytest.mark.parametrize("seed", [0])
 def test_the_one_loop_takes_the_segment_loops_steps(seed, monkeypatch):
     for z0, e, alpha, k in _cases(4, seed, 12):
-        monkeypatch.setenv("ROLLAX_LOOP", "one")
+        monkeypatch.delenv("ROLLAX_LOOP", raising=False)  # the default: the one loop
         a = _solve(z0, e, alpha, k, True)
-        monkeypatch.delenv("ROLLAX_LOOP")
+        monkeypatch.setenv("ROLLAX_LOOP", "segments")
         b = _solve(z0, e, alpha, k, False)
         for f in ("status", "event", "steps", "rejected", "resets", "counts"):
             assert np.array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f))), f
@@ -159,9 +176,9 @@ def test_the_one_loop_agrees_on_counts_first_crossings_limits_and_saving(monkeyp
         ),
     ]
     for system, y0, kw in cases:
-        monkeypatch.setenv("ROLLAX_LOOP", "one")
+        monkeypatch.setenv("ROLLAX_LOOP", "one")  # (the systems without resets too)
         a = rollax.solve(system, jnp.asarray(y0), 0.0, 100.0, **kw)
-        monkeypatch.delenv("ROLLAX_LOOP")
+        monkeypatch.setenv("ROLLAX_LOOP", "segments")
         b = rollax.solve(system, jnp.asarray(y0), 0.0, 100.0, **kw)
         _same(a, b)
         if "ts" in kw:
@@ -171,20 +188,22 @@ def test_the_one_loop_agrees_on_counts_first_crossings_limits_and_saving(monkeyp
                 np.testing.assert_array_equal(getattr(a.events, f), getattr(b.events, f))
 
 
-@pytest.mark.slow  # (a hessian through an event: two compiles of ~1 min on a 2-core machine)
-def test_second_derivatives_through_the_one_loop_with_the_default_adjoint(one_loop):
-    """``jax.hessian`` (forward over reverse) through the one loop with the default adjoint: the
-    segment loop needs ``adjoint="direct"`` for it. The k-th zero of x = cos(w t), with
-    t = (2k - 1) pi / (2 w): t'' = 2 t / w^2, for generated w and k."""
-    rng = np.random.default_rng(3)
-    for _ in range(2):
-        w, k = float(rng.uniform(0.5, 3.0)), int(rng.integers(1, 5))
-        t_k = (2 * k - 1) * math.pi / (2 * w)
+@pytest.mark.slow  # (a hessian through impacts: two compiles of ~1 min on a 2-core machine)
+def test_second_derivatives_through_the_one_loop_with_the_default_adjoint():
+    """``jax.hessian`` (forward over reverse) through the one loop with the default adjoint (the
+    segment loop needed ``adjoint="direct"``): the k-th impact of the inclined ball,
+    t = T0 (1 + 2 sum_{i<k} e^i), so t'' = 2 T0 sum_{i<k} i (i - 1) e^(i - 2), for generated
+    heights, restitutions, angles and impact counts."""
+    for z0, e, alpha, k in _cases(2, 3, 12):
+        k = max(k, 3)  # (t'' = 0 below the third impact)
+        t, _, _, _ = _closed(z0, e, alpha, k)
+        T0 = math.sqrt(2 * z0 / (G * math.cos(alpha)))
+        d2 = 2 * T0 * sum(i * (i - 1) * e ** (i - 2) for i in range(2, k))
 
-        def t_zero(w_, k=k):
-            sol = rollax.solve(Oscillator(omega=w_, n=k), jnp.array([1.0, 0.0]), 0.0, 50.0, **TOL)
-            return sol.t
+        def t_k(e_, alpha=alpha, k=k, z0=z0):
+            sys_ = InclineBall(e=e_, alpha=alpha, k=float(k))
+            return rollax.solve(sys_, jnp.array([z0, 0.0, 0.0, 0.0]), 0.0, 1e3, **TOL).t
 
-        assert abs(float(t_zero(w)) - t_k) < 1e-9
-        h = float(jax.hessian(t_zero)(w))
-        assert abs(h - 2 * t_k / w**2) < 1e-6 * (2 * t_k / w**2), (w, k, h)
+        assert abs(float(t_k(e)) - t) < 1e-9 * max(1.0, t)
+        h = float(jax.hessian(t_k)(e))
+        assert abs(h - d2) < 1e-6 * abs(d2), (z0, e, alpha, k, h, d2)

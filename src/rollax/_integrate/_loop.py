@@ -16,10 +16,10 @@ Each iteration of :func:`run`'s loop does one of two things (:func:`_iteration`)
   the status).
 
 The arithmetic is that of the segment loop (:mod:`rollax._integrate._solve`): the same steps,
-samples, roots and statuses (``tests/integrate/test_loop.py`` holds the two to it). Not yet
-served here (the segment loop runs them): ``dense``; runs without events, resets or saving
-are one plain diffrax solve (``_solve._plain``).
-Opt in with ``ROLLAX_LOOP=one`` (read by :func:`rollax.solve`).
+samples, roots and statuses (``tests/integrate/test_loop.py`` holds the two to it). It runs
+the systems with a reset map (:func:`wanted`); a run without resets is one segment of the
+segment loop, and one without events, resets or saving one plain diffrax solve
+(``_solve._plain``).
 """
 
 from __future__ import annotations
@@ -42,11 +42,21 @@ from rollax._core.events import CROSSING, locate_in_step, near_theta, scan, unre
 _RUNNING = -1
 
 
-def wanted(dense: bool, plain: bool) -> bool:
-    """Whether the one loop runs this solve: opted in (``ROLLAX_LOOP=one``), not a plain solve
-    (no events, resets or saving: one diffrax solve), and not ``dense`` (the segment loop's for
-    now)."""
-    return os.environ.get("ROLLAX_LOOP", "") == "one" and not (dense or plain)
+def wanted(hybrid: bool, dense: bool, plain: bool) -> bool:
+    """Whether the one loop runs this solve: a system with a reset map (``hybrid``; ``dense``
+    is refused for those) whose run is not a plain one. Its first gradient compiles in about
+    0.6x the segment loop's CPU time and does not grow with the impacts. A run without resets
+    is one segment of the segment loop, which locates its event after its step loop: under
+    ``jax.vmap`` the one loop's branches become selects that compute a segment's start and the
+    first crossings' root search at every step (the rim's vmapped forward solve 1.75x slower
+    warm at 64 lanes), and its first gradient compiles no faster (the oscillator's: the same
+    CPU time; benchmarks/RESULTS.md, issue 57).
+    ``ROLLAX_LOOP=segments`` runs the segment loop for every system, ``ROLLAX_LOOP=one`` the
+    one loop for every system it can (the benchmarks compare them)."""
+    how = os.environ.get("ROLLAX_LOOP", "")
+    if dense or plain or how == "segments":
+        return False
+    return hybrid or how == "one"
 
 
 class _Carry(NamedTuple):
@@ -144,10 +154,19 @@ def run(
         h,
     )
     args = (system, mode)
-    # the solver's and controller's states, of the shapes every segment gives them
-    st0 = solver.init(ctx.term, t0, t0 + 1.0, y0, args)
-    _, cs0 = ctx.controller(t0).init(
-        ctx.term, t0, t0 + 1.0, y0, None, args, solver.func, _order(ctx)
+
+    # the solver's and controller's states, of the shapes every segment gives them: zeros (the
+    # first iteration sets them up; computed here, they were a forward pass and a transpose
+    # outside the loop that did nothing)
+    def states():
+        st = solver.init(ctx.term, t0, t0 + 1.0, y0, args)
+        _, cs = ctx.controller(t0).init(
+            ctx.term, t0, t0 + 1.0, y0, None, args, solver.func, _order(ctx)
+        )
+        return st, cs
+
+    st0, cs0 = jax.tree_util.tree_map(
+        lambda a: jnp.zeros(a.shape, a.dtype), eqx.filter_eval_shape(states)
     )
     c = _Carry(
         t=t0,
@@ -179,6 +198,8 @@ def run(
     )
     kind, bound = _loop_kind(opts)
     dyn, static = eqx.partition(ctx, eqx.is_array)
+    if kind == "checkpointed":
+        c = _tied(c, [x for x in jax.tree_util.tree_leaves((dyn, y0, aux, t0)) if _inexact(x)])
 
     def body(carry):
         return carry[0], _iteration(eqx.combine(carry[0], static), carry[1])
@@ -191,6 +212,8 @@ def run(
         kind=kind,
         **_checkpoints(opts, kind),
     )
+    if kind == "checkpointed":
+        c = _spread(c)
     return Solution(
         t=c.t,
         y=c.y,
@@ -206,6 +229,68 @@ def run(
         ys=None if ts is None else c.ys,
         events=_eventlog.read(c.log_n, c.log, y0.shape[0]) if opts.save_events else None,
     )
+
+
+# The checkpointed loop's reverse pass finds which carried values carry derivatives (forwards)
+# and cotangents (backwards) as fixed points, linearising the whole body once per round: six
+# linearisations of the body (3 + 3) on the bouncing ball, a third of its gradient's compile.
+# Marked up front, each fixed point is found in one round: _tied marks every value that carries
+# a derivative once anything does (an identity whose derivative depends on the anchor);
+# _spread gives the end's time, state and step a cotangent together.
+
+
+def _inexact(x) -> bool:
+    return eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.inexact)
+
+
+@jax.custom_jvp
+def _tie(x, anchor):
+    return x
+
+
+@_tie.defjvp
+def _tie_jvp(primals, tangents):
+    # x's derivative plus a zero that is linear in the anchor's, so never a symbolic zero
+    # (instantiated zeros alone are: JAX's linearisation sees through them); a select, not a
+    # product with 0, so that a NaN or inf on either side stays there
+    tx, ta = tangents
+    never = jnp.zeros((), bool)
+    zero = sum(jnp.sum(jnp.where(never, t, 0.0)) for t in jax.tree_util.tree_leaves(ta))
+    return primals[0], jax.tree_util.tree_map(lambda t: t + zero, tx)
+
+
+def _tied(c: _Carry, anchor) -> _Carry:
+    """``c`` with the values that carry a derivative in the loop (the time, the state, the
+    step, the solver's state, the first crossings) marked as depending on ``anchor``."""
+    if not anchor:
+        return c
+    ss = [x for x in jax.tree_util.tree_leaves(c.solver_state) if _inexact(x)]
+    keep = (c.t, c.t_seg, c.t_next, c.y, c.t_first, c.last_t, ss)
+    t, t_seg, t_next, y, t_first, last_t, ss = _tie(keep, anchor)
+    return c._replace(
+        t=t,
+        t_seg=t_seg,
+        t_next=t_next,
+        y=y,
+        t_first=t_first,
+        last_t=last_t,
+        solver_state=_with_leaves(c.solver_state, ss),
+    )
+
+
+def _spread(c: _Carry) -> _Carry:
+    """``c`` with its time and state tied to the next step and the solver's state (their
+    derivatives add 0), so that a cotangent of either reaches all four."""
+    ss = [x for x in jax.tree_util.tree_leaves(c.solver_state) if _inexact(x)]
+    t, y = _tie((c.t, c.y), (c.t_next, ss))
+    return c._replace(t=t, y=y)
+
+
+def _with_leaves(tree, new):
+    """``tree`` with its inexact leaves replaced, in order, by ``new``."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    it = iter(new)
+    return jax.tree_util.tree_unflatten(treedef, [next(it) if _inexact(x) else x for x in leaves])
 
 
 def _loop_kind(opts) -> tuple[Literal["lax", "checkpointed", "bounded"], int | None]:
@@ -298,7 +383,8 @@ def _step(ctx: _Ctx, c: _Carry) -> _Carry:
     interp = ctx.solver.interpolation_cls(t0=t, t1=t_next, **dense)
     vals, times = h_._step_samples(system, mode, interp, y1, t, h, opts.n_samples)
     vals = sg(vals)
-    sc = scan(events, vals, times, c.sign, c.count, c.t_zero)
+    # (the scan's zero times only seed root searches, stopped: no derivative carried)
+    sc = scan(events, vals, sg(times), c.sign, c.count, c.t_zero)
     exact = isinstance(ctx.solver, h_._ExactFlowSolver)
     if not exact:
         # samples that may hide a pair of crossings: rejected (shrunk to 0.2 h), as a step

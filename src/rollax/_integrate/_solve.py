@@ -535,7 +535,8 @@ class _Options(eqx.Module):
     dense: bool = eqx.field(static=True, default=False)  # keep the dense output
     # no events, no resets, no saving, no exact flow: one plain diffrax solve (_plain)
     plain: bool = eqx.field(static=True, default=False)
-    # the one step loop (rollax._integrate._loop; ROLLAX_LOOP=one) instead of the segment loop
+    # the one step loop (rollax._integrate._loop: systems with a reset map) instead of the
+    # segment loop
     loop: bool = eqx.field(static=True, default=False)
 
 
@@ -741,7 +742,7 @@ def solve(
         int(save_events),
         dense,
         plain,
-        _loop.wanted(dense, plain),
+        _loop.wanted(system.hybrid, dense, plain),
     )
     f = jnp.asarray
     m = None
