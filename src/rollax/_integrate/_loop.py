@@ -521,24 +521,10 @@ def _serve(ctx: _Ctx, c: _Carry, e, t_e, y_e, count, jumped, repeated) -> _Carry
     event fired again at once after its own reset (REPEATED: not reset again)."""
     system, opts = ctx.system, ctx.opts
     mode = c.mode
-    t_r, y_r, mode_r, aux_r, term = system.reset(t_e, y_e, mode, c.aux, e)
-    term = jnp.asarray(term, bool) & ~repeated
-    t_r = jnp.where(repeated, t_e, jnp.asarray(t_r, t_e.dtype))
-    y_r = jnp.where(repeated, y_e, y_r)
-    mode_r = jnp.where(repeated, mode, jnp.asarray(mode_r, jnp.int32))
-    aux_r = jnp.where(repeated, c.aux, jnp.asarray(aux_r, c.aux.dtype))
-    ends = term | jumped | repeated
-    resets = c.resets + (~ends).astype(jnp.int32)
-    status = jnp.select(
-        [repeated, jumped, term, resets > opts.max_resets],
-        [Status.REPEATED, Status.DISCONTINUOUS, Status.EVENT, Status.MAX_STEPS],
-        _RUNNING,
-    ).astype(jnp.int32)
-    # a reset that moves the time to or past t1 ends the run there
-    status = jnp.where((status == _RUNNING) & (t_r >= ctx.t1), Status.T_MAX, status)
-    ended_by_event = (
-        (status == Status.EVENT) | (status == Status.DISCONTINUOUS) | (status == Status.REPEATED)
+    t_r, y_r, mode_r, aux_r, term, resets, status = ctx.h._served(
+        system, t_e, y_e, mode, c.aux, e, repeated, jumped, c.resets, opts.max_resets, ctx.t1
     )
+    ended_by_event = ctx.h._ended_by_event(status)
     log_n, log = c.log_n, c.log
     if opts.save_events:
         log_n, log = _eventlog.write(log_n, log, ~repeated, t_e, e, mode, y_e, t_r, mode_r, y_r)

@@ -596,7 +596,9 @@ def solve(
     Differentiable (``adjoint``: ``"reverse"``, the default, diffrax's recursive
     checkpointing; ``"forward"`` (``diffrax.ForwardMode()``) for ``jax.jacfwd``, nested too;
     ``"direct"`` (``diffrax.DirectAdjoint()``) allows both modes, so ``jax.hessian``, forward
-    over reverse), ``vmap``-able, and compiled once per system structure.
+    over reverse; a system with a reset map, run as one step loop (:mod:`._loop`), takes
+    ``jax.hessian`` with the default too), ``vmap``-able, and compiled once per system
+    structure.
     Events follow :mod:`rollax._core.events`; each step is sampled at ``n_samples`` (default:
     ``system.n_samples``, 8 unless the system says otherwise) points of its dense output (see
     the module docstring for what can be missed and how ``dt_max`` closes it); a system with
@@ -1233,6 +1235,34 @@ def _implicit(system, mode, interp, t_star, e):
     return t_ev, y_ev + (f - interp.derivative(t_ev)) * dt
 
 
+def _served(system, t_e, y_e, mode, aux, e, repeated, jumped, resets, max_resets, t1):
+    """The reset map at the served event ``e`` and what follows from it, in both loops:
+    ``(t, y, mode, aux, terminal, resets, status)``, the status -1 when the run goes on. A
+    repeated event (it fired again at once after its own reset) ends the run where that reset
+    left it, not reset again (REPEATED); a root where the event function jumps ends it after
+    its reset (DISCONTINUOUS); a reset that moves the time to or past ``t1`` ends it there."""
+    t_r, y_r, mode_r, aux_r, term = system.reset(t_e, y_e, mode, aux, e)
+    term = jnp.asarray(term, bool) & ~repeated
+    t_r = jnp.where(repeated, t_e, jnp.asarray(t_r, t_e.dtype))
+    y_r = jnp.where(repeated, y_e, y_r)
+    mode_r = jnp.where(repeated, mode, jnp.asarray(mode_r, jnp.int32))
+    aux_r = jnp.where(repeated, aux, jnp.asarray(aux_r, aux.dtype))
+    ends = term | jumped | repeated
+    resets = resets + (~ends).astype(jnp.int32)
+    status = jnp.select(
+        [repeated, jumped, term, resets > max_resets],
+        [Status.REPEATED, Status.DISCONTINUOUS, Status.EVENT, Status.MAX_STEPS],
+        -1,
+    )
+    status = jnp.where((status == -1) & (t_r >= t1), Status.T_MAX, status).astype(jnp.int32)
+    return t_r, y_r, mode_r, aux_r, term, resets, status
+
+
+def _ended_by_event(status):
+    """Whether the run ended at an event (its index is the solution's ``event``)."""
+    return (status == Status.EVENT) | (status == Status.DISCONTINUOUS) | (status == Status.REPEATED)
+
+
 def _segment(
     system, events: EventSet, s: _State, t1, rtol, atol, dt_max, jump_ts, ts, opts
 ) -> _State | tuple[_State, Any]:
@@ -1446,28 +1476,12 @@ def _segment(
     t_out = jnp.where(event_now, t_e, t_last)
     y_out = jnp.where(event_now, y_e, y_phys)
     # at an event: the reset map decides (non-hybrid: the run ends there)
-    t_r, y_r, mode_r, aux_r, term = system.reset(t_out, y_out, mode, s.aux, e)
-    term = jnp.asarray(term, bool) & ~repeated
-    # a repeated event ends the run where its last reset left it (not reset again)
-    t_r, y_r = jnp.where(repeated, t_out, t_r), jnp.where(repeated, y_out, y_r)
-    mode_r = jnp.where(repeated, mode, mode_r)
-    aux_r = jnp.where(repeated, s.aux, aux_r)
-    ends = term | jumped | repeated  # (a jump or a repeat ends the run after its reset)
-    resets = s.resets + (event_now & ~ends).astype(jnp.int32)
-    status = jnp.where(
-        status == -2,
-        jnp.select(
-            [repeated, jumped, term, resets > opts.max_resets],
-            [Status.REPEATED, Status.DISCONTINUOUS, Status.EVENT, Status.MAX_STEPS],
-            -1,
-        ),
-        status,
-    ).astype(jnp.int32)
-    # a reset that moves the time to or past t1 ends the run there
-    status = jnp.where((status == -1) & (t_r >= t1), Status.T_MAX, status).astype(jnp.int32)
-    ended_by_event = (
-        (status == Status.EVENT) | (status == Status.DISCONTINUOUS) | (status == Status.REPEATED)
+    t_r, y_r, mode_r, aux_r, term, resets, served = _served(
+        system, t_out, y_out, mode, s.aux, e, repeated, jumped, s.resets, opts.max_resets, t1
     )
+    resets = jnp.where(event_now, resets, s.resets)
+    status = jnp.where(status == -2, served, status).astype(jnp.int32)
+    ended_by_event = _ended_by_event(status)
     ys = s.ys
     if ts is not None:
         inside = (ts >= t0) & (ts <= t_out)  # a failed run keeps what it reached
