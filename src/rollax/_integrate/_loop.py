@@ -45,7 +45,7 @@ _RUNNING = -1
 def wanted(hybrid: bool, dense: bool, plain: bool) -> bool:
     """Whether the one loop runs this solve: a system with a reset map (``hybrid``; ``dense``
     is refused for those) whose run is not a plain one. Its first gradient compiles in about
-    0.6x the segment loop's CPU time and does not grow with the impacts. A run without resets
+    half the segment loop's CPU time and does not grow with the impacts. A run without resets
     is one segment of the segment loop, which locates its event after its step loop: under
     ``jax.vmap`` the one loop's branches become selects that compute a segment's start and the
     first crossings' root search at every step (the rim's vmapped forward solve 1.75x slower
