@@ -42,6 +42,7 @@ SLOW = {
     "benchmarks/bench_entry_points.py": "about 40 s: two fresh processes, each compiling a solve",
     "benchmarks/bench_first_answer.py": "46 s: two fresh processes, each compiling a gradient",
     "benchmarks/bench_gradients.py": "102 s: one process per case and integrator, each compiling",
+    "benchmarks/bench_loop_warm.py": "about 40 s: six programs, each compiled",
     "benchmarks/bench_loop_vmap.py": "75 s: six vmapped programs, each compiled for two loops",
     "benchmarks/bench_optimize.py": "93 s: the SQP's solves, Jacobians and plain diffrax compile",
     "benchmarks/bench_penny.py": "144 s: five impact searches per law compile",
