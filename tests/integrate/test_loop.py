@@ -78,7 +78,7 @@ def _cases(n, seed, k_max):
         yield float(rng.uniform(0.2, 2.0)), e, float(rng.uniform(0.0, 1.2)), k
 
 
-def _solve(z0, e, alpha, k, loop):
+def _solve(z0, e, alpha, k):
     sys_ = InclineBall(e=e, alpha=alpha, k=float(k))
     return rollax.solve(sys_, jnp.array([z0, 0.0, 0.0, 0.0]), 0.0, 1e3, **TOL)
 
@@ -87,7 +87,7 @@ def _solve(z0, e, alpha, k, loop):
 def test_impacts_and_their_gradients_equal_the_closed_form(seed):
     for z0, e, alpha, k in _cases(6, seed, 100):
         t, dt_de, x, dx_da = _closed(z0, e, alpha, k)
-        sol = _solve(z0, e, alpha, k, True)
+        sol = _solve(z0, e, alpha, k)
         assert int(sol.status) == rollax.Status.EVENT and int(sol.resets) == k - 1
         assert abs(float(sol.t) - t) < 1e-9 * max(1.0, t), (z0, e, alpha, k)
         assert abs(float(sol.y[2]) - x) < 1e-9 * max(1.0, x)
@@ -133,9 +133,9 @@ def test_vmapped_gradients_are_each_lanes_closed_form():
 def test_the_one_loop_takes_the_segment_loops_steps(seed, monkeypatch):
     for z0, e, alpha, k in _cases(4, seed, 12):
         monkeypatch.delenv("ROLLAX_LOOP", raising=False)  # the default: the one loop
-        a = _solve(z0, e, alpha, k, True)
+        a = _solve(z0, e, alpha, k)
         monkeypatch.setenv("ROLLAX_LOOP", "segments")
-        b = _solve(z0, e, alpha, k, False)
+        b = _solve(z0, e, alpha, k)
         for f in ("status", "event", "steps", "rejected", "resets", "counts"):
             assert np.array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f))), f
         assert float(a.t) == float(b.t)
