@@ -189,11 +189,19 @@ def test_the_one_loop_agrees_on_counts_first_crossings_limits_and_saving(monkeyp
 
 
 @pytest.mark.slow  # (a hessian through impacts: two compiles of ~1 min on a 2-core machine)
-def test_second_derivatives_through_the_one_loop_with_the_default_adjoint():
-    """``jax.hessian`` (forward over reverse) through the one loop with the default adjoint (the
-    segment loop needed ``adjoint="direct"``): the k-th impact of the inclined ball,
-    t = T0 (1 + 2 sum_{i<k} e^i), so t'' = 2 T0 sum_{i<k} i (i - 1) e^(i - 2), for generated
-    heights, restitutions, angles and impact counts."""
+def test_second_derivatives_through_the_one_loop():
+    """``jax.hessian`` (forward over reverse) through the one loop with ``adjoint="direct"``
+    (the default adjoint is reverse mode only, and says so): the k-th impact of the inclined
+    ball, t = T0 (1 + 2 sum_{i<k} e^i), so t'' = 2 T0 sum_{i<k} i (i - 1) e^(i - 2), for
+    generated heights, restitutions, angles and impact counts."""
+    with pytest.raises(TypeError, match="adjoint='direct'"):
+        jax.hessian(
+            lambda e_: (
+                rollax.solve(
+                    InclineBall(e=e_, alpha=0.1, k=3.0), jnp.array([1.0, 0.0, 0.0, 0.0]), 0.0, 1e3
+                ).t
+            )
+        )(0.8)
     for z0, e, alpha, k in _cases(2, 3, 12):
         k = max(k, 3)  # (t'' = 0 below the third impact)
         t, _, _, _ = _closed(z0, e, alpha, k)
@@ -202,8 +210,41 @@ def test_second_derivatives_through_the_one_loop_with_the_default_adjoint():
 
         def t_k(e_, alpha=alpha, k=k, z0=z0):
             sys_ = InclineBall(e=e_, alpha=alpha, k=float(k))
-            return rollax.solve(sys_, jnp.array([z0, 0.0, 0.0, 0.0]), 0.0, 1e3, **TOL).t
+            y0 = jnp.array([z0, 0.0, 0.0, 0.0])
+            return rollax.solve(sys_, y0, 0.0, 1e3, adjoint="direct", **TOL).t
 
         assert abs(float(t_k(e)) - t) < 1e-9 * max(1.0, t)
         h = float(jax.hessian(t_k)(e))
         assert abs(h - d2) < 1e-6 * abs(d2), (z0, e, alpha, k, h, d2)
+
+
+def test_checkpoints_fill_a_budget_except_under_vmap():
+    """The one loop's reverse pass keeps as many checkpoints as fit in its budget (no
+    recomputation in runs of a few thousand steps), and under ``jax.vmap`` (seen through
+    ``jax.grad`` on either side) the bound of one segment, so that memory does not grow with
+    the lanes."""
+    from rollax._integrate import _loop, _solve
+
+    seen = []
+
+    def probe(y0, t1):
+        seen.append(_solve._batched(y0, t1))
+        return jnp.sum(y0) * t1
+
+    x, ys = jnp.ones(3), jnp.ones((4, 3))
+    probe(x, 1.0)
+    jax.grad(probe)(x, 1.0)
+    jax.vmap(probe, (0, None))(ys, 1.0)
+    jax.vmap(jax.grad(probe), (0, None))(ys, 1.0)
+    jax.grad(lambda y: jnp.sum(jax.vmap(probe, (0, None))(y, 1.0)))(ys)
+    jax.jit(jax.vmap(probe, (0, None)))(ys, 1.0)
+    assert seen == [False, False, True, True, True, True]
+
+    class Opts:
+        adjoint, max_steps, batched = None, 4096, False
+
+    carry = (jnp.zeros(20), jnp.zeros(3, jnp.int32))  # 172 bytes
+    assert _loop._checkpoints(Opts(), "checkpointed", carry) == {"checkpoints": 2**18 // 172}
+    Opts.batched = True
+    assert _loop._checkpoints(Opts(), "checkpointed", carry) == {"checkpoints": 182}
+    assert _loop._checkpoints(Opts(), "bounded", carry) == {}

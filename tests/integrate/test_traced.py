@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 
+import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -162,6 +163,27 @@ def test_the_key_is_the_program():
 
     assert key(inner(c), (3,)) != key(inner(c + 1), (3,))
     assert key(inner(c), (3,)) == key(inner(c.copy()), (3,))
+
+    # a custom rule's static arguments (equinox's checkpointed loop: the same forward program,
+    # another reverse pass; the second was served the first's, stop 61)
+    def loop(checkpoints):
+        def fn(x):
+            def body(c):
+                return c[0] + 1, c[1] * jnp.sin(c[1])
+
+            return eqxi.while_loop(
+                lambda c: c[0] < 5,
+                body,
+                (0, x),
+                max_steps=10,
+                kind="checkpointed",
+                checkpoints=checkpoints,
+            )[1]
+
+        return fn
+
+    assert key(loop(3), (3,)) == key(loop(3), (3,))
+    assert key(loop(3), (3,)) != key(loop(4), (3,))
 
 
 def test_the_kept_route_is_on_with_a_cache_and_off_on_request(monkeypatch):

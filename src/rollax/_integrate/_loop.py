@@ -3,12 +3,14 @@ and its interpolation driven by one loop that detects, locates and serves events
 inside it, the way the ensemble kernel does: no step loop nested in a segment loop, and one
 program whatever the number of impacts.
 
-Each iteration of :func:`run`'s loop does one of two things (:func:`_iteration`):
+Each iteration of :func:`run`'s loop (:func:`_iteration`):
 
-* **starts a segment** (:func:`_start`: the run's start, or after a reset): the scan's signs,
-  a boundary already fired there (served at once: :func:`_serve` at a step of length 0), the
-  solver's state and the first step (the controller's ``init``, Hairer's starting step);
-* **takes a step** (:func:`_step`): the solver's step, its samples scanned
+* **starts a segment** where one starts (:func:`_start`: the run's start, or after a reset):
+  the scan's signs, a boundary already fired there (served at once: :func:`_serve` at a step
+  of length 0), the solver's state and the first step (the controller's ``init``, Hairer's
+  starting step);
+* then **takes a step** (:func:`_step`), unless that start served a boundary or ended the
+  run: the solver's step, its samples scanned
   (:func:`rollax._core.events.scan`, a step that may hide a pair of crossings rejected), the
   controller's verdict; in an accepted step, first crossings are located at once
   (:func:`_firsts`), and an event that fires is located, its time and state made differentiable
@@ -132,12 +134,14 @@ def run(
     for _ in range(100):
         floor = eqxi.prevbefore(floor)
 
+    kind, bound = _loop_kind(opts)
     solver = opts.solver
-    if getattr(solver, "scan_kind", "") is None:
-        # the Runge-Kutta stages as a bounded loop (diffrax's "checkpointed" by default): a
-        # checkpointed loop inside the step's branch of a cond, under vmap, failed in reverse
-        # mode (equinox: "Nonconstant batch"); DirectAdjoint's choice, the same values
-        solver = eqx.tree_at(lambda s: s.scan_kind, solver, "bounded", is_leaf=lambda x: x is None)
+    if getattr(solver, "scan_kind", "") is None and kind != "checkpointed":
+        # the Runge-Kutta stages as diffrax's adjoints run them: a bounded loop for
+        # DirectAdjoint (both modes), a lax loop for ForwardMode; checkpointed (diffrax's
+        # default) for the checkpointed loop, whose forward solve it keeps 1.9x faster warm
+        how = "bounded" if kind == "bounded" else "lax"
+        solver = eqx.tree_at(lambda s: s.scan_kind, solver, how, is_leaf=lambda x: x is None)
     ctx = _Ctx(
         system,
         diffrax.ODETerm(h._vf),
@@ -196,7 +200,6 @@ def run(
         sign_in=sign_in,
         ys=jnp.full((0 if ts is None else ts.shape[0],) + y0.shape, jnp.nan, dtype),
     )
-    kind, bound = _loop_kind(opts)
     dyn, static = eqx.partition(ctx, eqx.is_array)
     if kind == "checkpointed":
         c = _tied(c, [x for x in jax.tree_util.tree_leaves((dyn, y0, aux, t0)) if _inexact(x)])
@@ -210,7 +213,7 @@ def run(
         (dyn, c),
         max_steps=bound,
         kind=kind,
-        **_checkpoints(opts, kind),
+        **_checkpoints(opts, kind, (dyn, c)),
     )
     if kind == "checkpointed":
         c = _spread(c)
@@ -301,16 +304,33 @@ def _loop_kind(opts) -> tuple[Literal["lax", "checkpointed", "bounded"], int | N
     return ("bounded" if isinstance(opts.adjoint, diffrax.DirectAdjoint) else "checkpointed"), bound
 
 
-def _checkpoints(opts, kind) -> dict:
-    """The reverse pass's checkpoints: the adjoint's own, or twice what diffrax gives one
-    segment of ``max_steps`` steps (``sqrt(2 max_steps)``). Equinox's default for the loop's
-    bound (every segment's steps: ``sqrt(2 (max_steps + 1) (max_resets + 2))``, 5,727 for
-    the defaults) is held in memory whatever the steps taken, and under ``vmap`` once per lane;
-    with fewer, the online schedule recomputes more steps only in runs that take more."""
+def _checkpoints(opts, kind, carry) -> dict:
+    """The reverse pass's checkpoints: the adjoint's own; else as many copies of the loop's
+    carry as fit in 256 KiB (``_CHECKPOINT_BYTES``), and at least ``2 (sqrt(2 max_steps) + 1)``
+    (twice what diffrax gives one segment of ``max_steps`` steps), the number a run under
+    ``jax.vmap`` keeps (a lane's budget is one of every lane's).
+
+    A run of more iterations than checkpoints recomputes its steps in the reverse pass; every
+    checkpoint costs each call its share of equinox's set-up and sort. Warm gradients, best of
+    30 (benchmarks/RESULTS.md, issue 57), with 364 / 1,135 (256 KiB of the pendulum's 231-byte
+    carry) / 4,539 checkpoints: the 4-impact ball (16 steps) 1.13 / 1.28 / 1.89 ms, the
+    12-impact pendulum (about 870 steps) 22.5 / 18.8 / 19.2 ms, the 40-impact one (2,917 steps)
+    81.7 / 77.3 / 61.9 ms."""
     if kind != "checkpointed":
         return {}
     own = getattr(opts.adjoint, "checkpoints", None)
-    return {"checkpoints": own or 2 * (math.isqrt(2 * opts.max_steps) + 1)}
+    if own:
+        return {"checkpoints": own}
+    least = 2 * (math.isqrt(2 * opts.max_steps) + 1)
+    if opts.batched:  # (a budget a lane would be one of every lane: the fewer)
+        return {"checkpoints": least}
+    size = sum(
+        x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(carry) if eqx.is_array(x)
+    )
+    return {"checkpoints": max(least, _CHECKPOINT_BYTES // max(size, 1))}
+
+
+_CHECKPOINT_BYTES = 2**18  # the reverse pass's checkpoints of one run (see _checkpoints)
 
 
 def _order(ctx: _Ctx):
@@ -318,8 +338,15 @@ def _order(ctx: _Ctx):
 
 
 def _iteration(ctx: _Ctx, c: _Carry) -> _Carry:
-    """One iteration: start a segment, or take one step of it."""
-    return jax.lax.cond(c.fresh, lambda c: _start(ctx, c), lambda c: _step(ctx, c), c)
+    """One iteration: start a segment if one starts here, then take one step of it (none when
+    the start served a boundary at once or ended the run).
+
+    The step is not a branch of a ``cond``: the Runge-Kutta stages are diffrax's checkpointed
+    loop, which inside a ``cond`` under ``vmap`` fails in reverse mode (equinox's "Nonconstant
+    batch"), and as a bounded loop instead it made the 40-impact pendulum's warm forward solve
+    1.9x slower (7.7 ms against 3.9; benchmarks/RESULTS.md, issue 57)."""
+    c = jax.lax.cond(c.fresh, lambda c: _start(ctx, c), lambda c: c, c)
+    return _step(ctx, c, ~c.fresh & (c.status == _RUNNING))
 
 
 def _start(ctx: _Ctx, c: _Carry) -> _Carry:
@@ -370,11 +397,14 @@ def _start(ctx: _Ctx, c: _Carry) -> _Carry:
     )
 
 
-def _step(ctx: _Ctx, c: _Carry) -> _Carry:
-    """One attempted step; in an accepted one, first crossings located and an event served."""
+def _step(ctx: _Ctx, c: _Carry, go) -> _Carry:
+    """One attempted step; in an accepted one, first crossings located and an event served.
+    ``go`` false: ``c`` unchanged (the step is taken, of a small positive length so that its
+    discarded values and their derivatives stay finite, and thrown away)."""
     h_ = ctx.h
     system, events, opts, sg = ctx.system, ctx.events, ctx.opts, jax.lax.stop_gradient
-    t, t_next, y, mode = c.t, c.t_next, c.y, c.mode
+    t, y, mode = c.t, c.y, c.mode
+    t_next = jnp.where(go, c.t_next, t + 2.0**-20 * jnp.maximum(1.0, jnp.abs(t)))
     args = (system, mode)
     h = t_next - t
     y1, err, dense, st1, _ = ctx.solver.step(
@@ -406,7 +436,7 @@ def _step(ctx: _Ctx, c: _Carry) -> _Carry:
     fired = keep & jnp.any(sc.fired) & ~sc.nonfinite
     small = cres == diffrax.RESULTS.dt_min_reached
     bad = (keep & sc.nonfinite) | small
-    first = _firsts(ctx, c, keep, sc, interp, y1, t, h, vals)
+    first = _firsts(ctx, c, keep & go, sc, interp, y1, t, h, vals)
     moved = c._replace(
         t=jnp.where(keep, t_prev, t),
         t_next=t_after,
@@ -434,6 +464,8 @@ def _step(ctx: _Ctx, c: _Carry) -> _Carry:
     ).astype(jnp.int32)
     moved = moved._replace(status=jnp.where(fired, c.status, status))
     # a non-finite end state (a step accepted into NaN cannot be: the controller refuses it)
+    moved = jax.tree_util.tree_map(lambda a, b: jnp.where(go, a, b), moved, c)
+    fired = fired & go
 
     def serve(m: _Carry) -> _Carry:
         loc = locate_in_step(

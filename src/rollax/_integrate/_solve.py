@@ -58,6 +58,7 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+from jax._src.interpreters import batching
 from jax.core import Tracer
 import numpy as np
 import optimistix as optx
@@ -538,6 +539,8 @@ class _Options(eqx.Module):
     # the one step loop (rollax._integrate._loop: systems with a reset map) instead of the
     # segment loop
     loop: bool = eqx.field(static=True, default=False)
+    # called under jax.vmap (seen at the call): the one loop keeps fewer checkpoints a lane
+    batched: bool = eqx.field(static=True, default=False)
 
 
 #: ``adjoint`` by name: reverse mode, forward mode, both (``jax.hessian``)
@@ -745,6 +748,7 @@ def solve(
         dense,
         plain,
         _loop.wanted(system.hybrid, dense, plain),
+        _batched(y0, t0, t1, system),
     )
     f = jnp.asarray
     m = None
@@ -790,6 +794,19 @@ def solve(
     if m is None or sol.ys is None or sol.ys.shape[0] == m:
         return sol
     return eqx.tree_at(lambda s: s.ys, sol, sol.ys[:m])
+
+
+def _batched(*trees) -> bool:
+    """Whether a leaf of ``trees`` is batched by ``jax.vmap`` (at any depth of the tracers
+    wrapping it). A ``vmap`` applied outside a ``jax.jit`` that calls ``solve`` is not seen."""
+    for x in jax.tree_util.tree_leaves(trees):
+        for _ in range(16):
+            if isinstance(x, batching.BatchTracer):
+                return True
+            if not isinstance(x, Tracer):
+                break
+            x = getattr(x, "primal", None) if hasattr(x, "primal") else getattr(x, "val", None)
+    return False
 
 
 def _initial_mode(system, t0, y0):

@@ -107,6 +107,13 @@ def _code(obj, h, depth=0) -> None:
             break
         for a in getattr(obj, "args", ()) or ():  # a partial's bound arguments
             _value(a, h, depth)
+        # a WrappedFun's transformations and their arguments: the static arguments of a custom
+        # rule ride there (equinox's checkpointed loop's checkpoints: without them, two
+        # programs differing only in their checkpoints had one key, and the second was served
+        # the first's reverse pass)
+        for gen, gen_args in getattr(obj, "transforms", ()) or ():
+            _code(gen, h, depth + 1)
+            _value(gen_args, h, depth + 1)
         obj = inner
     code = getattr(obj, "__code__", None)
     if code is None:
@@ -147,6 +154,8 @@ def _value(v, h, depth) -> None:
             _value(x, h, depth + 1)
     elif hasattr(v, "eqns") or (hasattr(v, "consts") and hasattr(v, "jaxpr")):
         _jaxpr(v, h, depth + 1)  # a (closed) jaxpr a rule closes over: its text and constants
+    elif type(v).__name__ in ("Unhashable", "Hashable") and hasattr(v, "val"):
+        _value(v.val, h, depth + 1)  # (JAX's wrappers of a rule's static arguments)
     elif isinstance(v, jax.tree_util.PyTreeDef):
         h.update(_ADDRESS.sub("", str(v)).encode())
     elif isinstance(v, eqx.Module) and depth < 8:
