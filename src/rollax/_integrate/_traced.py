@@ -155,7 +155,8 @@ def _value(v, h, depth) -> None:
     elif hasattr(v, "eqns") or (hasattr(v, "consts") and hasattr(v, "jaxpr")):
         _jaxpr(v, h, depth + 1)  # a (closed) jaxpr a rule closes over: its text and constants
     elif type(v).__name__ in ("Unhashable", "Hashable") and hasattr(v, "val"):
-        _value(v.val, h, depth + 1)  # (JAX's wrappers of a rule's static arguments)
+        wrapped: Any = v  # (JAX's wrappers of a rule's static arguments)
+        _value(wrapped.val, h, depth + 1)
     elif isinstance(v, jax.tree_util.PyTreeDef):
         h.update(_ADDRESS.sub("", str(v)).encode())
     elif isinstance(v, eqx.Module) and depth < 8:
