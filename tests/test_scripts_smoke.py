@@ -55,6 +55,7 @@ SLOW = {
     "experiments/rim_slip/run.py": "54 s: the rolling and the slipping kernels compile",
     "experiments/robot/run.py": "124 s: each robot model and solver compiles its own solves",
     "experiments/shot/run.py": "55 s: the shot's maps and probabilities compile",
+    "experiments/shot_ranges/run.py": "the maps, best releases and per-start parameters compile",
     "experiments/robot_control/run.py": "110-120 s: the disk's and the ball's SQP solves compile",
 }
 # Scripts that fail for a reason inside src/ (to be fixed there): script -> the error.

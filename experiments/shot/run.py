@@ -8,12 +8,15 @@ releases over speed 6.6-8.0 m/s x angle 40-64 degrees: no spin, 3 Hz backspin, a
 comparison) no spin in a vacuum. For each map:
 
 * make and swish fractions, outcome counts, and the rim/board contact counts of the made shots;
-* the best release under the shooter's scatter (``best_release``: the made indicator convolved
-  with the scatter's Gaussian on the grid) for the default scatter (sd 0.09 m/s, 1.3 degrees)
+* the best release under the shooter's scatter (``best_release``: candidates from the made
+  indicator convolved with the scatter's Gaussian on the grid, chosen among by Monte Carlo with
+  common random numbers, n = min(n, 4096) and seed 1, and its probability from independent
+  draws: ``p_best`` +- ``se_best``) for the default scatter (sd 0.09 m/s, 1.3 degrees)
   and for the low (0.05 m/s) and high (0.13 m/s) speed scatter, each checked by
-  ``make_probability`` (Monte Carlo, n = 16384): p +- standard error, and whether it agrees
-  with the convolution within 3 standard errors plus the grid's resolution (the difference
-  between the convolution on this grid and on the grid with every other point);
+  ``make_probability`` (Monte Carlo, n = 16384, seed 0: draws the choice did not use):
+  p +- standard error, and whether it agrees with the convolution there (``p_conv``, the map's
+  value, biased) within 3 standard errors plus the grid's resolution (the difference between
+  the convolution on this grid and on the grid with every other point);
 * Tran & Silverberg's aim: at the best direct angle, the release whose central flight crosses
   the rim plane at the hoop's centre, and how much lower its make probability is;
 * where the made shots' centres were at the end (``r + a`` below the rim plane), from the
@@ -702,9 +705,11 @@ def main() -> None:
         # best releases under the three scatters, each checked by make_probability
         bests = {}
         for key, (sdv, sda) in SCATTERS.items():
-            v, a, p = best_release(res, sdv, sda)
+            br = best_release(res, sdv, sda, n=min(n, 4096), seed=1)
             t0 = time.perf_counter()
-            bests[key] = check(shot, spin, made, sp, an, sdv, sda, v, a, p, n)
+            v, a = br.speed, br.angle
+            bests[key] = check(shot, spin, made, sp, an, sdv, sda, v, a, br.map_probability, n)
+            bests[key].update(p_best=round(br.probability, 4), se_best=round(br.std_error, 4))
             bests[key]["mc_seconds"] = round(time.perf_counter() - t0, 2)
             print(name, key, bests[key], flush=True)
         entry["best"] = bests
@@ -875,7 +880,8 @@ def main() -> None:
         sp_x, an_x = (a_.values for a_ in rx.axes)
         Px = probability_map(rx, SD_SPEED, SD_ANGLE)
         made_x = rx.outcome == ShotOutcome.MADE
-        v_, a_, p_ = best_release(rx, SD_SPEED, SD_ANGLE)
+        br = best_release(rx, SD_SPEED, SD_ANGLE, n=min(n, 4096), seed=1)
+        v_, a_, p_ = br.speed, br.angle, br.map_probability
         nb_x = np.asarray(rx.summary["board_contacts"])
         Pd = np.where(nb_x == 0, Px, -1.0)
         i, j = np.unravel_index(int(np.argmax(Pd)), Px.shape)
@@ -886,6 +892,8 @@ def main() -> None:
                 speed=round(v_, 4),
                 angle=round(a_, 2),
                 p_conv=round(p_, 4),
+                p_best=round(br.probability, 4),
+                se_best=round(br.std_error, 4),
                 edge_mass=round(edge_mass(sp_x, an_x, SD_SPEED, SD_ANGLE, v_, a_), 4),
                 bank_shot=bool(
                     nb_x[np.argmin(np.abs(sp_x - v_)), np.argmin(np.abs(an_x - a_))] > 0
@@ -911,7 +919,9 @@ def main() -> None:
     Pc = probability_map(cube, SD_SPEED, SD_ANGLE)
     sp_c, an_c, sn_c = (a_.values for a_ in cube.axes)
     nb_c = np.asarray(cube.summary["board_contacts"])
-    v_c, a_c, w_c, p_c = best_release(cube, SD_SPEED, SD_ANGLE)
+    br = best_release(cube, SD_SPEED, SD_ANGLE, n=min(n, 4096), seed=1)
+    v_c, a_c, p_c = br.speed, br.angle, br.map_probability
+    w_c = float(br.spin if br.spin is not None else sn_c[0])
     Pd = np.where(nb_c == 0, Pc, -1.0)  # direct shots: no board contact
     per_spin = []
     for k, w in enumerate(sn_c):

@@ -15,6 +15,8 @@ The public API:
   :class:`Solution` (:class:`Status`);
 * :func:`sweep` over a grid of state components and parameters (:class:`Axis`,
   :class:`SweepResult`), and :func:`classify` (the system's outcome of each run);
+* :func:`parameter_ranges`: the declared uncertainty of a system's parameters
+  (:class:`ParameterRange`; ``parameter(..., uncertain=(lo, hi), source=...)``);
 * :func:`identify`: parameters and initial state from observed trajectories
   (:class:`Observations`), with error bars (:class:`Fit`, :class:`IdentifiabilityWarning`).
 """
@@ -58,6 +60,8 @@ _EXPORTS = {
     "classify": "rollax._core._system",
     "crossing": "rollax._core._system",
     "parameter": "rollax._core._system",
+    "ParameterRange": "rollax._core._system",
+    "parameter_ranges": "rollax._core._system",
 }
 
 __all__ = [
@@ -70,6 +74,7 @@ __all__ = [
     "Fit",
     "IdentifiabilityWarning",
     "Observations",
+    "ParameterRange",
     "Solution",
     "Status",
     "SweepInterrupted",
@@ -81,6 +86,7 @@ __all__ = [
     "fused_program",
     "identify",
     "parameter",
+    "parameter_ranges",
     "solve",
     "solve_ensemble",
     "sweep",
@@ -127,6 +133,8 @@ if TYPE_CHECKING:  # what the loaders above give, for type checkers and editors
         EventKind,
         boundary,
         classify,
+        ParameterRange,
         crossing,
         parameter,
+        parameter_ranges,
     )

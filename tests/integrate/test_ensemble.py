@@ -199,6 +199,7 @@ def test_jump_times_on_both_paths():
             run(jump_ts=[1.0, np.nan])
 
 
+@pytest.mark.slow  # (61 s of compile: CI time, stop 62; tests/integrate/test_dopri8.py holds the tableau)
 def test_dopri8_on_both_paths(balls):
     # the 8th-order pair (diffrax.Dopri8's coefficients and controller on both paths), on a
     # plain system (oscillator) and a hybrid one (the ball's reset map)

@@ -244,6 +244,7 @@ def test_systems_differing_only_in_a_target_get_their_own_gradients(monkeypatch)
         assert got == pytest.approx(exact, rel=1e-8)
 
 
+@pytest.mark.slow  # (71 s: CI time, stop 62)
 def test_the_kept_route_tells_systems_apart(cache):
     """Systems that differ only in an event target or a captured constant, one after another
     in one process with one cache: each gets its own reverse pass (stop 57: the second of the

@@ -32,7 +32,7 @@ import enum
 import inspect
 import math
 import typing
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
 import jax
@@ -698,6 +698,8 @@ def parameter(
     finite: bool = True,
     convert: bool = True,
     units: str | None = None,
+    uncertain: tuple[float, float] | None = None,
+    source: str | None = None,
     **kwargs,
 ):
     """A parameter field, the one way to declare one: stored as a float64 array (traced under
@@ -717,7 +719,13 @@ def parameter(
     bound methods) and constant-folded; the system that holds it converts its parameters to
     arrays (:class:`rollax.systems.RimRolling` and its ``rim``). ``units``: the value's units
     (UDUNITS text: ``"m"``, ``"1/s"``, ``"1"`` for a pure number), written on a sweep axis over
-    the parameter and in the sweep's dataset."""
+    the parameter and in the sweep's dataset.
+
+    ``uncertain``: ``(lo, hi)``, the range the value is known to lie in (a measured or
+    rule-given band; the default should lie inside it), and ``source``: where the default and
+    the range come from (a citation, or the assumption stated). Both are declarations, read by
+    :func:`parameter_ranges`, for analyses that marginalise over or probe the range; neither
+    limits the values a system accepts."""
     if units is not None and not isinstance(units, str):
         raise ValueError(f"units = {units!r} must be a string (UDUNITS: 'm', '1/s', '1') or None")
     try:
@@ -735,10 +743,30 @@ def parameter(
     for name, flag in (("finite", finite), ("convert", convert)):
         if not isinstance(flag, bool):
             raise ValueError(f"{name} = {flag!r} must be True or False")
+    if uncertain is not None:
+        try:
+            if isinstance(uncertain, (str, bytes)) or len(uncertain) != 2:
+                raise TypeError
+            lo_, hi_ = float(uncertain[0]), float(uncertain[1])
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"uncertain = {uncertain!r} must be a pair (lo, hi) of finite numbers"
+            ) from None
+        if not (math.isfinite(lo_) and math.isfinite(hi_) and lo_ < hi_):
+            raise ValueError(f"uncertain = {uncertain!r} must be finite with lo < hi")
+        if default is not None and np.ndim(default) == 0 and not lo_ <= float(default) <= hi_:
+            raise ValueError(f"uncertain = {uncertain!r} must hold the default {default!r}")
+        uncertain = (lo_, hi_)
+    if source is not None and not isinstance(source, str):
+        raise ValueError(f"source = {source!r} must be a string or None")
     kwargs["converter"] = _to_parameter if convert else _to_host_parameter
     meta = {**kwargs.pop("metadata", {}), _PARAMETER: True, _SHAPE: shape, _FINITE: finite}
     if units is not None:
         meta[_UNITS] = units
+    if uncertain is not None:
+        meta[_RANGE] = uncertain
+    if source is not None:
+        meta[_SOURCE] = source
     if default is None:
         return eqx.field(metadata=meta, **kwargs)
     if np.ndim(default) > 0:  # an array default (mutable for dataclasses): one copy per system
@@ -750,6 +778,8 @@ def parameter(
 _PARAMETER = "rollax.parameter"
 _SHAPE = "rollax.parameter.shape"
 _UNITS = "rollax.parameter.units"
+_RANGE = "rollax.parameter.uncertain"
+_SOURCE = "rollax.parameter.source"
 
 
 def parameter_units(tree) -> dict[str, str | None]:
@@ -766,6 +796,45 @@ def parameter_units(tree) -> dict[str, str | None]:
 
 
 _FINITE = "rollax.parameter.finite"
+
+
+class ParameterRange(NamedTuple):
+    """A parameter's declared uncertainty (:func:`parameter`'s ``uncertain`` and ``source``):
+    the value it has in the system, the range it is known to lie in, its units and source."""
+
+    value: float
+    lo: float
+    hi: float
+    units: str | None
+    source: str | None
+
+
+def parameter_ranges(tree) -> dict[str, ParameterRange]:
+    """The parameters of ``tree`` (a system, or a module it holds) that declare an uncertainty
+    (``parameter(..., uncertain=(lo, hi))``), by dotted name: the system's value (a scalar
+    value; a batched one is refused by name), the declared range, units and source. A system
+    whose values lie outside a declared range is allowed (the range is the default's
+    uncertainty, not a limit); analyses that sample the range sample the declared one."""
+    out = {}
+    for name, path in parameter_fields(tree).items():
+        node = tree
+        for k in path[:-1]:
+            node = node[int(k)] if isinstance(node, (tuple, list)) else getattr(node, k)
+        f = {f.name: f for f in dataclasses.fields(node)}[path[-1]]
+        rng = f.metadata.get(_RANGE)
+        if rng is None:
+            continue
+        v = getattr(node, path[-1])
+        if np.ndim(v) != 0:
+            raise ValueError(
+                f"{name} has shape {np.shape(v)}: a declared range describes one system's "
+                f"scalar value, not a batch"
+            )
+        value = math.nan if isinstance(v, Tracer) else float(v)
+        out[name] = ParameterRange(
+            value, rng[0], rng[1], f.metadata.get(_UNITS), f.metadata.get(_SOURCE)
+        )
+    return out
 
 
 def classify(system: AbstractSystem, solution) -> Int[Array, "*b"]:

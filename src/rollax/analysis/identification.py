@@ -14,6 +14,7 @@ Built on :func:`rollax.identify` (``rollax._drivers._identify``):
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import os
 import warnings
@@ -21,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+import equinox as eqx
 import jax.numpy as jnp
 
 from rollax._drivers._identify import (
@@ -69,6 +71,14 @@ def read_rim_csv(path: str | os.PathLike) -> tuple[np.ndarray, ...]:
     """Columns ``t, d, z, alpha`` of a CSV file with exactly that header (s, m, m, rad): UTF-8
     text (a binary file or another encoding is refused by name). Their units and spacing are
     checked by :func:`rollax.identify` (:func:`rollax._drivers._identify.check_record`)."""
+    _, out = _read_csv(path, (RIM_COLUMNS,))
+    return tuple(out[:, k] for k in range(4))
+
+
+def _read_csv(path, headers: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], np.ndarray]:
+    """The header (one of ``headers``) and the numbers of a CSV file, or a one-line
+    ``ValueError`` naming the file, the line and the column."""
+    want = " or ".join(",".join(h) for h in headers)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             text = fh.read()
@@ -79,20 +89,22 @@ def read_rim_csv(path: str | os.PathLike) -> tuple[np.ndarray, ...]:
         # neither the file nor what it should be)
         raise ValueError(
             f"data = {str(path)!r} is not a text CSV file (binary, or text not in UTF-8); "
-            f"it must be UTF-8 text with the header t,d,z,alpha"
+            f"it must be UTF-8 text with the header {want}"
         ) from None
     if "\x00" in text:
         raise ValueError(
             f"data = {str(path)!r} is not a text CSV file (it holds NUL bytes: binary); it "
-            f"must be UTF-8 text with the header t,d,z,alpha"
+            f"must be UTF-8 text with the header {want}"
         )
     rows = list(csv.reader(text.splitlines()))
     if not rows:
-        raise ValueError(f"data = {str(path)!r} is empty; it needs the header t,d,z,alpha")
+        raise ValueError(f"data = {str(path)!r} is empty; it needs the header {want}")
     header = tuple(h.strip() for h in rows[0])
-    if header != RIM_COLUMNS:
-        unknown = [h for h in header if h not in RIM_COLUMNS]
-        missing = [h for h in RIM_COLUMNS if h not in header]
+    if header not in headers:
+        known = set().union(*headers)
+        unknown = [h for h in header if h not in known]
+        nearest = min(headers, key=lambda h: len(set(h) ^ set(header)))
+        missing = [h for h in nearest if h not in header]
         why = (
             f"unknown column {unknown[0]!r}"
             if unknown
@@ -101,22 +113,21 @@ def read_rim_csv(path: str | os.PathLike) -> tuple[np.ndarray, ...]:
             else "columns out of order"
         )
         raise ValueError(
-            f"data = {str(path)!r} has the header {','.join(header)} ({why}); "
-            f"it must be t,d,z,alpha"
+            f"data = {str(path)!r} has the header {','.join(header)} ({why}); it must be {want}"
         )
-    out = np.empty((len(rows) - 1, 4))
+    m = len(header)
+    out = np.empty((len(rows) - 1, m))
     for i, row in enumerate(rows[1:]):
-        if len(row) != 4:
-            raise ValueError(f"data = {str(path)!r}, line {i + 2}: {len(row)} values, 4 needed")
+        if len(row) != m:
+            raise ValueError(f"data = {str(path)!r}, line {i + 2}: {len(row)} values, {m} needed")
         for k, cell in enumerate(row):
             try:
                 out[i, k] = float(cell)
             except ValueError:
                 raise ValueError(
-                    f"data = {str(path)!r}, line {i + 2}: {RIM_COLUMNS[k]} = "
-                    f"{cell!r} is not a number"
+                    f"data = {str(path)!r}, line {i + 2}: {header[k]} = {cell!r} is not a number"
                 ) from None
-    return tuple(out[:, k] for k in range(4))
+    return header, out
 
 
 def write_rim_csv(path: str | os.PathLike, t, d, z, alpha) -> None:
@@ -268,3 +279,266 @@ def simulate_camera(
     clean = np.stack([R - rho * np.cos(ys[:, 0]), rho * np.sin(ys[:, 0]), ys[:, 4]], 1)
     noisy = clean + np.random.default_rng(seed).normal(size=clean.shape) * np.asarray(noise)
     return t, noisy[:, 0], noisy[:, 1], noisy[:, 2], t_sep
+
+
+# ---------------------------------------------------------------------- the shot's bounces
+BOUNCE_COLUMNS = ("t", "x", "y", "z")
+BOUNCE_SPIN_COLUMNS = BOUNCE_COLUMNS + ("omega_x", "omega_y", "omega_z")
+#: the Shot parameters a filmed bounce can tell (and their units)
+BOUNCE_FIELDS = {"e_rim": "1", "mu_rim": "1", "e_board": "1", "mu_board": "1", "c_d": "1"}
+
+
+def bounce_observations(t, centre, spin=None, *, sigma=None, sigma_spin=None) -> Observations:
+    """:class:`rollax.Observations` of a filmed bounce for :class:`rollax.systems.Shot`: the
+    ball centre ``centre`` (n, 3) in m in the hoop's frame (origin at the hoop's centre in the
+    rim plane, ``x`` towards the board, ``z`` up) at the times ``t`` (s), and where the film
+    shows it the spin ``spin`` (n, 3) in rad/s (observed by :meth:`Shot.camera_spin`, else
+    :meth:`Shot.camera`). ``sigma`` (m) and ``sigma_spin`` (rad/s): the noise levels
+    (``None``: estimated from the residuals)."""
+    c = np.asarray(centre, float)
+    if c.ndim != 2 or c.shape[1] != 3:
+        raise ValueError(f"centre has shape {c.shape}; it must be (n, 3): x, y, z in m")
+    if spin is None:
+        vals, names, observe = c, BOUNCE_COLUMNS[1:], "camera"
+        sig = None if sigma is None else (float(sigma),) * 3
+    else:
+        w = np.asarray(spin, float)
+        if w.shape != c.shape:
+            raise ValueError(f"spin has shape {w.shape}; it must be {c.shape} like centre")
+        vals, names, observe = np.concatenate([c, w], 1), BOUNCE_SPIN_COLUMNS[1:], "camera_spin"
+        if (sigma is None) != (sigma_spin is None):
+            raise ValueError(
+                f"sigma = {sigma!r}, sigma_spin = {sigma_spin!r}: give both noise levels or "
+                f"neither (then both are estimated)"
+            )
+        sig = None if sigma is None else (float(sigma),) * 3 + (float(sigma_spin or 0.0),) * 3
+    return Observations(
+        np.asarray(t, float), vals, observe, names, sigma=None if sig is None else np.asarray(sig)
+    )
+
+
+def read_bounce_csv(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(t, centre, spin)`` of a CSV file with the header ``t,x,y,z`` (s, m, m, m) or
+    ``t,x,y,z,omega_x,omega_y,omega_z`` (the spin in rad/s; ``spin`` is ``None`` without)."""
+    header, out = _read_csv(path, (BOUNCE_COLUMNS, BOUNCE_SPIN_COLUMNS))
+    return out[:, 0], out[:, 1:4], out[:, 4:7] if len(header) == 7 else None
+
+
+def write_bounce_csv(path: str | os.PathLike, t, centre, spin=None) -> None:
+    """The inverse of :func:`read_bounce_csv`."""
+    cols = [np.asarray(t, float)[:, None], np.asarray(centre, float)]
+    header = BOUNCE_COLUMNS
+    if spin is not None:
+        cols.append(np.asarray(spin, float))
+        header = BOUNCE_SPIN_COLUMNS
+    np.savetxt(
+        path, np.concatenate(cols, 1), delimiter=",", header=",".join(header), comments="",
+        fmt="%.10g",
+    )  # fmt: skip
+
+
+def bounce_contact(observations: Observations, shot=None) -> dict:
+    """What a filmed bounce hit and how, read off the record without a fit: ``kind``
+    (``"rim"`` or ``"board"``), the contact time ``t`` (s) and ``centre`` (m), the normal
+    ``n``, and the restitution ``e`` and impulse ratio ``mu_min`` of the velocity jump (the
+    normal velocity's ratio, and |tangential / normal impulse|: mu itself where the impact
+    slid, a lower bound where it stuck; the contact point's normal velocity is the centre's).
+    The bounce is where the record splits best into two flights
+    (:func:`rollax.systems.shot.bounce_split`); the contact is where the two parabolas meet,
+    and it is the rim or the board, whichever gap (to the torus; to the board) is the smaller
+    there. A ``ValueError`` if the split is no bounce (the velocities either side agree
+    within 10 times their noise) or the ball is near neither (the frame or units are off)."""
+    from rollax.models import shot as _model
+    from rollax.systems.shot import Shot, _parabola, bounce_split
+
+    shot = Shot() if shot is None else shot
+    t, c = observations.t, observations.values[:, :3]
+    g = float(shot.g)
+    k = bounce_split(t, c, g)
+    c1, v1, s1 = _parabola(t[:k] - t[0], c[:k], g)
+    c2, v2, s2 = _parabola(t[k:] - t[k], c[k:], g)
+    # the two flights meet at the contact: the time between samples k-1 and k where the
+    # parabolas are nearest, and the velocity jump there
+    ts = np.linspace(t[k - 1], t[k], 64)
+    gz = np.array([0.0, 0.0, 0.5 * g])
+    p1 = c1 + np.outer(ts - t[0], v1) - np.outer((ts - t[0]) ** 2, gz)
+    p2 = c2 + np.outer(ts - t[k], v2) - np.outer((ts - t[k]) ** 2, gz)
+    i = int(np.argmin(np.linalg.norm(p1 - p2, axis=1)))
+    t_c, centre = float(ts[i]), 0.5 * (p1[i] + p2[i])
+    u1 = v1 - np.array([0.0, 0.0, g]) * (t_c - t[0])
+    u2 = v2 - np.array([0.0, 0.0, g]) * (t_c - t[k])
+    # the noise of a position, and the error of a parabola's velocity through n/2 samples
+    # over half the span: ~ noise sqrt(12 / n) / T
+    noise = math.sqrt((s1 + s2) / max(3 * len(t) - 12, 1))
+    span = float(t[-1] - t[0])
+    dv = float(np.linalg.norm(u2 - u1))
+    if dv < 10 * noise * math.sqrt(12.0 / max(len(t) / 2, 1)) / max(span / 2, 1e-9):
+        raise ValueError(
+            f"data: no bounce found (the velocity changes by {dv:.3g} m/s at t = {t_c:.4g} s, "
+            f"within the noise); a bounce record holds the flight before and after one "
+            f"impact on the rim or the board"
+        )
+    R, a, r = float(shot.R), float(shot.a), float(shot.r)
+    x_b, w, z_lo, z_hi = (float(v) for v in shot._board())
+    cj = jnp.asarray(centre)
+    gaps = {
+        "rim": abs(float(_model.rim_gap(cj, R, a, r))),
+        "board": abs(float(_model.board_gap(cj, x_b, w, z_lo, z_hi, r))),
+    }
+    kind = min(gaps, key=lambda k_: gaps[k_])
+    if gaps[kind] > 0.05:
+        raise ValueError(
+            f"data: the bounce at t = {t_c:.4g} s is at ({centre[0]:.3f}, {centre[1]:.3f}, "
+            f"{centre[2]:.3f}) m, {100 * gaps[kind]:.1f} cm from the {kind}, the nearer "
+            f"contact: the centre must be in m in the hoop's frame (origin at the hoop's "
+            f"centre in the rim plane, x towards the board, z up)"
+        )
+    if kind == "rim":
+        n = np.asarray(_model.rim_normal(cj, R))
+    else:
+        n = np.asarray(_model.board_normal(cj, x_b, w, z_lo, z_hi))
+    dv_ = u2 - u1
+    dv_n = float(dv_ @ n)
+    e = -float(u2 @ n) / min(float(u1 @ n), -1e-9)
+    mu_min = float(np.linalg.norm(dv_ - dv_n * n)) / max(abs(dv_n), 1e-9)
+    return dict(kind=kind, t=t_c, centre=centre, n=n, e=e, mu_min=mu_min)
+
+
+def fit_bounce(
+    observations: Observations,
+    *,
+    shot=None,
+    fit: Sequence[str] | None = None,
+    progress=True,
+    **kw,
+) -> Fit:
+    """The contact parameters of :class:`rollax.systems.Shot` from a filmed bounce.
+
+    ``fit``: the parameters (of :data:`BOUNCE_FIELDS`); default the restitution and friction
+    of the contact the record shows (:func:`bounce_contact`: ``e_rim, mu_rim`` or ``e_board,
+    mu_board``). The flight state at the first sample is fitted too (its spin from the film
+    where filmed, else from the flight and the bounce: weakly, through the Magnus lift and
+    the impact). The fit runs over the samples up to shortly after the bounce, then the whole
+    record (:func:`rollax.identify`'s windows), from the starts of :meth:`Shot.guess_state`.
+    ``shot``: the system (default ``Shot()``): its other parameters are held. What a record
+    cannot tell is said, not answered: an impact that stuck bounds ``mu`` from below only (its
+    profile interval is open above), a head-on impact without spin does not touch ``mu`` at
+    all (no standard error); both raise an :class:`rollax.IdentifiabilityWarning` naming it.
+    Returns the :class:`rollax.Fit`."""
+    from rollax.systems.shot import Shot, bounce_split
+
+    shot = Shot() if shot is None else shot
+    if not isinstance(shot, Shot):
+        raise ValueError(f"shot = {type(shot).__name__}: it must be a rollax.systems.Shot")
+    contact = bounce_contact(observations, shot)
+    kind = contact["kind"]
+    if fit is None:
+        fit = (f"e_{kind}", f"mu_{kind}")
+    fit = (fit,) if isinstance(fit, str) else tuple(fit)
+    for name in fit:
+        if name not in BOUNCE_FIELDS:
+            raise ValueError(
+                f"fit: {name!r} is not a contact parameter a bounce can tell; allowed: "
+                f"{', '.join(BOUNCE_FIELDS)}"
+            )
+    t = observations.t
+    k = bounce_split(t, observations.values[:, :3], float(shot.g))
+    span = float(t[-1] - t[0])
+    # the first window: through the bounce and 4 samples beyond (the parameters act there)
+    w0 = float(t[min(k + 4, len(t) - 1)] - t[0])
+    kw.setdefault("windows", [w0] if w0 < span else None)
+    kw.setdefault("bounds", {n: (0.0, 1.0) if n.startswith("e_") else (0.0, math.inf) for n in fit})
+    # the flight and impacts only (no rim modes: a bounce leaves every contact), from two
+    # starts: the jump's restitution with a friction just below its impulse ratio (the impact
+    # slides) and one well above it (it sticks). Where an impact sticks the record does not
+    # depend on mu, so a fit does not leave the branch it starts on: from one start (0.3),
+    # records that slid at mu = 0.15 were left undetermined, and from the sliding start alone
+    # stuck records were fitted in a sliding local minimum (6 of 40 restitution intervals
+    # missed the truth)
+    mu_name = f"mu_{kind}"
+    e0 = min(max(contact["e"], 0.05), 0.99)
+    mu_starts = [max(0.8 * contact["mu_min"], 0.01), 2.0 * contact["mu_min"] + 0.2]
+    shot = dataclasses.replace(shot, rim_modes=False)
+    runs = []
+    for mu0 in mu_starts if mu_name in fit else mu_starts[:1]:
+        start = shot
+        for name, v in ((f"e_{kind}", e0), (mu_name, mu0)):
+            if name in fit:
+                start = eqx.tree_at(lambda s_, n=name: getattr(s_, n), start, jnp.asarray(v))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", IdentifiabilityWarning)
+            runs.append((identify(start, observations, list(fit), progress=progress, **kw), caught))
+    # the runs compared on one scale: chi^2 with the first run's noise levels (each run's own
+    # cost is weighted by the noise levels it estimated); a poor fit comes last
+    ref = runs[0][0].sigma
+    n_obs = observations.t.shape[0]
+
+    def chi2(g):
+        return sum(n_obs * g.residual_rms[k] ** 2 / ref[k] ** 2 for k in ref)
+
+    runs.sort(key=lambda fc: (fc[0].status == "poor_fit", chi2(fc[0])))
+    f, caught = runs[0]
+    added: list[str] = []
+    filmed = observations.values.shape[1] == 6
+    if mu_name in fit:
+        i = f.names.index(mu_name)
+        # the other branch's best: within the 95 % level of chi^2, the record cannot tell a
+        # stuck impact from a sliding one, and mu is bounded from below only
+        other = runs[-1][0]
+        # (two runs that met at one optimum are one answer)
+        ses = [float(g.std_errors[i]) for g in (f, other) if math.isfinite(g.std_errors[i])]
+        apart = abs(float(other.values[i] - f.values[i])) > 3 * min(ses, default=1e-4)
+        both = (
+            len(runs) == 2 and other.status != "poor_fit" and chi2(other) - chi2(f) < 3.84 and apart
+        )
+        prof = f.profile.get(mu_name)
+        lowers = [
+            float(g.profile[mu_name]["interval"][0])
+            if g.profile.get(mu_name) and g.profile[mu_name]["interval"][0] is not None
+            else max(float(g.values[i] - 1.96 * g.std_errors[i]), 0.0)
+            for g in ([f, other] if both else [f])
+            if math.isfinite(g.std_errors[i])  # (a stuck fit says nothing of the bound)
+        ] or [0.0]
+        lower = min(v if math.isfinite(v) else 0.0 for v in lowers)
+        why = (
+            "the spin is not filmed, so a spin before the impact can be found for any larger "
+            "mu, and a stuck impact fits as well"
+            if not filmed
+            else "a stuck impact fits the record as well as a sliding one"
+            if both
+            else ""
+        )
+        if both:
+            # the profile likelihood over both branches: each quantity's interval is the union
+            # of the two fits' (the other's taken at its own level: a little wide)
+            for name, p in f.profile.items():
+                q = other.profile.get(name)
+                if name == mu_name or not q:
+                    continue
+                ends = list(zip(p["interval"], q["interval"]))
+                lo_ = None if None in ends[0] else min(ends[0])
+                hi_ = None if None in ends[1] else max(ends[1])
+                p["interval"] = (lo_, hi_)
+                p["closed"] = (lo_ is not None, hi_ is not None)
+        if why:
+            f.std_errors[i] = math.inf
+            if prof is None and both and other.profile.get(mu_name):
+                prof = f.profile[mu_name] = dict(other.profile[mu_name])
+            if prof is None:  # (a stuck fit has no profile of mu: the bound is all there is)
+                prof = f.profile[mu_name] = {
+                    "values": [], "delta_chi2": [], "estimate": float(f.values[i])
+                }  # fmt: skip
+            if prof:
+                prof.update(interval=(lower, None), closed=(True, False))
+            added.append(
+                f"{mu_name}: the record bounds it from below only: {mu_name} >= {lower:.3g} "
+                f"({why}); "
+                + ("film the spin (a marked ball) to measure it" if not filmed else
+                   "a bounce that slides (a glancing one, or more spin) measures it")
+            )  # fmt: skip
+    for w in caught:  # (identify's own, said again from here)
+        warnings.warn(w.message, w.category, stacklevel=2)
+    for m in added:
+        f.warnings.append(m)
+        warnings.warn(m, IdentifiabilityWarning, stacklevel=2)
+    return f

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import time
-import warnings
 
 import numpy as np
 
@@ -33,8 +32,11 @@ def register(subparsers) -> None:
             "(swish or off the rim/board), missed, on the rim, with the number of rim and board "
             "impacts; and the make probability under the shooter's scatter with the best "
             "release. Writes OUT/shot.zarr (or OUT/shot.nc with --format netcdf) and "
-            "OUT/shot.png. With no arguments: a free throw (4.19 m, released 2.1 m high), "
-            "no spin, 360 x 240 releases."
+            "OUT/shot.png. The best release is chosen among the map's best nodes by Monte "
+            "Carlo (common random numbers) and its probability, p +- standard error, comes "
+            "from independent draws (the map's own value there is biased where the grid is "
+            "coarse against the scatter). With no arguments: a free throw (4.19 m, released "
+            "2.1 m high), no spin, 360 x 240 releases."
         ),
         formatter_class=DefaultsHelpFormatter,
     )
@@ -81,6 +83,13 @@ def register(subparsers) -> None:
         default=4.0,
         help="time cap [s] (then 'undecided', or 'on_rim' for a ball on the rim)",
     )
+    p.add_argument(
+        "--mc-shots",
+        type=integer(2, 1 << 22),
+        default=4096,
+        help="Monte Carlo releases per candidate of the best release, and again for its "
+        "probability (from independent draws)",
+    )
     p.add_argument("--rtol", type=TOLERANCE, default=1e-9, help="relative tolerance")
     p.add_argument(
         "--chunk-size", type=integer(1, 1 << 24), default=1 << 17, help="starts per region"
@@ -120,9 +129,16 @@ def run(args) -> int:
         )
     elapsed = time.perf_counter() - t0
     p = probability_map(res, args.sd_speed, args.sd_angle)
-    with warnings.catch_warnings():  # (said once, by probability_map just above)
-        warnings.filterwarnings("ignore", message=".*the map is too coarse for this scatter")
-        v_best, a_best, p_best = best_release(res, args.sd_speed, args.sd_angle)
+    best = best_release(
+        res,
+        args.sd_speed,
+        args.sd_angle,
+        n=args.mc_shots,
+        rtol=args.rtol,
+        atol=args.rtol,
+        progress=False if args.no_progress else None,
+    )
+    v_best, a_best, p_best, se_best = best.speed, best.angle, best.probability, best.std_error
     ds = res.dataset.copy()
     ds["make_probability"] = (
         ("speed", "angle"),
@@ -139,6 +155,9 @@ def run(args) -> int:
         best_speed=v_best,
         best_angle=a_best,
         best_probability=p_best,
+        best_std_error=se_best,
+        best_map_probability=best.map_probability,
+        mc_shots=best.n,
     )
     if args.format == "zarr":
         # the sweep's store holds the map (and stays resumable: its regions are checked on its
@@ -149,13 +168,22 @@ def run(args) -> int:
         add_variable(final, "make_probability", v.dims, v.values, v.attrs)
         from rollax._drivers._store import finish
 
-        keys = ("sd_speed", "sd_angle", "best_speed", "best_angle", "best_probability")
+        keys = (
+            "sd_speed",
+            "sd_angle",
+            "best_speed",
+            "best_angle",
+            "best_probability",
+            "best_std_error",
+            "best_map_probability",
+            "mc_shots",
+        )
         finish(final, {k: ds.attrs[k] for k in keys})
     else:
         write_dataset(ds, final, "netcdf")
         shutil.rmtree(store, ignore_errors=True)
     png = os.path.join(args.out, "shot.png")
-    _figure(res, p, (v_best, a_best, p_best), args, png)
+    _figure(res, p, (v_best, a_best, p_best, se_best), args, png)
     counts = res.counts()
     made = res.outcome == 0
     summary = {
@@ -167,27 +195,38 @@ def run(args) -> int:
         "counts": counts,
         "make_fraction": float(made.mean()),
         "swish_fraction": float(np.mean(res.summary["swish"])),
-        "best_release": {"speed": v_best, "angle": a_best, "probability": p_best},
+        "best_release": {
+            "speed": v_best,
+            "angle": a_best,
+            "probability": p_best,
+            "std_error": se_best,
+            "map_probability": best.map_probability,
+            "n": best.n,
+        },
         "seconds": round(elapsed, 3),
         "units": {
             "spin_hz": "Hz",
             "best_release.speed": "m/s",
             "best_release.angle": "degrees",
             "best_release.probability": "1",
+            "best_release.std_error": "1",
+            "best_release.map_probability": "1",
+            "best_release.n": "1",
             "seconds": "s",
         },
     }
     if args.json:
         print(dumps(summary, indent=2))
     else:
-        best = (
-            f"best release {v_best:.3f} m/s at {a_best:.2f} degrees: p = {p_best:.3f}"
-            if p_best > 0
+        line = (
+            f"best release {v_best:.3f} m/s at {a_best:.2f} degrees: p = {p_best:.3f} ± "
+            f"{se_best:.3f} (Monte Carlo, n = {best.n}; the map's {best.map_probability:.3f})"
+            if best.candidates
             else "no release of the map goes in"
         )
         print(
             f"rollax shot: {args.grid[0]} x {args.grid[1]} releases in {elapsed:.2f} s "
-            f"(made {counts['made']}, swish {int(np.sum(res.summary['swish']))}); {best}"
+            f"(made {counts['made']}, swish {int(np.sum(res.summary['swish']))}); {line}"
         )
         print(f"wrote {final} and {png}")
     return 0
@@ -252,8 +291,8 @@ def _figure(res, p, best, args, path) -> None:
     ax.set_xlabel("release speed [m/s]")
     ax.set_ylabel("release angle [degrees]")
     ax.set_title(
-        f"under scatter sd {args.sd_speed} m/s, {args.sd_angle} deg; best {best[0]:.2f} m/s, "
-        f"{best[1]:.1f} deg: p = {best[2]:.2f}",
+        f"under scatter sd {args.sd_speed} m/s, {args.sd_angle} deg (map); best {best[0]:.2f} "
+        f"m/s, {best[1]:.1f} deg: p = {best[2]:.2f} ± {best[3]:.2f} (Monte Carlo)",
         fontsize=9,
     )
     fig.tight_layout()

@@ -39,6 +39,7 @@ made shot with no contact is a swish (:func:`shot_summary`).
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 import equinox as eqx
@@ -61,8 +62,34 @@ _SLIP_EVENT[LAYER_EXIT] = _slip.LAYER_EXIT
 # the shot's modes; a rim mode is the rim model's mode + 1
 FLIGHT, ROLLING, SLIPPING, LEAVING = 0, 1, 2, 3
 ALPHA = 6  # the angle around the rim in a rim mode's state
-CHATTERED, WEDGED = 1.0, 2.0  # aux[STUCK]: why a run ended on the rim before the final time
+# aux[STUCK]: why a run ended on the rim before the final time (SETTLED: rim_modes=False, a
+# rim impact that would keep the ball on the rim, not followed)
+CHATTERED, WEDGED, SETTLED = 1.0, 2.0, 3.0
 MU_CAP = 1e6  # mu_rim = inf (every impact sticks) is this in the rim model's arithmetic
+
+# The contact parameters' defaults and declared ranges (docs/guide/shot.md, "Contact
+# parameters", derives them; rollax.parameter_ranges(Shot()) reads them):
+# * the ball on a rigid floor: the NCAA rule (men's ball) drops it from 72 in (1.83 m) and
+#   requires a rebound to 49-54 in (1.24-1.37 m): e_ball = sqrt(h'/h) = 0.825-0.866;
+# * the rim: the FIBA and NCAA equipment rules require the ring's support to absorb 35-50 % of
+#   the impact energy, so e_rim = e_ball sqrt(1 - absorbed) = 0.825 sqrt(0.5) .. 0.866
+#   sqrt(0.65) = 0.583-0.698; the default is the middle, e_ball 0.845 with 42.5 % absorbed;
+# * the board: a glass board absorbs little (an assumption, stated): the ball's own band;
+# * friction (ball on steel, on glass): no rule bounds it; 0.1-0.6 is assumed, to identify
+#   from filmed bounces (rollax identify shot); the drag coefficient: about 0.5 (Okubo &
+#   Hubbard 2006), 0.4-0.6 assumed.
+E_BALL_RANGE = (math.sqrt(49 / 72), math.sqrt(54 / 72))
+ABSORBED_RANGE = (0.35, 0.50)
+E_RIM_RANGE = (
+    E_BALL_RANGE[0] * math.sqrt(1 - ABSORBED_RANGE[1]),
+    E_BALL_RANGE[1] * math.sqrt(1 - ABSORBED_RANGE[0]),
+)
+E_BALL = 0.5 * (E_BALL_RANGE[0] + E_BALL_RANGE[1])
+E_RIM = round(E_BALL * math.sqrt(1 - 0.5 * sum(ABSORBED_RANGE)), 3)  # 0.641
+E_BOARD = round(E_BALL, 3)  # 0.845
+MU_RANGE = (0.1, 0.6)
+MU_RIM = MU_BOARD = 0.3
+C_D_RANGE = (0.4, 0.6)
 
 
 class ShotOutcome(enum.IntEnum):
@@ -86,7 +113,12 @@ class Shot(AbstractSystem):
     j: float = parameter(_shot.BALL_J, units="1")  # I = j m r^2
     g: float = parameter(_shot.GRAVITY, units="m/s^2")
     rho_air: float = parameter(_shot.AIR_DENSITY, units="kg/m^3")  # 0: vacuum
-    c_d: float = parameter(_shot.DRAG_COEFFICIENT, units="1")
+    c_d: float = parameter(
+        _shot.DRAG_COEFFICIENT,
+        units="1",
+        uncertain=C_D_RANGE,
+        source="assumed (Okubo & Hubbard 2006: about 0.5)",
+    )
     c_m: float = parameter(_shot.MAGNUS_COEFFICIENT, units="1")
     rim_inner_radius: float = parameter(_shot.RIM_INNER_RADIUS, units="m")
     a: float = parameter(_shot.RIM_TUBE_RADIUS, units="m")
@@ -95,10 +127,21 @@ class Shot(AbstractSystem):
     board_width: float = parameter(_shot.BOARD_WIDTH, units="m")
     board_height: float = parameter(_shot.BOARD_HEIGHT, units="m")
     board_below_rim: float = parameter(_shot.BOARD_BELOW_RIM, units="m")
-    e_rim: float = parameter(0.6, units="1")
-    mu_rim: float = parameter(0.3, finite=False, units="1")  # inf: every impact sticks
-    e_board: float = parameter(0.75, units="1")
-    mu_board: float = parameter(0.3, units="1")
+    e_rim: float = parameter(
+        E_RIM,
+        units="1",
+        uncertain=E_RIM_RANGE,
+        source="NCAA ball rebound x FIBA/NCAA rim absorption",
+    )
+    mu_rim: float = parameter(  # inf: every impact sticks
+        MU_RIM, finite=False, units="1", uncertain=MU_RANGE, source="assumed (no rule bounds it)"
+    )
+    e_board: float = parameter(
+        E_BOARD, units="1", uncertain=E_BALL_RANGE, source="NCAA ball rebound, rigid board"
+    )
+    mu_board: float = parameter(
+        MU_BOARD, units="1", uncertain=MU_RANGE, source="assumed (no rule bounds it)"
+    )
     v_roll: float = parameter(0.05, units="m/s")  # a rim impact leaving slower: on the rim
     delta: float = parameter(1e-6, units="m/s")
     u_layer: float = parameter(1e-3, units="m/s")
@@ -109,6 +152,11 @@ class Shot(AbstractSystem):
     # rollax.solve's default 1000 resets
     max_switches: int = eqx.field(static=True, default=64)
     max_short: int = eqx.field(static=True, default=4)
+    # False: flight and impacts only (a filmed bounce); a rim impact that would keep the ball on
+    # the rim ends the run there (aux[STUCK] = SETTLED). The rim modes' rolling and slipping
+    # make a forward-mode Jacobian of a bounce compile 10x longer (85 s against 8.6 s, and
+    # 11 ms against 1.3 ms a call: benchmarks/RESULTS.md, stop 62)
+    rim_modes: bool = eqx.field(static=True, default=True)
 
     state_names = ("x", "y", "z", "v_x", "v_y", "v_z", "omega_x", "omega_y", "omega_z")
     state_units = ("m", "m", "m", "m/s", "m/s", "m/s", "rad/s", "rad/s", "rad/s")
@@ -173,6 +221,10 @@ class Shot(AbstractSystem):
                 f"board_offset = {shown(self.board_offset)} is not allowed: it must be > 2 a = "
                 f"{shown(2 * jnp.asarray(self.a))} (the board's face behind the rim's outer edge)"
             )
+        if not isinstance(self.rim_modes, bool):
+            raise ValueError(
+                f"rim_modes = {self.rim_modes!r} is not allowed: it must be True or False"
+            )
         for name, lo in (("max_switches", 1), ("max_short", 2)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
@@ -200,6 +252,8 @@ class Shot(AbstractSystem):
         v, omega = y[3:6], y[6:9]
         acc = _shot.acceleration(v, omega, self.r, self.m, self.g, self.rho_air, self.c_d, self.c_m)
         flying = jnp.concatenate([v, acc, jnp.zeros_like(omega)])
+        if not self.rim_modes:
+            return flying
         f6, alpha_dot = _slip._hybrid_rhs_and_alpha_rate(y[:6], jnp.maximum(mode - 1, 0), self.rim)
         on_rim = jnp.concatenate([f6, alpha_dot[None], jnp.zeros_like(y[7:])])
         return jnp.where(mode == FLIGHT, flying, on_rim)
@@ -220,6 +274,8 @@ class Shot(AbstractSystem):
                 one,
             ]
         )
+        if not self.rim_modes:
+            return flying
         # F2 per unit mass, the margin (39), stick and layer exit of the rim model; a ball on
         # the rim (rolling over its back, say) meets the board
         f2, margin, stick, _, exit_ = _slip._hybrid_event_values(
@@ -278,7 +334,34 @@ class Shot(AbstractSystem):
         """alpha-dot (19) of a physical rim state ``(x, u1, u3)``."""
         return (y6[4] - self.r * y6[3]) / (self.R - self.rim.rho * jnp.cos(y6[0]))
 
+    def _flight_reset(self, t, y, mode, aux, event):
+        """:meth:`reset` without the rim modes (``rim_modes=False``): impacts on the rim and
+        the board, the end below the rim or on the floor, and a rim impact that would keep the
+        ball on the rim (slower than ``v_roll`` along the normal) ends the run there."""
+        c, v, omega = y[:3], y[3:6], y[6:9]
+        x_b, w, z_lo, z_hi = self._board()
+        on_board = event == BOARD
+        on_rim = event == RIM
+        n = jnp.where(
+            on_board, _shot.board_normal(c, x_b, w, z_lo, z_hi), _shot.rim_normal(c, self.R)
+        )
+        e = jnp.where(on_board, self.e_board, self.e_rim)
+        mu = jnp.where(on_board, self.mu_board, self.mu_rim)
+        v2, omega2, _, _ = _shot.impact(v, omega, n, e, mu, self.r, self.j)
+        settled = on_rim & (jnp.dot(v2, n) < self.v_roll)
+        counts = -jnp.dot(v, n) >= self.delta
+        aux = aux.at[N_RIM].add(jnp.where(on_rim & counts, 1.0, 0.0))
+        aux = aux.at[N_BOARD].add(jnp.where(on_board & counts, 1.0, 0.0))
+        aux = aux.at[STUCK].set(jnp.where(settled, SETTLED, aux[STUCK]))
+        first = (on_rim | on_board) & counts & (aux[T_CONTACT] < 0)
+        aux = aux.at[T_CONTACT].set(jnp.where(first, t, aux[T_CONTACT]))
+        y2 = jnp.where(on_rim | on_board, jnp.concatenate([c, v2, omega2]), y)
+        terminal = (event == BELOW) | (event == FLOOR) | settled
+        return t, y2, mode, aux, terminal
+
     def reset(self, t, y, mode, aux, event):
+        if not self.rim_modes:
+            return self._flight_reset(t, y, mode, aux, event)
         rim = self.rim
         flying = mode == FLIGHT
         on_rim_now = ~flying
@@ -372,6 +455,42 @@ class Shot(AbstractSystem):
         terminal = (flying & ((event == BELOW) | (event == FLOOR))) | chatter
         return t_new, y2, mode2, aux, terminal
 
+    # ------------------------------------------------------------- a filmed bounce
+    def camera(self, t, y):
+        """The ball centre ``(x, y, z)`` (m, the hoop's frame) of a flight state: what a camera
+        films of a bounce (:func:`rollax.analysis.identification.fit_bounce`)."""
+        return y[:3]
+
+    def camera_spin(self, t, y):
+        """The centre and the spin ``(x, y, z, omega_x, omega_y, omega_z)`` of a flight state:
+        a filmed bounce of a marked ball, whose spin is read off the film too."""
+        return jnp.concatenate([y[:3], y[6:9]])
+
+    def guess_state(self, observations):
+        """The flight state at the first sample of a filmed bounce, and candidates: the
+        centre and velocity of a least-squares parabola (gravity ``g`` known, drag neglected)
+        through the samples before the bounce, the spin as filmed (its mean before the
+        bounce) or, unfilmed, 0 with candidates of +-10 and +-25 rad/s of backspin and
+        sidespin. The bounce is the split of the record into two such parabolas with the
+        least squared residual (:func:`bounce_split`)."""
+        import numpy as np
+
+        t = np.asarray(observations.t, float)
+        v = np.asarray(observations.values, float)
+        k = bounce_split(t, v[:, :3], float(self.g))
+        c0, v0 = _parabola(t[:k] - t[0], v[:k, :3], float(self.g))[:2]
+        if v.shape[1] >= 6:
+            w0 = v[:k, 3:6].mean(axis=0)
+            return np.concatenate([c0, v0, w0]), None
+        y0 = np.concatenate([c0, v0, np.zeros(3)])
+        # the horizontal axis across the flight (backspin) and the vertical (sidespin)
+        h = np.array([v0[1], -v0[0], 0.0]) / max(float(np.hypot(v0[0], v0[1])), 1e-9)
+        cands = [y0]
+        for axis in (h, np.array([0.0, 0.0, 1.0])):
+            for w in (-25.0, -10.0, 10.0, 25.0):
+                cands.append(np.concatenate([c0, v0, w * axis]))
+        return y0, np.array(cands)
+
     def initial_aux(self, y0, mode):
         aux = jnp.zeros(self.n_aux, dtype=jnp.result_type(y0))
         return aux.at[T_CONTACT].set(-1.0)
@@ -402,6 +521,39 @@ class Shot(AbstractSystem):
             ],
             ShotOutcome.UNDECIDED,
         ).astype(jnp.int8)
+
+
+def _parabola(t, c, g):
+    """Centre, velocity and the squared residual of the least-squares flight ``c0 + v0 t - g t^2
+    / 2 e_z`` through the centres ``c`` (n, 3) at the times ``t`` (from the first)."""
+    import numpy as np
+
+    c = np.array(c, float)
+    c[:, 2] += 0.5 * g * t**2
+    A = np.stack([np.ones_like(t), t], 1)
+    coef, *_ = np.linalg.lstsq(A, c, rcond=None)
+    res = c - A @ coef
+    return coef[0], coef[1], float(np.sum(res**2))
+
+
+def bounce_split(t, c, g: float = _shot.GRAVITY) -> int:
+    """The index of the first sample after a filmed bounce: the split of the centres ``c``
+    (n, 3) at the times ``t`` into two flights (parabolas under gravity ``g``, at least 4
+    samples each) with the least total squared residual. A record without a bounce is split
+    somewhere too: :func:`rollax.analysis.identification.fit_bounce` checks that the split
+    is one (the velocities either side differ by more than their noise)."""
+    import numpy as np
+
+    t = np.asarray(t, float)
+    n = t.shape[0]
+    if n < 8:
+        raise ValueError(f"a bounce record needs at least 8 samples (4 either side), got {n}")
+    best, k_best = np.inf, n // 2
+    for k in range(4, n - 3):
+        cost = _parabola(t[:k] - t[0], c[:k], g)[2] + _parabola(t[k:] - t[k], c[k:], g)[2]
+        if cost < best:
+            best, k_best = cost, k
+    return k_best
 
 
 def shot_summary(system: Shot, sol) -> dict:
