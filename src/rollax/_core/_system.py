@@ -782,15 +782,21 @@ _RANGE = "rollax.parameter.uncertain"
 _SOURCE = "rollax.parameter.source"
 
 
+def _field_at(tree, path):
+    """The module holding the parameter at ``path`` (from :func:`parameter_fields`) and its
+    dataclass field."""
+    node = tree
+    for k in path[:-1]:
+        node = node[int(k)] if isinstance(node, (tuple, list)) else getattr(node, k)
+    return node, {f.name: f for f in dataclasses.fields(node)}[path[-1]]
+
+
 def parameter_units(tree) -> dict[str, str | None]:
     """The declared units of every :func:`parameter` field of ``tree`` (dotted name: units,
     None where not stated)."""
     out = {}
     for name, path in parameter_fields(tree).items():
-        node = tree
-        for k in path[:-1]:
-            node = node[int(k)] if isinstance(node, (tuple, list)) else getattr(node, k)
-        f = {f.name: f for f in dataclasses.fields(node)}[path[-1]]
+        node, f = _field_at(tree, path)
         out[name] = f.metadata.get(_UNITS)
     return out
 
@@ -817,10 +823,7 @@ def parameter_ranges(tree) -> dict[str, ParameterRange]:
     uncertainty, not a limit); analyses that sample the range sample the declared one."""
     out = {}
     for name, path in parameter_fields(tree).items():
-        node = tree
-        for k in path[:-1]:
-            node = node[int(k)] if isinstance(node, (tuple, list)) else getattr(node, k)
-        f = {f.name: f for f in dataclasses.fields(node)}[path[-1]]
+        node, f = _field_at(tree, path)
         rng = f.metadata.get(_RANGE)
         if rng is None:
             continue
