@@ -40,5 +40,7 @@ def test_bad_input_is_refused_by_name():
         odds_over_ranges(speed=7.4, angle=52.0, params=["k_d"])
     with pytest.raises(ValueError, match="n = 8 is not allowed"):
         odds_over_ranges(speed=7.4, angle=52.0, n=8)
+    with pytest.raises(ValueError, match="t_max = -1.0 is not allowed"):
+        odds_over_ranges(speed=7.4, angle=52.0, t_max=-1.0)
     with pytest.raises(ValueError, match="sd_angle = 0.0 is not allowed"):
         odds_over_ranges(speed=7.4, angle=52.0, sd_angle=0.0)

@@ -264,14 +264,17 @@ def _made(
     speed in m/s, angle in degrees, backspin in Hz) scattered by every draw of ``z`` (``(n, 2)``
     standard normals: speed ``v + sd_speed z[:, 0]``, angle ``a + sd_angle z[:, 1]``; the same
     draws for every aim, common random numbers), from one :func:`rollax.solve_ensemble` of all
-    ``m n`` releases (one compiled kernel, one batch)."""
+    ``m n`` releases (one compiled kernel, one batch). ``sd_speed`` and ``sd_angle`` may also
+    be one per aim (``(m,)``); ``shot`` may carry per-start parameters, aim by aim (``m n``)."""
     import rollax
 
     aims = np.asarray(aims, float).reshape(-1, 3)
     m, n = len(aims), len(z)
+    sd_v = np.broadcast_to(np.asarray(sd_speed, float), (m,))[:, None]
+    sd_a = np.broadcast_to(np.asarray(sd_angle, float), (m,))[:, None]
     # (the arithmetic of one aim: v + sd z, the same floats whatever the other aims are)
-    speeds = (aims[:, 0:1] + sd_speed * z[None, :, 0]).ravel()
-    angles = (aims[:, 1:2] + sd_angle * z[None, :, 1]).ravel()
+    speeds = (aims[:, 0:1] + sd_v * z[None, :, 0]).ravel()
+    angles = (aims[:, 1:2] + sd_a * z[None, :, 1]).ravel()
     spins = np.repeat(aims[:, 2], n)
     starts = np.asarray(
         _batch_release(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import numbers
 
-import jax
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
@@ -35,17 +35,17 @@ from rollax.analysis.shot import (
     SD_ANGLE,
     SD_SPEED,
     _check_release,
+    _made,
     _number,
-    release,
+    _se,
 )
-from rollax.systems.shot import Shot, ShotOutcome
+from rollax.systems.shot import Shot
 
 
 def _p(made):
-    """``(p, se)`` of a made indicator's mean (the se never 0: at least that of 1 in n)."""
-    n = made.shape[-1]
+    """``(p, se)`` of a made indicator's mean (make_probability's rule for the se)."""
     p = float(made.mean())
-    return p, math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+    return p, _se(p, made.shape[-1])
 
 
 def _paired(a, b):
@@ -79,12 +79,11 @@ def odds_over_ranges(
     ``{"nominal": (p, se), "marginal": (p, se), "spread": (p_min, p_max), "ends": {name:
     {"lo", "hi", "value", "p_lo", "p_hi", "slope", "slope_se"}}, "scatter": {"sd_speed":
     (slope, se), "sd_angle": (slope, se)}, "n": n}``."""
-    import rollax
-
     shot = Shot() if shot is None else shot
     _check_release(speed, angle, spin, lateral, distance, height)
     for name, v in (("sd_speed", sd_speed), ("sd_angle", sd_angle)):
         _number(name, v, lambda x: x > 0, "a finite number > 0")
+    _number("t_max", t_max, lambda x: x > 0, "a finite number > 0 (s)")
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 16:
         raise ValueError(f"n = {n!r} is not allowed: it must be an integer >= 16")
     ranges = parameter_ranges(shot)
@@ -113,23 +112,25 @@ def odds_over_ranges(
     for f in (0.8, 1.2):
         settings.append((f"sd_speed*{f}", base, sd_speed * f, sd_angle))
         settings.append((f"sd_angle*{f}", base, sd_speed, sd_angle * f))
-    m = len(settings)
-    speeds = np.concatenate([speed + s_v * z[:, 0] for _, _, s_v, _ in settings])
-    angles = np.concatenate([angle + s_a * z[:, 1] for _, _, _, s_a in settings])
-    starts = jax.vmap(
-        lambda v, a: release(v, a, spin, lateral, distance, height, float(shot.rim_height))
-    )(jnp.asarray(speeds), jnp.asarray(angles))
     # per-start parameters: each setting's values on its n shots
-    fields = {}
+    batched = shot
     for k in names:
-        fields[k] = np.concatenate(
+        v = np.concatenate(
             [np.broadcast_to(np.asarray(p[k], float), (n,)) for _, p, _, _ in settings]
         )
-    batched = shot
-    for k, v in fields.items():
-        batched = _replace(batched, k, jnp.asarray(v))
-    sol = rollax.solve_ensemble(batched, np.asarray(starts), 0.0, t_max, **solver_options)
-    made = (np.asarray(rollax.classify(batched, sol)) == ShotOutcome.MADE).reshape(m, n)
+        batched = eqx.tree_at(lambda s, k=k: getattr(s, k), batched, jnp.asarray(v))
+    made = _made(
+        batched,
+        [(speed, angle, spin)] * len(settings),
+        z,
+        np.array([s_v for _, _, s_v, _ in settings]),
+        np.array([s_a for _, _, _, s_a in settings]),
+        lateral=lateral,
+        distance=distance,
+        height=height,
+        t_max=t_max,
+        **solver_options,
+    )
     by = {name: made[i] for i, (name, *_rest) in enumerate(settings)}
     ends = {}
     for k in names:
@@ -163,9 +164,3 @@ def odds_over_ranges(
             sd_angle=sd_angle,
         ),  # fmt: skip
     )
-
-
-def _replace(system, name, value):
-    import equinox as eqx
-
-    return eqx.tree_at(lambda s: getattr(s, name), system, value)
