@@ -340,9 +340,10 @@ def write_bounce_csv(path: str | os.PathLike, t, centre, spin=None) -> None:
 def bounce_contact(observations: Observations, shot=None) -> dict:
     """What a filmed bounce hit and how, read off the record without a fit: ``kind``
     (``"rim"`` or ``"board"``), the contact time ``t`` (s) and ``centre`` (m), the normal
-    ``n``, and the restitution ``e`` and impulse ratio ``mu_min`` of the velocity jump (the
-    normal velocity's ratio, and |tangential / normal impulse|: mu itself where the impact
-    slid, a lower bound where it stuck; the contact point's normal velocity is the centre's).
+    ``n``, the index ``split`` of the first sample after it, and the restitution ``e`` and
+    impulse ratio ``mu_min`` of the velocity jump (the normal velocity's ratio, and
+    |tangential / normal impulse|: mu itself where the impact slid, a lower bound where it
+    stuck; the contact point's normal velocity is the centre's).
     The bounce is where the record splits best into two flights
     (:func:`rollax.systems.shot.bounce_split`); the contact is where the two parabolas meet,
     and it is the rim or the board, whichever gap (to the torus; to the board) is the smaller
@@ -401,7 +402,7 @@ def bounce_contact(observations: Observations, shot=None) -> dict:
     dv_n = float(dv_ @ n)
     e = -float(u2 @ n) / min(float(u1 @ n), -1e-9)
     mu_min = float(np.linalg.norm(dv_ - dv_n * n)) / max(abs(dv_n), 1e-9)
-    return dict(kind=kind, t=t_c, centre=centre, n=n, e=e, mu_min=mu_min)
+    return dict(kind=kind, t=t_c, centre=centre, n=n, e=e, mu_min=mu_min, split=k)
 
 
 def fit_bounce(
@@ -425,7 +426,7 @@ def fit_bounce(
     profile interval is open above), a head-on impact without spin does not touch ``mu`` at
     all (no standard error); both raise an :class:`rollax.IdentifiabilityWarning` naming it.
     Returns the :class:`rollax.Fit`."""
-    from rollax.systems.shot import Shot, bounce_split
+    from rollax.systems.shot import Shot
 
     shot = Shot() if shot is None else shot
     if not isinstance(shot, Shot):
@@ -442,7 +443,7 @@ def fit_bounce(
                 f"{', '.join(BOUNCE_FIELDS)}"
             )
     t = observations.t
-    k = bounce_split(t, observations.values[:, :3], float(shot.g))
+    k = contact["split"]
     span = float(t[-1] - t[0])
     # the first window: through the bounce and 4 samples beyond (the parameters act there)
     w0 = float(t[min(k + 4, len(t) - 1)] - t[0])
