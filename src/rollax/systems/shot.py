@@ -104,6 +104,12 @@ class Shot(AbstractSystem):
     """The shot from release to in or out (module docstring; geometry and coefficients in
     :mod:`rollax.models.shot`, SI units). Every parameter may be swept or batched.
 
+    ``e_rim``, ``mu_rim``, ``e_board``, ``mu_board`` and ``c_d`` declare their ranges
+    (:func:`rollax.parameter_ranges`): the restitutions from the NCAA ball rebound and the
+    FIBA/NCAA rim absorption, friction and drag assumed (docs/guide/shot.md, "Contact
+    parameters"). ``rim_modes=False``: flight and impacts only, for filmed bounces (a rim
+    impact that would keep the ball on the rim ends the run, ``aux[STUCK] = SETTLED``).
+
     ``delta``, ``u_layer``, ``tau_stick``, ``dir_tol``, ``min_dwell``, ``max_switches`` and
     ``max_short`` are the rim model's transition settings
     (:class:`rollax.models.slip.SlipSettings`, with its defaults but ``max_switches``)."""
