@@ -38,6 +38,7 @@ TIMEOUT_S = 900
 # compile cache, 2 cores shared with other work), nearly all of it JAX compiling, which no size
 # cuts. The rest take 1-31 s each, about 200 CPU seconds together.
 SLOW = {
+    "benchmarks/bench_bounce_fit.py": "about 100 s: the full shot's Jacobian compiles (measured)",
     "benchmarks/bench_dask.py": "38 s: a local Dask cluster's workers each compile the map",
     "benchmarks/bench_entry_points.py": "about 40 s: two fresh processes, each compiling a solve",
     "benchmarks/bench_first_answer.py": "46 s: two fresh processes, each compiling a gradient",

@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     if args.smoke:
         speed, angle = rollax.Axis("speed", 6.9, 7.9, 10), rollax.Axis("angle", 44.0, 62.0, 10)
     else:
-        speed, angle = rollax.Axis("speed", 6.8, 8.0, 31), rollax.Axis("angle", 42.0, 64.0, 45)
+        speed, angle = rollax.Axis("speed", 6.8, 8.6, 46), rollax.Axis("angle", 42.0, 64.0, 45)
     t0 = time.time()
     ranges = rollax.parameter_ranges(Shot())
     print(f"shot_ranges: {len(ranges)} ranges; maps of {speed.n} x {angle.n} releases, n = {n}")

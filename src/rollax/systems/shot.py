@@ -160,8 +160,8 @@ class Shot(AbstractSystem):
     max_short: int = eqx.field(static=True, default=4)
     # False: flight and impacts only (a filmed bounce); a rim impact that would keep the ball on
     # the rim ends the run there (aux[STUCK] = SETTLED). The rim modes' rolling and slipping
-    # make a forward-mode Jacobian of a bounce compile 10x longer (85 s against 8.6 s, and
-    # 11 ms against 1.3 ms a call: benchmarks/RESULTS.md, stop 62)
+    # make a forward-mode Jacobian of a bounce compile 7.5x longer (81.9 s against 10.9 s) and
+    # run 4.4x longer (3.08 against 0.70 ms: benchmarks/bench_bounce_fit.py, RESULTS.md stop 62)
     rim_modes: bool = eqx.field(static=True, default=True)
 
     state_names = ("x", "y", "z", "v_x", "v_y", "v_z", "omega_x", "omega_y", "omega_z")
