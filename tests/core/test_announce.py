@@ -4,6 +4,8 @@ named after the rollax function and system that asked for it, and its end is sai
 from __future__ import annotations
 
 import logging
+import os
+import sysconfig
 import time
 
 import jax
@@ -70,6 +72,20 @@ def test_a_compile_outside_rollax_is_named_by_the_callers_line(quick, caplog):
     assert any(
         m.startswith("compiling a JAX program (called at test_announce.py:") for m in said
     ), said
+
+
+def test_the_callers_line_skips_the_libraries_jax_calls_while_tracing():
+    # CI once named numpy's np.ndim (called by jnp while tracing) as "the caller"
+    import contextlib
+    import threading
+
+    import numpy as np
+
+    for lib in (np, jax, contextlib, threading):
+        assert _announce._library(lib.__file__), lib.__name__
+    assert not _announce._library(__file__)
+    installed = os.path.join(sysconfig.get_paths()["purelib"], "mine", "run.py")
+    assert not _announce._library(installed)  # a user's installed package is the user's
 
 
 def test_without_logging_configured_the_line_goes_to_stderr(monkeypatch, capsys):

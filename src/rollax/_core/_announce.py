@@ -32,6 +32,7 @@ import atexit
 import logging
 import os
 import sys
+import sysconfig
 import threading
 import time
 
@@ -59,11 +60,34 @@ _COMPILING_FUNCS = {
     ("pjit.py", "_create_pjit_jaxpr"),
     ("pjit.py", "_pjit_lower"),
 }
-#: Libraries whose frames are not "the user's line".
+#: Libraries whose frames are not "the user's line": JAX's stack and what it calls while
+#: tracing (numpy's ``np.ndim`` was once named as the caller), and Python's own library.
 _LIBRARIES = tuple(
     f"{_SEP}{name}{_SEP}"
-    for name in ("jax", "jaxlib", "equinox", "diffrax", "lineax", "optimistix", "optax")
-) + (_ROLLAX, f"{_SEP}threading.py", f"{_SEP}contextlib.py", f"{_SEP}functools.py")
+    for name in (
+        "jax",
+        "jaxlib",
+        "equinox",
+        "diffrax",
+        "lineax",
+        "optimistix",
+        "optax",
+        "numpy",
+        "scipy",
+        "ml_dtypes",
+        "opt_einsum",
+        "jaxtyping",
+        "typeguard",
+    )
+) + (_ROLLAX,)
+_STDLIB = sysconfig.get_paths()["stdlib"] + _SEP
+
+
+def _library(path: str) -> bool:
+    if any(lib in path for lib in _LIBRARIES):
+        return True
+    return path.startswith(_STDLIB) and "-packages" + _SEP not in path
+
 
 #: Names of rollax's warm-up threads (rollax._drivers._sweep, rollax._integrate.queue)
 WARM_UPS = ("rollax-outcomes", "rollax-records")
@@ -136,7 +160,7 @@ def _label(frame) -> str:
             break
     if best is None:
         user = next(
-            (f for f in stack if not any(lib in f.f_code.co_filename for lib in _LIBRARIES)),
+            (f for f in stack if not _library(f.f_code.co_filename)),
             None,
         )
         where = (
