@@ -556,8 +556,11 @@ def plot_profiles(
         ax.set_xlabel(f"{name}" + (f" [{unit}]" if unit else ""))
         ax.set_ylabel("delta chi^2")
         # the interval with a margin: points far outside it would squash the picture
-        ends = [e for e in (lo, hi) if e is not None] + [float(p.get("estimate", v.mean()))]
-        width = max(ends) - min(ends)
+        centre = p.get("estimate", v.mean() if v.size else None)
+        ends = [e for e in (lo, hi, centre) if e is not None and np.isfinite(e)]
+        if not v.size:  # e.g. mu of a head-on impact: the record gives no profile
+            ax.text(0.5, 0.5, "no profile: not identifiable", ha="center", transform=ax.transAxes)
+        width = max(ends) - min(ends) if ends else 0.0
         if width > 0:
             ax.set_xlim(min(ends) - 0.6 * width, max(ends) + 0.6 * width)
         ax.set_ylim(0, 12.0)
