@@ -89,6 +89,7 @@ def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
         ["--target", "1"],
         ["--cost", "foo"],
         ["--least-mu", "--cost", "time"],
+        ["--least-mu", "--mu", "0.3"],  # (ignored without a word before issue 59)
     ],
 )
 def test_robot_optimize_bad_requests_exit_2(argv, capsys):

@@ -123,7 +123,7 @@ def _optimize_options(p, hidden: bool) -> None:
     p.add_argument(
         "--mu",
         type=real(0.0, inf=True),
-        default=0.3,
+        default=None,  # (None: not given; refused with --least-mu, 0.3 otherwise)
         help=h("friction coefficient, |f_s| <= mu N (default 0.3; inf: none)"),
     )
     p.add_argument(
@@ -200,12 +200,18 @@ def optimize(args) -> int:
             f"{body} only; --body {args.body} "
             + ("ends at the rotation --phi-T" if args.body == "disk" else "ends at --target")
         )
+    mu = 0.3 if args.mu is None else args.mu
     if args.body == "disk":
-        man = disk_manoeuvre(phi_T=args.phi_T, T=args.T, mu=args.mu, n_min=args.n_min)
+        man = disk_manoeuvre(phi_T=args.phi_T, T=args.T, mu=mu, n_min=args.n_min)
     else:
         target = tuple(args.target) + (() if args.heading is None else (args.heading,))
-        man = ball_manoeuvre(target=target, T=args.T, mu=args.mu, n_min=args.n_min)
+        man = ball_manoeuvre(target=target, T=args.T, mu=mu, n_min=args.n_min)
     if args.least_mu:
+        if args.mu is not None:
+            raise ValueError(
+                f"--mu = {args.mu:g} is not allowed with --least-mu: the least mu is the "
+                "answer, not an input (leave --mu out)"
+            )
         if args.cost != "effort":
             raise ValueError(
                 f"--cost = {args.cost} is not allowed with --least-mu: the least mu "
