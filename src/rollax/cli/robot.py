@@ -14,9 +14,17 @@ PHI``) or the Sect. 6 ball (``--body ball --target X Y [--heading PSI]``) in tim
 or ``time`` (the least T, ``--T`` the first guess; see ``rollax.robot.optimize``);
 ``--least-mu``: the least mu instead. ``--starts N`` runs N initial guesses side by side.
 ``--out DIR`` writes ``optimize.json`` (``t``, ``theta``, ``theta_dot``, ``theta_ddot`` on
-``--samples`` uniform times, the cost and its kind, the final state, min N, max |f_s|/N, the
-convergence report) and PNGs. Units: r = g = 1. ``--time-limit S`` stops the SQP after S
-seconds at the best point so far (status ``not converged``).
+``--points`` uniform times, the cost and its kind, the final state, min N, max |f_s|/N, the
+convergence report, the distinct local optima the starts reached) and PNGs. Units: r = g = 1.
+``--time-limit S`` stops the SQP after S seconds at the best point so far (status ``not
+converged``).
+
+Robust control (``rollax.analysis.robot.robust``): ``--uncertain mu=0.15:0.25 masses=2%``
+requires the contact for ``--samples`` parameter sets of that box (default 16), then searches
+for the worst set and solves again while it breaks a constraint (or, with ``--probability
+P``, a CVaR chance constraint on the samples); the robust and the nominal controls are then
+run under ``--validate N`` fresh samples (default 10000) and their failure rates printed
+with 95 % upper bounds, beside the robust cost's price over the nominal one.
 
 Before any solve, the necessary conditions of ``rollax.analysis.robot.feasibility`` are
 checked (in milliseconds, nothing compiled): ``--n-min`` at most the weight M g (5 for the
@@ -165,16 +173,82 @@ def _optimize_options(p, hidden: bool) -> None:
         ),
     )
     p.add_argument(
-        "--samples",
+        "--points",
         type=integer(1001, 10**6),
         default=1001,
-        help=h("uniform samples of [0, T] in optimize.json, in [1001, 1000000] (default 1001)"),
+        help=h("uniform times of [0, T] in optimize.json, in [1001, 1000000] (default 1001)"),
+    )
+    p.add_argument(
+        "--uncertain",
+        nargs="+",
+        metavar="NAME=SIZE",
+        default=None,
+        help=h(
+            "robust control over uncertain parameters: mu=0.15:0.25 (a range), masses=2%% "
+            "(each within +-2 %%), rails=1%%, m0=..., inertia=..., radius=..."
+        ),
+    )
+    p.add_argument(
+        "--samples",
+        type=integer(1, 4096),
+        default=None,
+        help=h("parameter samples the robust control is optimised over (default 16)"),
+    )
+    p.add_argument(
+        "--probability",
+        type=real(0.0, 1.0),
+        default=None,
+        help=h(
+            "robust: hold the contact constraints with this probability on the samples (a "
+            "CVaR chance constraint; default: for every sample, then a worst-case search)"
+        ),
+    )
+    p.add_argument(
+        "--validate",
+        type=integer(1, 10**7),
+        default=None,
+        metavar="N",
+        help=h("robust: count the failures on N fresh samples (default 10000 with --uncertain)"),
     )
 
     if not hidden:
         _OPTIMIZE_ONLY.update(
             {a.dest: (a.option_strings[0], a.default) for a in p._actions if id(a) not in before}
         )
+
+
+def _uncertain(args) -> dict | None:
+    """``--uncertain name=size ...`` as optimize's ``uncertain`` (``lo:hi`` a range, ``2%``
+    or ``0.02`` a relative size); the robust options without it are refused."""
+    if args.uncertain is None:
+        for opt in ("samples", "probability", "validate"):
+            if getattr(args, opt) is not None:
+                raise ValueError(f"--{opt} applies with --uncertain only (robust control)")
+        return None
+    if args.least_mu and args.probability is not None:
+        raise ValueError(
+            "--probability is not allowed with --least-mu: the robust least mu holds for "
+            "every sample"
+        )
+    out: dict = {}
+    for token in args.uncertain:
+        name, eq, size = token.partition("=")
+        if not eq or not name or not size:
+            raise ValueError(
+                f"--uncertain {token!r} is not allowed: give NAME=SIZE, e.g. mu=0.15:0.25 or "
+                "masses=2%"
+            )
+        if ":" in size:
+            lo, _, hi = size.partition(":")
+            try:
+                out[name] = (float(lo), float(hi))
+            except ValueError:
+                raise ValueError(
+                    f"--uncertain {token!r} is not allowed: a range is LO:HI (two numbers)"
+                ) from None
+        else:
+            out[name] = size
+    return out
 
 
 # dest -> (option, default) of the options that only `rollax robot optimize` reads
@@ -200,6 +274,7 @@ def optimize(args) -> int:
             f"{body} only; --body {args.body} "
             + ("ends at the rotation --phi-T" if args.body == "disk" else "ends at --target")
         )
+    uncertain = _uncertain(args)
     mu = 0.3 if args.mu is None else args.mu
     if args.body == "disk":
         man = disk_manoeuvre(phi_T=args.phi_T, T=args.T, mu=mu, n_min=args.n_min)
@@ -217,14 +292,21 @@ def optimize(args) -> int:
                 f"--cost = {args.cost} is not allowed with --least-mu: the least mu "
                 "is found with the effort regularisation (use --cost effort)"
             )
+        robust = {} if uncertain is None else dict(uncertain=uncertain, samples=args.samples or 16)
         opt = least_mu(
             man,
             knots=args.knots,
             starts=args.starts,
             progress=not args.json,
             time_limit=args.time_limit,
+            **robust,
         )
     else:
+        robust = {}
+        if uncertain is not None:
+            robust = dict(
+                uncertain=uncertain, samples=args.samples or 16, probability=args.probability
+            )
         opt = optimize(
             man,
             cost=args.cost,
@@ -232,10 +314,21 @@ def optimize(args) -> int:
             starts=args.starts,
             progress=not args.json,
             time_limit=args.time_limit,
+            **robust,
         )
     if opt.status == "infeasible" and opt.iterations == 0:
         return _refused(args, opt)
-    res = opt.to_dict(args.samples)
+    res = opt.to_dict(args.points)
+    if uncertain is not None and opt.robust is not None:
+        from rollax.robot import validate
+
+        # fresh samples (seed 1; the optimisation drew with seed 0), for both controls
+        fresh = 10_000 if args.validate is None else args.validate
+        box = opt.robust["box_object"]
+        res["validation"] = {
+            "robust": validate(opt, box, n=fresh, seed=1).to_dict(),
+            "nominal": validate(opt.robust["nominal"], box, n=fresh, seed=1).to_dict(),
+        }
     if args.out:
         from rollax.plot.robot import optimum_figures
 
@@ -267,6 +360,15 @@ def optimize(args) -> int:
         )
     }
     summary["final_state"] = res["final_state"]
+    summary["optima"] = res["optima"]
+    if "validation" in res:
+        rob = res["robust"]
+        summary["robust"] = {k: rob[k] for k in ("box", "price", "nominal_cost", "worst", "held")}
+        summary["failure_rate"] = {
+            k: f"{v['rate']:.4f} ({v['failures']['any']} of {v['n']}; 95 % upper bound "
+            f"{v['upper']:.4f})"
+            for k, v in res["validation"].items()
+        }
     if args.json:
         print(dumps(summary))
     else:

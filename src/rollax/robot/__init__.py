@@ -21,6 +21,8 @@ from rollax.analysis.robot.optimal import (
     optimize,
 )
 from rollax.analysis.robot.phases import PhaseEnd, detach, fly
+from rollax.analysis.robot.robust import Validation, WorstCase, validate, worst_case
+from rollax.analysis.robot.uncertain import ParameterBox, parameter_box
 from rollax.analysis.robot.report import ExampleReport, example_report
 from rollax.analysis.robot.trajectory import (
     Trajectory,
@@ -78,6 +80,9 @@ __all__ = [
     "PiecewisePolynomialControl",
     "Manoeuvre",
     "Optimum",
+    "ParameterBox",
+    "Validation",
+    "WorstCase",
     "Rail",
     "RampControl",
     "RestToRestControl",
@@ -86,6 +91,9 @@ __all__ = [
     "evaluate",
     "least_mu",
     "optimize",
+    "parameter_box",
+    "validate",
+    "worst_case",
     "SegmentRail",
     "SplineControl",
     "Trajectory",

@@ -231,6 +231,14 @@ class _NLPProblem(eqx.Module):
     max_steps: int = eqx.field(static=True)
     forward: bool = eqx.field(static=True, default=True)  # forward-mode differentiation
     cost: str = eqx.field(static=True, default="effort")
+    # robust problems (rollax.analysis.robot.robust): the uncertain parameters' paths
+    # (ParameterBox.paths), their samples P (S, d; row 0 the nominal values), how the
+    # samples' contact constraints combine (probability None: every sample; p: a CVaR chance
+    # constraint) and the terminal conditions ("nominal", "mean" or "every")
+    paths: tuple = eqx.field(static=True, default=())
+    P: Any = None
+    probability: float | None = eqx.field(static=True, default=None)
+    terminal: str = eqx.field(static=True, default="mean")
 
     def T(self, x):
         """The duration: the manoeuvre's, or for the time cost ``T_0 exp(x[-1])`` (``T_0``:
@@ -269,10 +277,12 @@ class _NLPProblem(eqx.Module):
             )
         return effort
 
-    def run(self, control, s):
-        """The rolling motion under ``control`` at the normalised times ``s`` of ``[0, 1]``."""
+    def run(self, control, s, man: Manoeuvre | None = None):
+        """The rolling motion under ``control`` at the normalised times ``s`` of ``[0, 1]``
+        (of ``man``, by default the problem's manoeuvre)."""
+        man = self.man if man is None else man
         system = _Normalised(
-            _rolling(self.man.model, control),
+            _rolling(man.model, control),
             control.T,
             tuple(k / control.K for k in range(control.K + 1)),
         )
@@ -280,7 +290,7 @@ class _NLPProblem(eqx.Module):
         adjoint = "forward" if self.forward else "reverse"
         return solve(
             system,
-            self.man.y0,
+            man.y0,
             0.0,
             1.0,
             ts=s,
@@ -375,13 +385,54 @@ def _path(man: Manoeuvre, control, mu, ts, ys):
     return jnp.concatenate(out)
 
 
-def _values(prob: _NLPProblem, control, mu):
-    man = prob.man
+def _one(prob: _NLPProblem, control, mu, man: Manoeuvre):
+    """``(h, g)``: the terminal and path constraints of ``man`` under ``control``."""
     s = jnp.linspace(0.0, 1.0, prob.n_grid)
     ts = control.T * s
-    sol = prob.run(control, s)
+    sol = prob.run(control, s, man)
     bad = jnp.where(sol.status == Status.T_MAX, 0.0, jnp.nan)  # a failed solve: nan, rejected
     return _terminal(man, sol.y) + bad, _path(man, control, mu, ts, sol.ys) + bad
+
+
+#: Sharpness of the smooth maximum over a sample's path constraints in a chance constraint:
+#: ``CHANCE_TAU log sum exp(g / CHANCE_TAU)`` lies within ``CHANCE_TAU log(rows)`` (about
+#: 1e-3 of the weight on 801 rows) above the maximum: conservative, and smooth for SQP.
+CHANCE_TAU = 1e-4
+
+
+def _sample_values(prob: _NLPProblem, control, mu):
+    """Every sample's ``(h, g)`` (shapes ``(S, ...)``): the manoeuvre with the sample's
+    parameter values (:func:`rollax.analysis.robot.uncertain.apply_paths`); the least-mu
+    problem's ``mu`` (a variable) for every sample."""
+    from rollax.analysis.robot.uncertain import apply_paths
+
+    def one(p):
+        man = apply_paths(prob.paths, prob.man, p)
+        return _one(prob, control, mu if prob.free_mu else man.mu, man)
+
+    return jax.vmap(one)(prob.P)
+
+
+def _robust(prob: _NLPProblem, H, G):
+    """The robust problem's ``(h, g)`` from every sample's (module docstring of
+    :mod:`rollax.analysis.robot.robust`): the terminal conditions at the nominal values
+    (sample 0), in the mean, or for every sample; the path constraints for every sample, or
+    the chance constraint ``CVaR_{1-p}(G_s) <= 0`` on the samples' smooth maxima ``G_s``
+    (the mean of the ``ceil((1 - p) S)`` largest: at most that many minus one samples fail)."""
+    h = {"nominal": H[0], "mean": jnp.mean(H, axis=0), "every": H.ravel()}[prob.terminal]
+    if prob.probability is None:
+        return h, G.ravel()
+    S = G.shape[0]
+    k = max(1, math.ceil((1.0 - prob.probability) * S - 1e-9))
+    smooth = CHANCE_TAU * jax.scipy.special.logsumexp(G / CHANCE_TAU, axis=1)
+    worst, _ = jax.lax.top_k(smooth, k)
+    return h, jnp.mean(worst)[None]
+
+
+def _values(prob: _NLPProblem, control, mu):
+    if prob.paths:
+        return _robust(prob, *_sample_values(prob, control, mu))
+    return _one(prob, control, mu, prob.man)
 
 
 def _fun(x, prob: _NLPProblem):
@@ -448,6 +499,12 @@ class Optimum(eqx.Module):
     start_costs: np.ndarray  # the cost of every start (nan: not feasible)
     start_converged: np.ndarray
     history: Any  # rollax._drivers._nlp.History of the best start's run
+    # the distinct local optima the starts reached, best first: dicts of cost, starts (how
+    # many reached it) and converged (how many of those converged); see _distinct
+    optima: tuple = ()
+    # robust problems (optimize(uncertain=...)): the box, samples, the nominal optimum's cost,
+    # the worst case found and the rounds (rollax.analysis.robot.robust); None otherwise
+    robust: Any = None
 
     def sample(self, n: int = 1001, rtol: float = 1e-10) -> dict:
         """Re-simulate on ``n`` uniform times of ``[0, T]``: ``t``, ``theta``, ``theta_dot``,
@@ -529,13 +586,53 @@ class Optimum(eqx.Module):
             **extra,
             start_costs=self.start_costs,
             start_converged=self.start_converged,
+            optima=list(self.optima),
+            robust=None
+            if self.robust is None
+            else {k: v for k, v in self.robust.items() if k not in ("box_object", "nominal")},
         )
 
 
+#: The structured starts' rail swings ``Delta theta`` [rad] (module docstring of _starts).
+START_SWINGS = (1.0, 0.5, 2.0)
+
+
+def _shaped(prob: _NLPProblem) -> list[np.ndarray]:
+    """Structured starts (whitened knot values, rows of ``K n``): every mass accelerated
+    along a low-order polynomial ``u_i(t) = a_i P_j(t / T)`` (shifted Legendre ``P_1, P_2,
+    P_3``: zero integral, so rest to rest), ``a_i = +-6 Delta theta / T^2`` (``P_1`` swings
+    the rail coordinate by ``Delta theta``), all masses one way or alternating, for each
+    swing of ``START_SWINGS``."""
+    K, n = prob.K, prob.man.model.n
+    s = np.linspace(0.0, 1.0, K + 1)
+    shapes = (1 - 2 * s, 6 * s**2 - 6 * s + 1, 20 * s**3 - 30 * s**2 + 12 * s - 1)
+    B = _rest_basis(K)
+    to_w = np.linalg.inv(_whitening(K))  # w = C^T z
+    T = float(prob.man.T)
+    signs = (np.ones(n), -np.ones(n), (-1.0) ** np.arange(n), -((-1.0) ** np.arange(n)))
+    out = []
+    for swing in START_SWINGS:
+        for shape in shapes:
+            for sign in signs:
+                V = (6 * swing / T**2) * shape[:, None] * sign[None, :]  # (K + 1, n)
+                out.append((to_w @ (B.T @ V)).ravel())
+    return out
+
+
 def _starts(prob: _NLPProblem, starts: int, seed: int):
+    """``starts`` rows of starting variables: no motion first, then structured starts
+    (:func:`_shaped`) and random ones (``0.1`` standard normal whitened knot values, from
+    ``seed``) in turn."""
     n = prob.K * prob.man.model.n
     rng = np.random.default_rng(seed)
-    z = np.concatenate([np.zeros((1, n)), 0.1 * rng.standard_normal((starts - 1, n))])
+    shaped = _shaped(prob)
+    rows = [np.zeros(n)]
+    while len(rows) < starts:
+        if len(rows) % 2 == 1 and shaped:
+            rows.append(shaped.pop(0))
+        else:
+            rows.append(0.1 * rng.standard_normal(n))
+    z = np.stack(rows)
     if prob.free_mu:
         z = np.concatenate([z, np.ones((starts, 1))], axis=1)  # mu = 1: a generous envelope
     return z
@@ -616,6 +713,130 @@ def _refused(man: Manoeuvre, cost: str, K: int, free_mu: bool, why: str, wall: f
     )
 
 
+#: Two starts reached the same local optimum when their costs agree to this (relative) part.
+SAME_OPTIMUM = 1e-3
+
+
+def _distinct(costs, converged) -> tuple[dict, ...]:
+    """The distinct local optima among the starts' feasible ``costs`` (nan: not feasible),
+    best first: ``{"cost", "starts", "converged"}`` (costs within ``SAME_OPTIMUM`` of the
+    group's best are one optimum)."""
+    order = [i for i in np.argsort(costs) if np.isfinite(costs[i])]
+    groups: list[dict] = []
+    for i in order:
+        c = float(costs[i])
+        if groups and abs(c - groups[-1]["cost"]) <= SAME_OPTIMUM * max(
+            1.0, abs(groups[-1]["cost"])
+        ):
+            groups[-1]["starts"] += 1
+            groups[-1]["converged"] += int(converged[i])
+        else:
+            groups.append({"cost": c, "starts": 1, "converged": int(converged[i])})
+    return tuple(groups)
+
+
+def _search_note(optima: tuple, starts: int) -> str:
+    """What the starts say about the best optimum (appended to ``Optimum.message``)."""
+    if starts == 1:
+        return "a local optimum from 1 start (starts > 1 searches for better ones)"
+    if not optima:
+        return f"no start of {starts} ended feasible"
+    best = optima[0]["starts"]
+    more = f"{len(optima)} distinct local optima among {starts} starts; the best reached by {best}"
+    if best == 1:
+        more += " start only: more starts may find a better one"
+    return more
+
+
+def _solve(prob: _NLPProblem, X, phase, tol: float, n_grid: int, stop=lambda: False):
+    """SQP from the rows of ``X`` on ``prob``: the least-effort (or least-mu) phase, then
+    the energy or time cost from its results (rows as wide as the time cost's variables skip
+    the first phase), then, once, a 4x finer grid for the starts whose constraints dip
+    between the grid's times by more than ``tol`` (module docstring). ``(results,
+    stopped)``."""
+    first = dataclasses.replace(prob, cost="effort")
+    n_first = prob.K * prob.man.model.n + int(prob.free_mu)
+    stopped = False
+    X = np.atleast_2d(np.asarray(X, float))
+    label = "least mu" if prob.free_mu else "effort"
+    robust = " (robust)" if prob.paths else ""
+    if X.shape[1] == n_first:
+        results = phase(first, X, range(len(X)), f"SQP, {label}{robust}")
+        stopped = any(r.stopped for r in results)
+        X = np.stack([r.x for r in results])
+        if prob.cost == "time":
+            X = np.concatenate([X, np.zeros((len(X), 1))], axis=1)  # T = T_0
+    if prob.cost != first.cost and not stopped:
+        results = phase(prob, X, range(len(X)), f"SQP, {prob.cost}{robust}")
+        stopped = any(r.stopped for r in results)
+    if prob.cost == "time" and len(results[0].x) == n_first:  # stopped in the first phase
+        for i, r in enumerate(results):
+            results[i] = r._replace(x=np.concatenate([r.x, [0.0]]))
+    X = np.stack([r.x for r in results])
+    if not stopped:
+        _, h, g = _batch_values(X, dataclasses.replace(prob, n_grid=8 * (n_grid - 1) + 1))
+        dips = np.maximum(np.max(np.asarray(g), axis=1), np.max(np.abs(np.asarray(h)), axis=1))
+        redo = [i for i, r in enumerate(results) if r.feasible and dips[i] > tol]
+        if redo:
+            finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
+            again = phase(finer, X[redo], redo, f"SQP, refined grid{robust}")
+            for i, r in zip(redo, again):
+                results[i] = r
+    return results, stopped
+
+
+def _optimum(prob: _NLPProblem, results, cost: str, wall: float, starts: int, robust=None):
+    """The :class:`Optimum` of the best feasible result (or the least violation)."""
+    man = prob.man
+    feasible = np.array([r.feasible for r in results])
+    costs = np.array([float(_cost(cost, man, prob.control(jnp.asarray(r.x)))) for r in results])
+    score = np.where(feasible, [r.f for r in results], np.inf)
+    best = (
+        int(np.argmin(score)) if feasible.any() else int(np.argmin([r.violation for r in results]))
+    )
+    res = results[best]
+    x = jnp.asarray(res.x)
+    control = prob.control(x)
+    man = eqx.tree_at(lambda m: m.T, man, control.T)
+    if prob.free_mu:  # the least mu found: the envelope the control was found in
+        man = eqx.tree_at(lambda m: m.mu, man, jnp.asarray(prob.mu(x), float))
+    if res.converged:
+        status = "converged"
+    elif res.feasible or any(r.stopped for r in results):
+        status = "not converged"  # (stopped by the time limit: not known to be infeasible)
+    else:
+        status = "infeasible"
+    start_costs = np.where(feasible, costs, np.nan)
+    start_converged = np.array([r.converged for r in results])
+    optima = _distinct(start_costs, start_converged)
+    message = res.message
+    if starts > 1 or robust is None:
+        message = f"{message}; {_search_note(optima, starts)}"
+    return Optimum(
+        manoeuvre=man,
+        control=control,
+        cost_kind=cost,
+        cost=float(_cost(cost, man, control)),
+        effort=float(control.effort()),
+        energy=float(_cost("energy", man, control)),
+        mu=float(prob.mu(x)),
+        converged=res.converged,
+        feasible=res.feasible,
+        status=status,
+        violation=res.violation,
+        kkt=res.kkt,
+        iterations=res.iterations,
+        evaluations=res.evaluations,
+        wall_time=wall,
+        message=message,
+        start_costs=start_costs,
+        start_converged=start_converged,
+        history=res.history,
+        optima=optima,
+        robust=robust,
+    )
+
+
 def _run(
     man: Manoeuvre,
     *,
@@ -632,6 +853,11 @@ def _run(
     progress,
     x0=None,
     time_limit=None,
+    uncertain=None,
+    samples: int = 16,
+    probability=None,
+    terminal: str = "mean",
+    rounds: int = 4,
 ) -> Optimum:
     if not isinstance(man, Manoeuvre):
         raise ValueError(
@@ -647,6 +873,19 @@ def _run(
     cost = _check_cost(cost)
     if time_limit is not None:
         time_limit = check_range("time_limit", time_limit, 0.0, math.inf, lo_open=True)
+    box = None
+    if uncertain is not None:
+        from rollax.analysis.robot.uncertain import parameter_box
+
+        box = parameter_box(man, uncertain)
+        samples = check_integer("samples", samples, 1, 4096)
+        rounds = check_integer("rounds", rounds, 0, 64)
+        if probability is not None:
+            check_range("probability", probability, 0.0, 1.0, lo_open=True, hi_open=True)
+        if terminal not in ("nominal", "mean", "every"):
+            raise ValueError(
+                f"terminal = {terminal!r} is not allowed: it must be 'nominal', 'mean' or 'every'"
+            )
     t_start = time.perf_counter()
     # necessary conditions first (rollax.analysis.robot.feasibility): no solve, no compile
     failed = necessary_conditions(
@@ -657,13 +896,12 @@ def _run(
     deadline = None if time_limit is None else t_start + float(time_limit)
     prob = _NLPProblem(man, K, n_grid, free_mu, float(rtol), 16384, cost=cost)
     # the energy and time costs start from the least-effort manoeuvres (module docstring)
-    first = dataclasses.replace(prob, cost="effort")
-    x0 = _starts(first, starts, seed) if x0 is None else np.atleast_2d(x0)
+    x0 = _starts(prob, starts, seed) if x0 is None else np.atleast_2d(x0)
 
     def phase(fn_prob, X, rows, desc):
         if time_limit is not None and math.isfinite(time_limit):
             desc += f", time limit {time_limit:g} s"
-        show, close = _progress_printer(progress, rows, len(x0), max_iter, desc)
+        show, close = _progress_printer(progress, rows, len(X), max_iter, desc)
         try:
             return cast(  # (a list: one Result per row of the 2-d starts)
                 list[_nlp.Result],
@@ -681,69 +919,17 @@ def _run(
         finally:
             close()
 
-    label = "least mu" if free_mu else "effort"
-    results = phase(first, x0, range(len(x0)), f"SQP, {label}")
-    stopped = any(r.stopped for r in results)
-    if prob.cost != first.cost and not stopped:
-        X = np.stack([r.x for r in results])
-        if prob.cost == "time":
-            X = np.concatenate([X, np.zeros((len(X), 1))], axis=1)  # T = T_0
-        results = phase(prob, X, range(len(x0)), f"SQP, {cost}")
-        stopped = any(r.stopped for r in results)
-    if prob.cost == "time" and len(results[0].x) == len(x0[0]):  # stopped in the first phase
-        for i, r in enumerate(results):
-            results[i] = r._replace(x=np.concatenate([r.x, [0.0]]))
-    # between the grid's times a constraint can dip below its bound: check on an 8x finer
-    # grid and, if it does by more than tol, solve again from there on a 4x finer grid (once;
-    # not after the time limit)
-    X = np.stack([r.x for r in results])
-    if not stopped:
-        _, h, g = _batch_values(X, dataclasses.replace(prob, n_grid=8 * (n_grid - 1) + 1))
-        dips = np.maximum(np.max(np.asarray(g), axis=1), np.max(np.abs(np.asarray(h)), axis=1))
-        redo = [i for i, r in enumerate(results) if r.feasible and dips[i] > tol]
-        if redo:
-            finer = dataclasses.replace(prob, n_grid=4 * (n_grid - 1) + 1)
-            again = phase(finer, X[redo], redo, "SQP, refined grid")
-            for i, r in zip(redo, again):
-                results[i] = r
-    wall = time.perf_counter() - t_start
-    feasible = np.array([r.feasible for r in results])
-    costs = np.array([float(_cost(cost, man, prob.control(jnp.asarray(r.x)))) for r in results])
-    score = np.where(feasible, [r.f for r in results], np.inf)
-    best = (
-        int(np.argmin(score)) if feasible.any() else int(np.argmin([r.violation for r in results]))
-    )
-    res = results[best]
-    x = jnp.asarray(res.x)
-    control = prob.control(x)
-    man = eqx.tree_at(lambda m: m.T, man, control.T)
-    if res.converged:
-        status = "converged"
-    elif res.feasible or any(r.stopped for r in results):
-        status = "not converged"  # (stopped by the time limit: not known to be infeasible)
-    else:
-        status = "infeasible"
-    return Optimum(
-        manoeuvre=man,
-        control=control,
-        cost_kind=cost,
-        cost=float(_cost(cost, man, control)),
-        effort=float(control.effort()),
-        energy=float(_cost("energy", man, control)),
-        mu=float(prob.mu(x)),
-        converged=res.converged,
-        feasible=res.feasible,
-        status=status,
-        violation=res.violation,
-        kkt=res.kkt,
-        iterations=res.iterations,
-        evaluations=res.evaluations,
-        wall_time=wall,
-        message=res.message,
-        start_costs=np.where(feasible, costs, np.nan),
-        start_converged=np.array([r.converged for r in results]),
-        history=res.history,
-    )
+    results, stopped = _solve(prob, x0, phase, tol, n_grid)
+    nominal = _optimum(prob, results, cost, time.perf_counter() - t_start, len(x0))
+    if box is None or stopped or not nominal.feasible:
+        return nominal
+    from rollax.analysis.robot.robust import _robust_rounds
+
+    return _robust_rounds(
+        prob, nominal, results, box, phase, _solve, _optimum, samples=samples, seed=seed,
+        probability=probability, terminal=terminal, rounds=rounds, tol=tol, n_grid=n_grid,
+        t_start=t_start, progress=progress,
+    )  # fmt: skip
 
 
 def optimize(
@@ -761,6 +947,11 @@ def optimize(
     progress=True,
     x0=None,
     time_limit: float | None = None,
+    uncertain: dict | None = None,
+    samples: int = 16,
+    probability: float | None = None,
+    terminal: str = "mean",
+    rounds: int = 4,
 ) -> Optimum:
     """The optimal control of ``manoeuvre`` (module docstring) for ``cost``: ``"effort"``
     (``min int_0^T sum_i u_i^2 dt``), ``"energy"`` (``min E + ENERGY_EFFORT * J``) or
@@ -794,6 +985,25 @@ def optimize(
     and returns the best point met so far with ``status = "not converged"`` and ``message =
     "time limit reached"``; the later phases (the energy or time cost after the least-effort
     one, the finer grid) are then skipped.
+
+    **Several starts** (``starts > 1``): no motion, structured starts (every mass driven by a
+    low-order polynomial acceleration of several sizes, all one way or alternating; see
+    :func:`_shaped`) and random ones in turn, run side by side. The problem is multimodal:
+    ``Optimum.optima`` lists the distinct local optima reached (cost, how many starts reached
+    it, how many converged), and ``message`` says how many starts reached the best (a best
+    reached by one start only: more starts may find a better one).
+
+    **Robust** (``uncertain``, :mod:`rollax.analysis.robot.robust`): ``{"mu": (0.15, 0.25),
+    "masses": 0.02, ...}`` (names and forms in :mod:`rollax.analysis.robot.uncertain`); the
+    contact constraints are required for ``samples`` parameter sets of that box (the nominal
+    first) evaluated as one batch, for every sample (``probability=None``; followed by a
+    search for the worst parameter set, whose violations are put in and solved again, at most
+    ``rounds`` times) or for all but a fraction ``1 - probability`` of them (a CVaR chance
+    constraint); the end conditions at the nominal values, in the mean or for every sample
+    (``terminal``). It starts from the nominal optimum (found first, as without
+    ``uncertain``). ``Optimum.robust`` holds the box, the samples, the rounds, the worst case
+    found and the ``price``: the robust cost over the nominal one. Check the result on fresh
+    samples with :func:`rollax.robot.validate` and :func:`rollax.robot.worst_case`.
     """
     return _run(
         manoeuvre,
@@ -810,6 +1020,11 @@ def optimize(
         progress=progress,
         x0=x0,
         time_limit=time_limit,
+        uncertain=uncertain,
+        samples=samples,
+        probability=probability,
+        terminal=terminal,
+        rounds=rounds,
     )
 
 
@@ -827,6 +1042,9 @@ def least_mu(
     progress=True,
     x0=None,
     time_limit: float | None = None,
+    uncertain: dict | None = None,
+    samples: int = 16,
+    rounds: int = 4,
 ) -> Optimum:
     """The least friction coefficient with which ``manoeuvre`` can be done (its ``mu`` is
     ignored; ``N >= n_min`` and the terminal conditions still hold): ``mu`` becomes a variable
@@ -847,7 +1065,17 @@ def least_mu(
     ~1e-3 on such points.
 
     As :func:`optimize`, the necessary conditions that do not involve mu (``n_min <= M g``,
-    rail starts) are checked first, and ``time_limit`` stops the SQP early."""
+    rail starts) are checked first, and ``time_limit`` stops the SQP early.
+
+    ``uncertain`` (without ``mu``, which is the answer): the least mu for which one control
+    keeps the contact for every parameter set of the box (as :func:`optimize`'s robust
+    problem: ``samples`` samples, then a worst-case search and at most ``rounds`` more
+    solves); the end conditions hold in the mean over the samples."""
+    if uncertain is not None and isinstance(uncertain, dict) and "mu" in uncertain:
+        raise ValueError(
+            "uncertain['mu'] is not allowed in least_mu: the least mu is the answer; give "
+            "the other uncertain parameters"
+        )
     return _run(
         manoeuvre,
         free_mu=True,
@@ -863,4 +1091,7 @@ def least_mu(
         progress=progress,
         x0=x0,
         time_limit=time_limit,
+        uncertain=uncertain,
+        samples=samples,
+        rounds=rounds,
     )

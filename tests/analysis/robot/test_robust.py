@@ -1,0 +1,158 @@
+"""Robust robot control (rollax.analysis.robot.robust, .uncertain; issue 59): the parameter box,
+controls that hold for every parameter set of it (checked on fresh samples, by a worst-case
+search, and by SciPy under the worst set found), chance constraints, and bad input."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rollax.robot import (
+    Disk,
+    disk_manoeuvre,
+    ball_manoeuvre,
+    least_mu,
+    optimize,
+    parameter_box,
+    validate,
+    worst_case,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from robust_cases import robust_case  # noqa: E402
+from test_optimal import _resimulate  # noqa: E402
+
+
+def test_the_box_holds_each_uncertain_number_and_puts_it_in():
+    man = ball_manoeuvre(mu=0.3)
+    box = parameter_box(
+        man, {"mu": (0.2, 0.4), "masses": "2%", "rails": 0.01, "inertia": 0.05, "m0": (0.9, 1.1)}
+    )
+    n = man.model.n
+    assert box.names[:2] == ("mu", "masses[0]") and box.d == 1 + n + n + 3 + 1
+    masses = np.asarray(man.model.masses)
+    np.testing.assert_allclose(box.lo[1 : 1 + n], 0.98 * masses)
+    np.testing.assert_allclose(box.hi[1 : 1 + n], 1.02 * masses)
+    for p in box.sample(5, seed=1):
+        assert np.all(box.lo <= p) and np.all(p <= box.hi)
+        m = box.apply(man, jnp.asarray(p))
+        assert float(m.mu) == p[0]
+        np.testing.assert_array_equal(np.asarray(m.model.masses), p[1 : 1 + n])
+        radii = [float(r.radius) for r in m.model.rails]
+        np.testing.assert_array_equal(radii, p[1 + n : 1 + 2 * n])
+        np.testing.assert_array_equal(np.asarray(m.model.inertia), p[1 + 2 * n : 4 + 2 * n])
+        assert float(m.model.m0) == p[-1]
+        # what is not uncertain is untouched
+        assert float(m.model.radius) == float(man.model.radius) and float(m.T) == float(man.T)
+    disk = disk_manoeuvre()
+    box = parameter_box(disk, {"inertia": 0.1, "radius": 0.01})
+    assert box.names == ("inertia", "radius") and isinstance(disk.model, Disk)
+    m = box.apply(disk, jnp.asarray([0.5, 1.005]))
+    assert float(m.model.d2) == 0.5 and float(m.model.radius) == 1.005
+
+
+@pytest.mark.parametrize(
+    "spec, msg",
+    [
+        ({}, "give a dict"),
+        ({"slope": 0.1}, "level floor"),
+        ({"foo": 0.1}, "'foo'"),
+        ({"mu": 1.5}, "relative size"),
+        ({"mu": "ten%"}, "'ten%'"),
+        ({"mu": (0.3, 0.1)}, "lo <= hi"),
+        ({"mu": (-0.1, 0.2)}, "mu must be >= 0"),
+        ({"masses": (-1.0, 1.0)}, "must stay > 0"),
+        ({"mu": (0.1, math.inf)}, "lo <= hi"),
+    ],
+)
+def test_bad_uncertain_parameters_are_one_line_errors(spec, msg):
+    with pytest.raises(ValueError, match=None) as err:
+        parameter_box(disk_manoeuvre(), spec)
+    assert msg in str(err.value) and "\n" not in str(err.value)
+
+
+def test_bad_robust_options_are_refused():
+    man = disk_manoeuvre(T=8.0)
+    for kw, msg in [
+        (dict(uncertain={"mu": 0.1}, samples=0), "samples"),
+        (dict(uncertain={"mu": 0.1}, probability=1.0), "probability"),
+        (dict(uncertain={"mu": 0.1}, terminal="all"), "terminal"),
+        (dict(uncertain={"mu": 0.1}, rounds=-1), "rounds"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            optimize(man, knots=4, progress=False, **kw)
+    with pytest.raises(ValueError, match="least mu is the answer"):
+        least_mu(man, knots=4, progress=False, uncertain={"mu": 0.1})
+    with pytest.raises(ValueError, match="nominal optimum"):
+        validate(type("O", (), {"manoeuvre": man, "robust": None})(), None)
+
+
+def _check_robust(man, uncertain, *, knots, n_grid, samples, fresh, scipy=False):
+    """The robust control of ``man`` over ``uncertain``: it holds on ``fresh`` new samples
+    (at most 1 % fail), the worst-case search finds no violation; the nominal control's
+    failures are reported beside it and the search finds its violation where sampling does."""
+    rob = optimize(man, knots=knots, n_grid=n_grid, progress=False, uncertain=uncertain,
+                   samples=samples)  # fmt: skip
+    assert rob.feasible and rob.robust is not None, rob.message
+    nom = rob.robust["nominal"]
+    assert rob.robust["held"] and rob.status == "converged", rob.message
+    assert rob.cost >= nom.cost * (1 - 1e-6)  # robustness has a price
+    v_rob = validate(rob, n=fresh, seed=11)
+    v_nom = validate(nom, rob.robust["box_object"], n=fresh, seed=11)
+    print(f"cost {nom.cost:.4g} -> {rob.cost:.4g} (x{rob.robust['price']:.3f}); failures: "
+          f"nominal {v_nom.rate:.4f}, robust {v_rob.rate:.4f} (<= {v_rob.upper:.4f})")  # fmt: skip
+    assert v_rob.rate <= 0.01
+    w_rob = worst_case(rob, seed=5)
+    assert not w_rob.found, w_rob
+    if v_nom.failures["any"]:  # a violation exists: the search finds it
+        w_nom = worst_case(nom, rob.robust["box_object"], seed=5)
+        assert w_nom.found and w_nom.violation >= -v_nom.margins["friction_min"] - 1e-9
+    if scipy:  # SciPy under the worst set found: the contact constraints hold to 1e-6
+        import equinox as eqx
+
+        worst = rob.robust["box_object"].apply(rob.manoeuvre, jnp.asarray(w_rob.p))
+        y, N, ratio = _resimulate(eqx.tree_at(lambda o: o.manoeuvre, rob, worst))
+        W = float(worst.weight)
+        assert N.min() >= float(worst.n_min) - 1e-6 * W
+        assert np.max(ratio * N - float(worst.mu) * N) <= 1e-6 * W
+    return rob, v_rob, v_nom
+
+
+def test_a_robust_disk_control_holds_where_the_nominal_one_slips():
+    # CI's share (small: 4 knots, 51 grid times, 4 samples); the generated cases are slow
+    man, unc = robust_case(0, "disk")
+    _check_robust(man, unc, knots=4, n_grid=51, samples=4, fresh=1000, scipy=True)
+
+
+@pytest.mark.slow  # 10 generated manoeuvres of each body, 10,000 fresh samples each
+@pytest.mark.parametrize("body", ["disk", "ball"])
+def test_robust_controls_hold_on_generated_manoeuvres(body):
+    done = 0
+    for seed in range(10):
+        man, unc = robust_case(seed, body)
+        _check_robust(man, unc, knots=8, n_grid=101, samples=8, fresh=10_000, scipy=seed == 0)
+        done += 1
+    assert done == 10
+
+
+@pytest.mark.slow  # ~70 s: two robust optimisations (CI budget)
+def test_a_chance_constraint_lets_a_stated_share_of_the_samples_fail():
+    man, unc = robust_case(1, "disk")
+    rob = optimize(man, knots=4, n_grid=51, progress=False, uncertain=unc, samples=20,
+                   probability=0.8)  # fmt: skip
+    assert rob.feasible, rob.message
+    # fewer than ceil(0.2 * 20) = 4 of the optimised samples fail (the CVaR bound)
+    P = rob.robust["samples"]
+    box = rob.robust["box_object"]
+    fails = 0
+    for p in P:
+        v = validate(rob, type(box)(box.names, box.paths, p, p, p), n=1, n_grid=51)
+        fails += v.failures["any"]
+    assert fails < 4
+    every = optimize(man, knots=4, n_grid=51, progress=False, uncertain=unc, samples=20, rounds=0)
+    assert rob.cost <= every.cost * (1 + 1e-6)  # a chance constraint costs less
