@@ -98,6 +98,17 @@ def test_optimal_control_example():
     assert out[2].startswith("infeasible needs mu >= 0.555 for phi_T = -6.28319 in T = 6 ")
 
 
+@pytest.mark.slow  # ~2 min: a robust optimisation, its validation and search (CI budget)
+def test_robust_control_example():
+    ns: dict = {}
+    out = _run_page("robot_robust.md", ns)
+    status, j_nom, j_rob = out[0].split()
+    assert status == "converged" and float(j_rob) > float(j_nom) > 0
+    r_nom, r_rob = (float(v) for v in out[1].split())
+    assert r_nom > 0.05 and r_rob == 0.0
+    assert out[2] == "False"
+
+
 def _sweeps_by_store(page: str) -> dict[str, set[str]]:
     """Each ``store=`` path a page's ``rollax.sweep`` calls write, with the options of each
     call that writes it (where the call runs left out: ``client``, ``progress``)."""

@@ -47,6 +47,7 @@ SLOW = {
     "benchmarks/bench_loop_vmap.py": "75 s: six vmapped programs, each compiled for two loops",
     "benchmarks/bench_optimize.py": "93 s: the SQP's solves, Jacobians and plain diffrax compile",
     "benchmarks/bench_penny.py": "144 s: five impact searches per law compile",
+    "benchmarks/bench_robot_robust.py": "robust and multi-start SQP solves compile (cache off)",
     "benchmarks/bench_robot_infeasible.py": "32 s: the feasible run's SQP compiles; new CLI processes",
     "benchmarks/bench_slip.py": "55 s: the rolling and the slipping kernels, and the step costs",
     "benchmarks/bench_slip_tail.py": "about 50 s: the slipping kernel compiles",
@@ -57,6 +58,7 @@ SLOW = {
     "experiments/robot/run.py": "124 s: each robot model and solver compiles its own solves",
     "experiments/shot/run.py": "55 s: the shot's maps and probabilities compile",
     "experiments/shot_ranges/run.py": "the maps, best releases and per-start parameters compile",
+    "experiments/robot_robust/run.py": "two robust optimisations, validations and searches compile",
     "experiments/robot_control/run.py": "110-120 s: the disk's and the ball's SQP solves compile",
 }
 # Scripts that fail for a reason inside src/ (to be fixed there): script -> the error.

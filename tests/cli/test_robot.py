@@ -90,6 +90,15 @@ def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
         ["--cost", "foo"],
         ["--least-mu", "--cost", "time"],
         ["--least-mu", "--mu", "0.3"],  # (ignored without a word before issue 59)
+        ["--samples", "8"],  # robust options without --uncertain
+        ["--probability", "0.9"],
+        ["--validate", "100"],
+        ["--uncertain", "mu"],
+        ["--uncertain", "mu=a:b"],
+        ["--uncertain", "slope=1%"],
+        ["--uncertain", "masses=150%"],
+        ["--least-mu", "--uncertain", "mu=10%"],
+        ["--least-mu", "--uncertain", "masses=1%", "--probability", "0.9"],
     ],
 )
 def test_robot_optimize_bad_requests_exit_2(argv, capsys):
@@ -183,3 +192,20 @@ def test_robot_optimize_passes_the_time_limit_on(monkeypatch, capsys):
     monkeypatch.setattr(rollax.robot, "optimize", fake)
     assert main(["robot", "optimize", "--time-limit", "2.5", "--json"]) == 2
     assert seen["time_limit"] == 2.5
+
+
+def test_robot_optimize_passes_the_uncertainty_on(monkeypatch, capsys):
+    import rollax.robot
+
+    seen = {}
+
+    def fake(man, **kwargs):
+        seen.update(kwargs)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(rollax.robot, "optimize", fake)
+    argv = ["robot", "optimize", "--uncertain", "mu=0.2:0.3", "masses=2%", "rails=0.01",
+            "--samples", "8", "--probability", "0.9", "--json"]  # fmt: skip
+    assert main(argv) == 2 and "stop here" in capsys.readouterr().err
+    assert seen["uncertain"] == {"mu": (0.2, 0.3), "masses": "2%", "rails": "0.01"}
+    assert seen["samples"] == 8 and seen["probability"] == 0.9

@@ -41,6 +41,7 @@ converged (iteration or time limit); 2 a bad option.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from rollax.cli._args import POSITIVE, TOLERANCE, check_out, dump, dumps, integer, real
 
@@ -292,7 +293,9 @@ def optimize(args) -> int:
                 f"--cost = {args.cost} is not allowed with --least-mu: the least mu "
                 "is found with the effort regularisation (use --cost effort)"
             )
-        robust = {} if uncertain is None else dict(uncertain=uncertain, samples=args.samples or 16)
+        robust: dict[str, Any] = {}
+        if uncertain is not None:
+            robust = dict(uncertain=uncertain, samples=args.samples or 16)
         opt = least_mu(
             man,
             knots=args.knots,

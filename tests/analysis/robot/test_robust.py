@@ -156,3 +156,16 @@ def test_a_chance_constraint_lets_a_stated_share_of_the_samples_fail():
     assert fails < 4
     every = optimize(man, knots=4, n_grid=51, progress=False, uncertain=unc, samples=20, rounds=0)
     assert rob.cost <= every.cost * (1 + 1e-6)  # a chance constraint costs less
+
+
+@pytest.mark.slow  # ~3 min: two least-mu solves (slow to converge, see least_mu)
+def test_the_robust_least_mu_holds_over_the_masses_box():
+    man = disk_manoeuvre(T=8.0, n_min=0.5)
+    rob = least_mu(man, knots=4, n_grid=51, uncertain={"masses": 0.03}, samples=4,
+                   progress=False)  # fmt: skip
+    assert rob.robust is not None and rob.feasible, rob.message
+    nom = rob.robust["nominal"]
+    assert float(rob.manoeuvre.mu) == rob.mu  # the envelope the control was found in
+    assert rob.mu >= nom.mu * (1 - 1e-6) and rob.robust["price"] >= 1 - 1e-6
+    v = validate(rob, n=2000, seed=3)
+    assert v.rate <= 0.01 and not worst_case(rob, seed=2).found

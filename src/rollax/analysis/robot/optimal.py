@@ -757,6 +757,7 @@ def _solve(prob: _NLPProblem, X, phase, tol: float, n_grid: int, stop=lambda: Fa
     first = dataclasses.replace(prob, cost="effort")
     n_first = prob.K * prob.man.model.n + int(prob.free_mu)
     stopped = False
+    results: list = []
     X = np.atleast_2d(np.asarray(X, float))
     label = "least mu" if prob.free_mu else "effort"
     robust = " (robust)" if prob.paths else ""
@@ -896,7 +897,13 @@ def _run(
     deadline = None if time_limit is None else t_start + float(time_limit)
     prob = _NLPProblem(man, K, n_grid, free_mu, float(rtol), 16384, cost=cost)
     # the energy and time costs start from the least-effort manoeuvres (module docstring)
-    x0 = _starts(prob, starts, seed) if x0 is None else np.atleast_2d(x0)
+    x0 = _starts(prob, starts, seed) if x0 is None else np.atleast_2d(np.asarray(x0, float))
+    width = K * man.model.n + int(free_mu)
+    if x0.ndim != 2 or x0.shape[1] != width:
+        raise ValueError(
+            f"x0 has shape {x0.shape}; allowed: rows of {width} starting variables (K n"
+            + (" + 1, the last sqrt(mu))" if free_mu else ")")
+        )
 
     def phase(fn_prob, X, rows, desc):
         if time_limit is not None and math.isfinite(time_limit):

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -226,7 +226,7 @@ def worst_case(
             if vmax[i] > best_v:
                 best_v, best_u, best_row = float(vmax[i]), np.asarray(u[i]), int(row[i])
             upd, state = opt.update(-jnp.nan_to_num(grad), state)
-            u = jnp.clip(optax.apply_updates(u, upd), 0.0, 1.0)
+            u = jnp.clip(cast(jax.Array, optax.apply_updates(u, upd)), 0.0, 1.0)
     p = box.at(best_u)
     t = (
         float(optimum.manoeuvre.T) * (best_row % n_grid) / (n_grid - 1)

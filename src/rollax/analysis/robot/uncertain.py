@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -112,7 +112,7 @@ def _size(name: str, value) -> tuple[str, Any]:
             raise ValueError(f"uncertain[{name!r}] = {given!r} is not allowed: {allowed}")
         return "rel", r
     try:
-        lo, hi = (float(v) for v in value)
+        lo, hi = (float(v) for v in cast(Any, value))
     except (TypeError, ValueError):
         raise ValueError(f"uncertain[{name!r}] = {value!r} is not allowed: {allowed}") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
