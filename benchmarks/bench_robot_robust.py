@@ -29,10 +29,9 @@ os.environ.setdefault("ROLLAX_CACHE_DIR", "off")
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rollax._drivers._nlp import _values_and_jacobians  # noqa: E402
-from rollax.analysis.robot.optimal import _fun, _NLPProblem, _whitening  # noqa: E402
-from rollax.analysis.robot.uncertain import parameter_box  # noqa: E402
-from rollax.robot import disk_manoeuvre, optimize  # noqa: E402
+import jax  # noqa: E402
+
+from rollax.robot import RestToRestControl, disk_manoeuvre, evaluate, optimize, parameter_box  # noqa: E402
 
 UNCERTAIN = {"mu": 0.15, "masses": 0.03}
 
@@ -75,20 +74,21 @@ def main(argv=None) -> dict:
     runs["nominal"] = dict(wall=time.perf_counter() - a, cost=nom.cost, status=nom.status)
 
     # one evaluation with its Jacobian at the nominal optimum: nominal against S samples
-    prob = _NLPProblem(man, args.knots, args.n_grid, False, 1e-8, 16384)
-    x = jnp.asarray((np.linalg.inv(_whitening(args.knots)) @ np.asarray(nom.control.z)).ravel())[
-        None
-    ]
-    t_nom = _warm(lambda: np.asarray(_values_and_jacobians(_fun, x, prob, 1)[1][2]), args.repeat)
+    z, T = nom.control.z, nom.control.T
+
+    def constraints(z, man):
+        _, h, g = evaluate(man, RestToRestControl(z, T), n_grid=args.n_grid)
+        return jnp.concatenate([h, g])
+
+    nominal = jax.jit(jax.jacfwd(lambda z: constraints(z, man)))
+    t_nom = _warm(lambda: np.asarray(nominal(z)), args.repeat)
     evals = {"nominal": t_nom}
+    batched = jax.jit(
+        jax.jacfwd(lambda z, P: jax.vmap(lambda p: constraints(z, box.apply(man, p)))(P))
+    )
     for S in args.samples:
-        P = np.concatenate([box.nominal[None], box.sample(S - 1, 0)])
-        rp = _NLPProblem(
-            man, args.knots, args.n_grid, False, 1e-8, 16384, paths=box.paths, P=jnp.asarray(P)
-        )
-        evals[f"S={S}"] = _warm(
-            lambda rp=rp: np.asarray(_values_and_jacobians(_fun, x, rp, 1)[1][2]), args.repeat
-        )
+        P = jnp.asarray(np.concatenate([box.nominal[None], box.sample(S - 1, 0)]))
+        evals[f"S={S}"] = _warm(lambda P=P: np.asarray(batched(z, P)), args.repeat)
         print(
             f"one evaluation, S = {S}: {evals[f'S={S}']:.4f} s ({evals[f'S={S}'] / t_nom:.2f}x nominal)"
         )

@@ -31,6 +31,10 @@ FACADES = ("robot", "friction")
 # module (under src/rollax) -> the test file (under tests/) that covers it, where that is not the
 # mirrored test_<module>.py; each reaches the module through its imports (checked below)
 COVERED_ELSEWHERE: dict[str, str] = {
+    # the robots' optimal-control problem (constraints, costs, the robust samples' values)
+    "analysis/robot/_problem.py": "analysis/robot/test_optimal.py",
+    # the uncertain parameters' box: with the robust control that uses it
+    "analysis/robot/uncertain.py": "analysis/robot/test_robust.py",
     # float64 on import: checked with rollax.configure's opt-in devices and cache
     "_core/_setup.py": "core/test_config.py",
     # rollax.identify's goodness of fit, whiteness and profiles: on the rim records

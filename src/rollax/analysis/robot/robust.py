@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._core._validate import check_integer
+from rollax.analysis.robot._problem import _NLPProblem, _one
 from rollax.analysis.robot.uncertain import ParameterBox, apply_paths, parameter_box
 
 #: Sharpness of the smooth maximum the worst-case search climbs (per unit weight): its
@@ -114,15 +115,12 @@ def _box(optimum, uncertain) -> ParameterBox:
 
 
 def _problem(optimum, n_grid: int, rtol: float):
-    from rollax.analysis.robot.optimal import _NLPProblem
-
     return _NLPProblem(optimum.manoeuvre, optimum.control.K, n_grid, False, float(rtol), 16384)
 
 
 @eqx.filter_jit
 def _rows(prob, control, paths, P):
     """Every sample's ``(h, g)`` on the problem's grid (one compiled, ``vmap``-ed call)."""
-    from rollax.analysis.robot.optimal import _one
 
     def one(p):
         man = apply_paths(paths, prob.man, p)
@@ -135,7 +133,6 @@ def _rows(prob, control, paths, P):
 def _climb(prob, control, paths, lo, hi, U):
     """The smooth maximum's value and gradient in the unit coordinates ``U`` (rows), with
     the exact maximum and its row."""
-    from rollax.analysis.robot.optimal import _one
 
     def smooth(u):
         man = apply_paths(paths, prob.man, lo + u * (hi - lo))
