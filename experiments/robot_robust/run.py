@@ -18,7 +18,7 @@ size).
 
     python experiments/robot_robust/run.py [--out DIR] [--smoke]
 
-``--smoke``: two sizes, 4 knots, 31 grid times, 200 fresh samples.
+``--smoke``: two sizes, 4 knots, 31 grid times, 60 SQP iterations, 200 fresh samples.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ def main(argv=None):
     ap.add_argument("--out", default=HERE)
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args(argv)
-    sizes, knots, n_grid, fresh = SIZES, 8, 101, 10_000
+    sizes, knots, n_grid, fresh, max_iter = SIZES, 8, 101, 10_000, 500
     if args.smoke:
-        sizes, knots, n_grid, fresh = (0.1, 0.3), 4, 31, 200
+        sizes, knots, n_grid, fresh, max_iter = (0.05, 0.1), 4, 31, 200, 60
     os.makedirs(args.out, exist_ok=True)
     man = disk_manoeuvre(phi_T=-np.pi, T=8.0, mu=0.25, n_min=0.5)
     rows, keep = [], None
@@ -65,7 +65,8 @@ def main(argv=None):
     for size in sizes:
         unc = {"mu": size, "masses": MASSES}
         t0 = time.perf_counter()
-        rob = optimize(man, knots=knots, n_grid=n_grid, uncertain=unc, samples=16, progress=False)
+        rob = optimize(man, knots=knots, n_grid=n_grid, uncertain=unc, samples=16,
+                       max_iter=max_iter, progress=False)  # fmt: skip
         wall = time.perf_counter() - t0
         assert rob.robust is not None, rob.message
         nom = rob.robust["nominal"]
@@ -142,6 +143,11 @@ def _figures(rows, keep, out):
     ax[0].set_ylabel("failure rate (bar: 95 % upper bound)")
     ax[0].legend(fontsize=7)
     ax[1].plot(s, [r["price"] for r in rows], "o-", color="k")
+    for x, r in zip(s, rows):  # a robust solve that did not converge is marked, not hidden
+        if r["status"] != "converged":
+            for a, y in ((ax[0], r["failure_robust"]["rate"]), (ax[1], r["price"])):
+                a.annotate(r["status"], (x, y), fontsize=7, color="#1f77b4",
+                           xytext=(4, 4), textcoords="offset points")  # fmt: skip
     ax[1].set_xlabel("uncertainty of mu [% of 0.25]")
     ax[1].set_ylabel("robust effort / nominal effort")
     fn = rows[0]["failure_robust"]["n"]
