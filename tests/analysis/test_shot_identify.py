@@ -68,9 +68,11 @@ def _coverage(seeds):
             warnings.simplefilter("always")
             f = fit_bounce(obs, shot=Shot(c_d=rec.truth["c_d"]), progress=False)
         said = " ".join(str(w.message) for w in caught)
-        row = dict(seed=seed, kind=kind, stuck=rec.stuck, filmed=rec.spin is not None)
+        row = dict(seed=seed, kind=kind, stuck=rec.stuck, filmed=rec.spin is not None,
+                   status=f.status)  # fmt: skip
         for key, name in (("e", f"e_{kind}"), ("mu", f"mu_{kind}")):
-            lo, hi = f.profile[name]["interval"]
+            # (a poor or unconverged fit has no profile: an open interval, failed below)
+            lo, hi = f.profile.get(name, {"interval": (None, None)})["interval"]
             lo = -math.inf if lo is None else lo
             hi = math.inf if hi is None else hi
             row[key] = (rec.truth[key], f[name][0], lo, hi)

@@ -169,10 +169,12 @@ class Fit:
     observable (and ``t_event``); ``at_bound``: which estimates sit on a bound (their error
     bar is one-sided); ``warnings``: the identifiability warnings raised. ``status``:
     ``"converged"``, ``"poor_fit"`` (the model does not follow the data: chi^2 per dof > 2
-    with the noise given, or residuals with |lag-1 autocorrelation| > 0.5; the standard errors
+    with the noise given, or residuals whose lag-1 autocorrelation is more than 0.5 from what
+    the fit alone gives white noise; the standard errors
     are not to be trusted) or ``"not_converged"``; ``converged`` is true only for the first.
-    ``chi2``, ``dof``, ``chi2_per_dof``, ``p_value``, ``whiteness`` (per observable ``lag1``
-    and ``runs_z``): :mod:`rollax._drivers._diagnostics`. ``noise_estimated``: the noise levels were
+    ``chi2``, ``dof``, ``chi2_per_dof``, ``p_value``, ``whiteness`` (per observable ``lag1``,
+    ``lag1_expected``, what the fit alone gives white noise, and ``runs_z``):
+    :mod:`rollax._drivers._diagnostics`. ``noise_estimated``: the noise levels were
     estimated from the residuals (the covariance is scaled by them). ``profile``: per fitted
     parameter ``{"values", "delta_chi2", "interval": (lo, hi), "closed", "estimate"}``, its
     profile likelihood and 95 % interval (an end ``None`` where the data do not bound it).
@@ -201,7 +203,8 @@ class Fit:
     dof: int = 0  # residuals - fitted quantities
     chi2_per_dof: float = math.nan
     p_value: float = math.nan  # P(chi^2 >= the observed) for a good fit with these noise levels
-    whiteness: dict = dataclasses.field(default_factory=dict)  # {observable: {lag1, runs_z}}
+    # {observable: {lag1, lag1_expected (the fit's own, for white noise), runs_z}}
+    whiteness: dict = dataclasses.field(default_factory=dict)
     noise_estimated: bool = False  # sigma from the residuals (chi2_per_dof is then ~1)
     profile: dict = dataclasses.field(default_factory=dict)  # {parameter: profile likelihood}
     windows: list = dataclasses.field(default_factory=list)  # window lengths fitted [s]
@@ -900,7 +903,7 @@ def identify(
     sig = {n: float(s) for n, s in zip(obs.names, np.asarray(sigma))}
     # the residuals of the observations (and the event time), without the padding rows
     r_obs = np.concatenate([r[: obs.values.size], r[-1:] if obs.t_event is not None else []])
-    diag = _diagnostics.goodness(r_obs, obs.values.shape, obs.names, n_fit)
+    diag = _diagnostics.goodness(r_obs, obs.values.shape, obs.names, n_fit, J=J)
     msgs = _identifiability(fitted, x, se, cond, at_bound, len(params))
     status = "converged" if converged else "not_converged"
     poor = _diagnostics.poor_fit(diag, sigma_given=not noise_estimated)
