@@ -101,7 +101,8 @@ def _check_robust(man, uncertain, *, knots, n_grid, samples, fresh, scipy=False)
     assert rob.feasible and rob.robust is not None, rob.message
     nom = rob.robust["nominal"]
     assert rob.robust["held"] and rob.status == "converged", rob.message
-    assert rob.cost >= nom.cost * (1 - 1e-6)  # robustness has a price
+    # (no price is guaranteed: the end conditions hold in the mean over the samples, not at
+    # the nominal values, so the robust problem is not a restriction of the nominal one)
     v_rob = validate(rob, n=fresh, seed=11)
     v_nom = validate(nom, rob.robust["box_object"], n=fresh, seed=11)
     print(f"cost {nom.cost:.4g} -> {rob.cost:.4g} (x{rob.robust['price']:.3f}); failures: "

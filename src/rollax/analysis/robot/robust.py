@@ -344,8 +344,20 @@ def _robust_rounds(
             probability=probability,
             terminal=terminal,
         )
-        res, stopped = solve(rp, x[None], phase, tol, grid)
-        x = np.asarray(res[0].x)
+        X = x[None]
+        if rnd == 0:  # the nominal optimum, and no motion: the robust optimum may lie far off
+            zero = np.zeros_like(x)
+            if prob.free_mu:
+                zero[-1] = 1.0  # mu = 1, a generous envelope (as the nominal starts)
+            X = np.stack([x, zero])
+        res, stopped = solve(rp, X, phase, tol, grid)
+        ok = [i for i, r in enumerate(res) if r.feasible]
+        pick = (
+            min(ok, key=lambda i: res[i].f)
+            if ok
+            else min(range(len(res)), key=lambda i: res[i].violation)
+        )
+        x = np.asarray(res[pick].x)
         opt = optimum_of(rp, res, prob.cost, time.perf_counter() - t_start, 1, robust={})
         worst = worst_case(opt, box, seed=seed + 1000 + rnd, n_grid=fine, tol=tol)
         log.append(
