@@ -118,24 +118,23 @@ def search_case(seed: int, body: str):
             return man
 
 
-@pytest.mark.slow  # ~20-40 min: 10 manoeuvres per body, 12 starts each, and the reference
+@pytest.mark.slow  # 2-6 min each: 12 starts, one start, and the reference's 12
+@pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("body", ["disk", "ball"])
-def test_the_batched_search_finds_the_best_of_an_independent_multi_start(body):
+def test_the_batched_search_finds_the_best_of_an_independent_multi_start(body, seed):
     K, n_grid = 6, 61
-    rows = []
-    for seed in range(10):
-        man = search_case(seed, body)
-        ref, t_ref = _reference(man, K, n_grid)
-        t0 = time.perf_counter()
-        one = optimize(man, knots=K, n_grid=n_grid, progress=False)
-        t_one = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        opt = optimize(man, knots=K, n_grid=n_grid, starts=12, progress=False)
-        t_all = time.perf_counter() - t0
-        rows.append((seed, ref, one.cost, opt.cost, len(opt.optima), t_one, t_all, t_ref))
-        print(f"{body} {seed}: reference {ref:.5g} ({t_ref:.0f} s); one start {one.cost:.5g} "
-              f"({t_one:.0f} s); 12 starts {opt.cost:.5g} ({t_all:.0f} s), "
-              f"{len(opt.optima)} optima", flush=True)  # fmt: skip
-        if math.isfinite(ref):
-            assert opt.feasible and opt.cost <= 1.01 * ref, rows[-1]
-    assert sum(math.isfinite(r[1]) for r in rows) >= 8  # most cases are feasible
+    man = search_case(seed, body)
+    ref, t_ref = _reference(man, K, n_grid)
+    t0 = time.perf_counter()
+    one = optimize(man, knots=K, n_grid=n_grid, progress=False)
+    t_one = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    opt = optimize(man, knots=K, n_grid=n_grid, starts=12, progress=False)
+    t_all = time.perf_counter() - t0
+    print(f"{body} {seed}: reference {ref:.5g} ({t_ref:.0f} s); one start {one.cost:.5g} "
+          f"({t_one:.0f} s); 12 starts {opt.cost:.5g} ({t_all:.0f} s), "
+          f"{len(opt.optima)} optima", flush=True)  # fmt: skip
+    if not math.isfinite(ref):  # the reference found no feasible control: nothing to beat
+        assert opt.feasible or opt.status == "infeasible"
+        return
+    assert opt.feasible and opt.cost <= 1.01 * ref, (ref, opt.cost, opt.message)
