@@ -438,7 +438,8 @@ def _optimum(prob: _NLPProblem, results, cost: str, wall: float, starts: int, ro
     start_converged = np.array([r.converged for r in results])
     optima = _distinct(start_costs, start_converged)
     message = res.message
-    if starts > 1 or robust is None:
+    stopped = any(r.stopped for r in results)  # (the time limit: the message says so alone)
+    if not stopped and (starts > 1 or robust is None):
         message = f"{message}; {_search_note(optima, starts)}"
     return Optimum(
         manoeuvre=man,
