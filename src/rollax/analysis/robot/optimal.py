@@ -375,7 +375,7 @@ def _search_note(optima: tuple, starts: int) -> str:
     return more
 
 
-def _solve(prob: _NLPProblem, X, phase, tol: float, n_grid: int, stop=lambda: False):
+def _solve(prob: _NLPProblem, X, phase, tol: float, n_grid: int):
     """SQP from the rows of ``X`` on ``prob``: the least-effort (or least-mu) phase, then
     the energy or time cost from its results (rows as wide as the time cost's variables skip
     the first phase), then, once, a 4x finer grid for the starts whose constraints dip
