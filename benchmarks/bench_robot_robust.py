@@ -9,7 +9,8 @@ In one process, on the disk of Sect. 5 turned by ``-pi`` in ``T = 8`` with ``mu 
 * the whole optimisation: nominal, then robust over each ``S`` with ``rounds=0`` (one solve
   from the nominal optimum, the compile cache off so each new ``S`` compiles) and with the
   worst-case rounds at the largest ``S``;
-* the global search: one start against ``--starts`` starts run together.
+* the global search: one start, one start with continuation (two more starts from easier
+  problems), and ``--starts`` starts run together.
 
 CPU figures are ratios in the same process (this machine is shared).
 
@@ -120,9 +121,11 @@ def main(argv=None) -> dict:
     # global search: one start against several, same manoeuvre (a full turn, friction active)
     turn = disk_manoeuvre(phi_T=-2 * np.pi, T=10.0, mu=0.3, n_min=0.5)
     search = {}
-    for n in (1, args.starts):
+    for n, cont in ((1, False), (1, True), (args.starts, False)):
         a = time.perf_counter()
-        o = optimize(turn, knots=args.knots, n_grid=args.n_grid, progress=False, starts=n)
+        o = optimize(turn, knots=args.knots, n_grid=args.n_grid, progress=False, starts=n,
+                     continuation=cont)  # fmt: skip
+        n = f"{n}+continuation" if cont else n
         search[f"starts={n}"] = dict(wall=time.perf_counter() - a, cost=o.cost, status=o.status,
                                      optima=list(o.optima))  # fmt: skip
         print(f"full turn, {n} start(s): {search[f'starts={n}']['wall']:.1f} s, cost {o.cost:.5g}, "

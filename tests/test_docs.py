@@ -109,6 +109,18 @@ def test_robust_control_example():
     assert out[2] == "False"
 
 
+@pytest.mark.slow  # ~40 s: the batched information and a fit compile (CI budget)
+def test_experiment_design_example():
+    out = _run_page("design.md")
+    n_feasible, n_early = (int(v) for v in out[0].split())
+    assert n_feasible + n_early == 64 and 0 < n_early < 64
+    best, worst = _numbers(out[1]).reshape(2, 2)
+    assert np.all(best * 2 < worst)  # the designed throw is worth far more than the worst
+    assert out[2].split()[0] == "converged"
+    fitted, predicted = _numbers(out[2]).reshape(2, 2)
+    np.testing.assert_allclose(fitted, predicted, rtol=0.3)
+
+
 def _sweeps_by_store(page: str) -> dict[str, set[str]]:
     """Each ``store=`` path a page's ``rollax.sweep`` calls write, with the options of each
     call that writes it (where the call runs left out: ``client``, ``progress``)."""

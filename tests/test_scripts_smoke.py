@@ -39,6 +39,7 @@ TIMEOUT_S = 900
 # cuts. The rest take 1-31 s each, about 200 CPU seconds together.
 SLOW = {
     "benchmarks/bench_bounce_fit.py": "about 100 s: the full shot's Jacobian compiles (measured)",
+    "benchmarks/bench_design.py": "about 60 s: the batched information compiles per width, and its gradient",
     "benchmarks/bench_dask.py": "38 s: a local Dask cluster's workers each compile the map",
     "benchmarks/bench_entry_points.py": "about 40 s: two fresh processes, each compiling a solve",
     "benchmarks/bench_first_answer.py": "46 s: two fresh processes, each compiling a gradient",
@@ -52,12 +53,14 @@ SLOW = {
     "benchmarks/bench_slip.py": "55 s: the rolling and the slipping kernels, and the step costs",
     "benchmarks/bench_slip_tail.py": "about 50 s: the slipping kernel compiles",
     "examples/bouncing_ball.py": "39 s: the gradient through the impacts compiles",
+    "experiments/design_rim/run.py": "about 70 s: the design, the fits and the simulated records compile",
     "experiments/identify/run.py": "73 s: the windowed fits, profiles and the slide fit compile",
     "experiments/penny/run.py": "136 s: the impact searches and the FTLEs compile",
     "experiments/rim_slip/run.py": "54 s: the rolling and the slipping kernels compile",
     "experiments/robot/run.py": "124 s: each robot model and solver compiles its own solves",
     "experiments/shot/run.py": "55 s: the shot's maps and probabilities compile",
     "experiments/shot_ranges/run.py": "the maps, best releases and per-start parameters compile",
+    "experiments/robot_least_mu_robust/run.py": "two robust least-mu solves and validations compile",
     "experiments/robot_robust/run.py": "two robust optimisations, validations and searches compile",
     "experiments/robot_control/run.py": "110-120 s: the disk's and the ball's SQP solves compile",
 }

@@ -18,7 +18,11 @@ The public API:
 * :func:`parameter_ranges`: the declared uncertainty of a system's parameters
   (:class:`ParameterRange`; ``parameter(..., uncertain=(lo, hi), source=...)``);
 * :func:`identify`: parameters and initial state from observed trajectories
-  (:class:`Observations`), with error bars (:class:`Fit`, :class:`IdentifiabilityWarning`).
+  (:class:`Observations`), with error bars (:class:`Fit`, :class:`IdentifiabilityWarning`);
+* :func:`design`: which experiment to run next, ranked by expected information
+  (:class:`Design`), :func:`discriminate` (which start tells two models apart,
+  :class:`Discrimination`), :func:`refine_design` (by gradient) and :func:`sequential_design` (the
+  design-run-fit loop), :func:`simulate_record` (a noisy record of a start).
 """
 
 from __future__ import annotations
@@ -47,6 +51,13 @@ _EXPORTS = {
     "IdentifiabilityWarning": "rollax._drivers._identify",
     "Observations": "rollax._drivers._identify",
     "identify": "rollax._drivers._identify",
+    "Design": "rollax._drivers._design",
+    "design": "rollax._drivers._design",
+    "Discrimination": "rollax._drivers._design",
+    "discriminate": "rollax._drivers._design",
+    "refine_design": "rollax._drivers._design",
+    "sequential_design": "rollax._drivers._design",
+    "simulate_record": "rollax._drivers._design",
     "Solution": "rollax._core._solution",
     "Status": "rollax._core._solution",
     "solve": "rollax._integrate._solve",
@@ -67,6 +78,8 @@ _EXPORTS = {
 __all__ = [
     "AbstractSystem",
     "Axis",
+    "Design",
+    "Discrimination",
     "StoreWarning",
     "Event",
     "EventKind",
@@ -83,10 +96,15 @@ __all__ = [
     "classify",
     "configure",
     "crossing",
+    "design",
+    "discriminate",
     "fused_program",
     "identify",
     "parameter",
     "parameter_ranges",
+    "refine_design",
+    "sequential_design",
+    "simulate_record",
     "solve",
     "solve_ensemble",
     "sweep",
@@ -124,6 +142,15 @@ if TYPE_CHECKING:  # what the loaders above give, for type checkers and editors
     from rollax._integrate._ensemble import fused_program, solve_ensemble
     from rollax._core._eventlog import EventLog
     from rollax._drivers._identify import Fit, IdentifiabilityWarning, Observations, identify
+    from rollax._drivers._design import (
+        Design,
+        Discrimination,
+        design,
+        discriminate,
+        refine_design,
+        sequential_design,
+        simulate_record,
+    )
     from rollax._core._solution import Solution, Status
     from rollax._integrate._solve import solve
     from rollax._drivers._sweep import Axis, SweepResult, sweep

@@ -97,6 +97,7 @@ def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
         ["--uncertain", "mu=a:b"],
         ["--uncertain", "slope=1%"],
         ["--uncertain", "masses=150%"],
+        ["--uncertain", "mu=normal:40%"],
         ["--least-mu", "--uncertain", "mu=10%"],
         ["--least-mu", "--uncertain", "masses=1%", "--probability", "0.9"],
     ],

@@ -392,6 +392,34 @@ MIN_RELATIVE_STEP = 1e-9
 SAMPLES_PER_TIME_SCALE = 1.0
 
 
+def y0_indices(system, fit_y0) -> tuple[int, ...]:
+    """The state components ``fit_y0`` names (``True``: all, ``False``/``None``: none, or names;
+    an unknown name is a one-line error)."""
+    names_state = tuple(system.state_names)
+    if fit_y0 is True:
+        return tuple(range(len(names_state)))
+    if fit_y0 is False or fit_y0 is None:
+        return ()
+    fit_y0 = (fit_y0,) if isinstance(fit_y0, str) else tuple(fit_y0)
+    unknown = [n for n in fit_y0 if n not in names_state]
+    if unknown:
+        raise ValueError(
+            f"fit_y0: {unknown[0]!r} is not a state component of "
+            f"{type(system).__name__} ({', '.join(names_state)})"
+        )
+    return tuple(names_state.index(n) for n in fit_y0)
+
+
+def number_pair(name: str, v, what: str) -> tuple[float, float]:
+    """Two floats from a pair ``v``, or a one-line error: ``{name} = v must be a pair {what}``."""
+    try:
+        if isinstance(v, (str, bytes)) or len(v) != 2:
+            raise TypeError
+        return float(v[0]), float(v[1])
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} = {v!r} must be a pair {what}") from None
+
+
 def check_record(system, obs: "Observations") -> None:
     """Plausible units and spacing of a record, before any fit: a ``ValueError`` naming the
     column, in one line.
@@ -720,18 +748,7 @@ def identify(
     if y0.ndim != 1:
         raise ValueError(f"y0 has shape {y0.shape}; one initial state is needed")
     names_state = tuple(system.state_names)
-    if fit_y0 is True:
-        y0_index = tuple(range(len(names_state)))
-    elif fit_y0 is False or fit_y0 is None:
-        y0_index = ()
-    else:
-        unknown = [n for n in fit_y0 if n not in names_state]
-        if unknown:
-            raise ValueError(
-                f"fit_y0: {unknown[0]!r} is not a state component of "
-                f"{type(system).__name__} ({', '.join(names_state)})"
-            )
-        y0_index = tuple(names_state.index(n) for n in fit_y0)
+    y0_index = y0_indices(system, fit_y0)
     fitted = params + tuple(f"y0.{names_state[i]}" for i in y0_index)
     n_fit = len(fitted)
     if n_fit == 0:
@@ -752,14 +769,7 @@ def identify(
         if not isinstance(bounds, dict):
             raise ValueError(f"bounds = {bounds!r} must be a dict {{name: (lo, hi)}}")
         for k, b in bounds.items():
-            try:
-                if isinstance(b, (str, bytes)) or len(b) != 2:
-                    raise TypeError
-                blo, bhi = float(b[0]), float(b[1])
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"bounds[{k!r}] = {b!r} must be a pair (lo, hi) of numbers"
-                ) from None
+            blo, bhi = number_pair(f"bounds[{k!r}]", b, "(lo, hi) of numbers")
             if math.isnan(blo) or math.isnan(bhi) or not blo < bhi:
                 raise ValueError(f"bounds[{k!r}] = {b!r} must have lo < hi (inf allowed, not nan)")
     lo = np.full(n_fit, -np.inf)

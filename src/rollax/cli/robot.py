@@ -186,7 +186,8 @@ def _optimize_options(p, hidden: bool) -> None:
         default=None,
         help=h(
             "robust control over uncertain parameters: mu=0.15:0.25 (a range), masses=2%% "
-            "(each within +-2 %%), rails=1%%, m0=..., inertia=..., radius=..."
+            "(each within +-2 %%), mu=normal:10%% (normal, sd 10 %%, cut at 3 sd), rails=1%%, "
+            "m0=..., inertia=..., radius=..."
         ),
     )
     p.add_argument(
@@ -220,7 +221,8 @@ def _optimize_options(p, hidden: bool) -> None:
 
 def _uncertain(args) -> dict | None:
     """``--uncertain name=size ...`` as optimize's ``uncertain`` (``lo:hi`` a range, ``2%``
-    or ``0.02`` a relative size); the robust options without it are refused."""
+    or ``0.02`` a relative size, ``normal:5%`` a normal distribution); the robust options
+    without it are refused."""
     if args.uncertain is None:
         for opt in ("samples", "probability", "validate"):
             if getattr(args, opt) is not None:
@@ -239,7 +241,9 @@ def _uncertain(args) -> dict | None:
                 f"--uncertain {token!r} is not allowed: give NAME=SIZE, e.g. mu=0.15:0.25 or "
                 "masses=2%"
             )
-        if ":" in size:
+        if size.lower().startswith("normal:"):
+            out[name] = size  # a normal distribution (parameter_box reads it)
+        elif ":" in size:
             lo, _, hi = size.partition(":")
             try:
                 out[name] = (float(lo), float(hi))

@@ -56,6 +56,24 @@ def test_the_box_holds_each_uncertain_number_and_puts_it_in():
     assert float(m.model.d2) == 0.5 and float(m.model.radius) == 1.005
 
 
+def test_a_normal_uncertainty_is_sampled_normally_inside_its_box():
+    man = disk_manoeuvre(mu=0.25)
+    box = parameter_box(man, {"mu": "normal:10%", "masses": ("normal", 0.02), "m0": 0.05})
+    n = man.model.n
+    assert box.sd is not None and np.isnan(box.sd[-1])
+    np.testing.assert_allclose(box.lo[0], 0.25 * (1 - 3 * 0.1))
+    np.testing.assert_allclose(box.sd[1 : 1 + n], 0.02 * np.asarray(man.model.masses))
+    P = box.sample(40_000, seed=2)
+    assert np.all((box.lo <= P) & (P <= box.hi))
+    # a normal truncated at 3 sd: mean at the nominal, sd 0.9866 of the untruncated one
+    for k in range(1 + n):
+        assert abs(P[:, k].mean() - box.nominal[k]) < 4 * box.sd[k] / math.sqrt(len(P))
+        assert P[:, k].std() / box.sd[k] == pytest.approx(0.9866, abs=0.012)
+    # the uniform coordinate stays uniform: sd (hi - lo) / sqrt(12)
+    assert P[:, -1].std() == pytest.approx((box.hi[-1] - box.lo[-1]) / math.sqrt(12), rel=0.03)
+    assert box.describe()["mu"][2] == pytest.approx(0.025)
+
+
 @pytest.mark.parametrize(
     "spec, msg",
     [
@@ -68,6 +86,9 @@ def test_the_box_holds_each_uncertain_number_and_puts_it_in():
         ({"mu": (-0.1, 0.2)}, "mu must be >= 0"),
         ({"masses": (-1.0, 1.0)}, "must stay > 0"),
         ({"mu": (0.1, math.inf)}, "lo <= hi"),
+        ({"mu": "normal:50%"}, "normal distribution"),
+        ({"mu": ("normal", -0.1)}, "normal distribution"),
+        ({"masses": "normal:x"}, "normal distribution"),
     ],
 )
 def test_bad_uncertain_parameters_are_one_line_errors(spec, msg):

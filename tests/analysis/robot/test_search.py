@@ -17,6 +17,9 @@ from scipy.optimize import minimize
 from rollax.analysis.robot.feasibility import necessary_conditions
 from rollax.analysis.robot.optimal import (
     _distinct,
+    CONTINUATION_MU,
+    CONTINUATION_T,
+    _continued,
     _NLPProblem,
     _search_note,
     _shaped,
@@ -36,6 +39,34 @@ def test_distinct_optima_are_grouped_and_counted():
     single = _distinct(np.array([1.0, 2.0, 2.0]), np.ones(3, bool))
     assert "start only: more starts may find a better one" in _search_note(single, 3)
     assert "1 start" in _search_note(single[:1], 1) and "no start of 4" in _search_note((), 4)
+
+
+def test_continuation_solves_easier_problems_and_maps_their_optima_back():
+    # the SQP replaced by a stand-in that records the problems and returns its starts scaled
+    # (a known "optimum"): the mapping back is checked, not the solver
+    from types import SimpleNamespace
+
+    man = disk_manoeuvre(T=8.0, mu=0.3)
+    prob = _NLPProblem(man, 8, 51, False, 1e-8, 16384)
+    seen = []
+
+    def phase(p, X, rows, desc):
+        seen.append((float(p.man.mu), float(p.man.T), p.cost, X.shape, desc))
+        return [SimpleNamespace(x=2.0 * x, f=float(i), feasible=i > 0, violation=0.0)
+                for i, x in enumerate(X)]  # fmt: skip
+
+    rows = _continued(prob, phase, 1e-6, 51)
+    assert [s[:3] for s in seen] == [(CONTINUATION_MU * 0.3, 8.0, "effort"),
+                                     (0.3, CONTINUATION_T * 8.0, "effort")]  # fmt: skip
+    assert seen[0][3] == (4, 32) and "continuation in mu" in seen[0][4]
+    first = 2.0 * _shaped(prob)[0]  # the best feasible: f = 1, the first structured start
+    np.testing.assert_allclose(rows[0], first)
+    np.testing.assert_allclose(rows[1], first * CONTINUATION_T**2)
+    # a manoeuvre with no friction envelope: continuation in T only
+    seen.clear()
+    free = disk_manoeuvre(T=8.0, mu=math.inf)
+    rows = _continued(_NLPProblem(free, 8, 51, False, 1e-8, 16384), phase, 1e-6, 51)
+    assert rows.shape == (1, 32) and len(seen) == 1
 
 
 def test_structured_starts_are_rest_to_rest_polynomials_of_several_sizes():

@@ -265,6 +265,37 @@ def _starts(prob: _NLPProblem, starts: int, seed: int):
     return z
 
 
+#: Continuation (:func:`_continued`): the easier problems' friction and time factors
+CONTINUATION_MU = 2.0
+CONTINUATION_T = 1.25
+
+
+def _continued(prob: _NLPProblem, phase, tol: float, n_grid: int) -> np.ndarray:
+    """Two starting rows from continuation: the least-effort problem with the envelope's mu
+    x :data:`CONTINUATION_MU` (where mu is finite) and with T x :data:`CONTINUATION_T`, each
+    solved from no motion and the first three structured starts; the best feasible optimum
+    of each is mapped back (the longer one's knot values x ``(T'/T)^2``: the control is a
+    spline in ``t / T`` and a rail's swing goes as ``u T^2``). Where an easier problem has
+    no feasible optimum its least violation is taken."""
+    man = prob.man
+    X = np.stack([np.zeros(prob.K * man.model.n)] + _shaped(prob)[:3])
+    rows = []
+    mu = float(man.mu)
+    relaxed = [("mu", eqx.tree_at(lambda m: m.mu, man, jnp.asarray(CONTINUATION_MU * mu)), 1.0)]
+    if not math.isfinite(mu):
+        relaxed = []
+    T = float(man.T)
+    relaxed.append(("T", eqx.tree_at(lambda m: m.T, man, jnp.asarray(CONTINUATION_T * T)),
+                    CONTINUATION_T**2))  # fmt: skip
+    for what, m, scale in relaxed:
+        p = dataclasses.replace(prob, man=m, cost="effort")
+        res = phase(p, X, range(len(X)), f"SQP, continuation in {what}")
+        ok = [r for r in res if r.feasible]
+        best = min(ok, key=lambda r: r.f) if ok else min(res, key=lambda r: r.violation)
+        rows.append(np.asarray(best.x) * scale)
+    return np.stack(rows)
+
+
 def _progress_printer(enabled, starts, n, max_iter: int | None = None, desc: str = "SQP"):
     """``(progress, close)``: ``progress`` for :func:`rollax._drivers._nlp.minimize` run on the
     rows ``starts`` of ``n`` starts (``info["start"]`` made the start's index among all ``n``),
@@ -487,6 +518,7 @@ def _run(
     probability=None,
     terminal: str = "mean",
     rounds: int = 4,
+    continuation: bool = False,
 ) -> Optimum:
     if not isinstance(man, Manoeuvre):
         raise ValueError(
@@ -554,6 +586,10 @@ def _run(
         finally:
             close()
 
+    if not isinstance(continuation, bool):
+        raise ValueError(f"continuation = {continuation!r} must be True or False")
+    if continuation and x0.shape[1] == K * man.model.n and not free_mu:
+        x0 = np.concatenate([x0, _continued(prob, phase, tol, n_grid)])
     results, stopped = _solve(prob, x0, phase, tol, n_grid)
     nominal = _optimum(prob, results, cost, time.perf_counter() - t_start, len(x0))
     if box is None or stopped or not nominal.feasible:
@@ -585,6 +621,7 @@ def optimize(
     probability: float | None = None,
     terminal: str = "mean",
     rounds: int = 4,
+    continuation: bool = False,
 ) -> Optimum:
     """The optimal control of ``manoeuvre`` (module docstring) for ``cost``: ``"effort"``
     (``min int_0^T sum_i u_i^2 dt``), ``"energy"`` (``min E + ENERGY_EFFORT * J``) or
@@ -637,6 +674,12 @@ def optimize(
     ``uncertain``). ``Optimum.robust`` holds the box, the samples, the rounds, the worst case
     found and the ``price``: the robust cost over the nominal one. Check the result on fresh
     samples with :func:`rollax.robot.validate` and :func:`rollax.robot.worst_case`.
+
+    **Continuation** (``continuation=True``): two more starts, the optima of easier problems
+    mapped back (:func:`_continued`): the friction envelope widened (``mu`` x
+    :data:`CONTINUATION_MU`) and the time lengthened (``T`` x :data:`CONTINUATION_T`, the
+    accelerations rescaled by ``(T'/T)^2`` so that the rails swing as far), each solved from
+    no motion and the first structured starts.
     """
     return _run(
         manoeuvre,
@@ -658,6 +701,7 @@ def optimize(
         probability=probability,
         terminal=terminal,
         rounds=rounds,
+        continuation=continuation,
     )
 
 

@@ -13,7 +13,11 @@ known to perhaps +-30 %, the internal masses and their rails to a few per cent. 
 
 Each is given as ``(lo, hi)`` (absolute: every element of the parameter in that range) or as a
 relative size ``r`` (a float, or a string such as ``"2%"``): each element within ``(1 +- r)``
-times its nominal value. The floor's slope is not modelled (the models roll on a level floor)
+times its nominal value, drawn uniformly. Or as a distribution: ``("normal", r)`` or
+``"normal:5%"``, each element normal about its nominal value with the relative standard
+deviation ``r``, truncated at :data:`TRUNCATE` standard deviations (the box that the
+every-sample constraints and the worst-case search hold over; the samples, the chance
+constraints and the validation draw from the distribution). The floor's slope is not modelled (the models roll on a level floor)
 and is refused by name.
 """
 
@@ -30,6 +34,9 @@ import numpy as np
 #: The names :func:`parameter_box` accepts (``inertia``: the disk's ``d2``, the ball's
 #: ``inertia``; ``rails``: the radii of circular rails).
 UNCERTAIN = ("mu", "masses", "rails", "m0", "inertia", "radius")
+#: A normal distribution's truncation, in standard deviations (99.7 % of its mass per
+#: coordinate): a box is needed for the worst case, and physical values stay > 0
+TRUNCATE = 3.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,13 +45,16 @@ class ParameterBox:
 
     ``names``: ``"mu"``, ``"masses[0]"``, ``"rails[2]"``, ``"m0"``, ``"inertia"`` (disk) or
     ``"inertia[1]"`` (ball), ``"radius"``; ``paths``: what :meth:`apply` writes (hashable:
-    a static field of a compiled problem); ``lo``, ``hi``, ``nominal``: NumPy arrays."""
+    a static field of a compiled problem); ``lo``, ``hi``, ``nominal``: NumPy arrays;
+    ``sd``: per coordinate the standard deviation of a (truncated) normal, ``nan`` for a
+    uniform one (``None``: all uniform)."""
 
     names: tuple[str, ...]
     paths: tuple[tuple[str, int], ...]
     lo: np.ndarray
     hi: np.ndarray
     nominal: np.ndarray
+    sd: np.ndarray | None = None
 
     @property
     def d(self) -> int:
@@ -55,16 +65,31 @@ class ParameterBox:
         return self.lo + np.asarray(u, float) * (self.hi - self.lo)
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
-        """``n`` parameter sets drawn uniformly from the box (shape ``(n, d)``)."""
+        """``n`` parameter sets (shape ``(n, d)``): uniform in the box, or, for a normal
+        coordinate, normal about its nominal value truncated to the box (by redrawing)."""
         rng = np.random.default_rng(seed)
-        return self.at(rng.uniform(size=(n, self.d)))
+        P = self.at(rng.uniform(size=(n, self.d)))
+        if self.sd is None:
+            return P
+        for k in np.flatnonzero(np.isfinite(self.sd)):
+            x = self.nominal[k] + self.sd[k] * rng.standard_normal(n)
+            out = (x < self.lo[k]) | (x > self.hi[k])
+            while out.any():  # (3 sd: 0.3 % redrawn)
+                x[out] = self.nominal[k] + self.sd[k] * rng.standard_normal(int(out.sum()))
+                out = (x < self.lo[k]) | (x > self.hi[k])
+            P[:, k] = x
+        return P
 
     def to_dict(self, p) -> dict[str, float]:
         return {k: float(v) for k, v in zip(self.names, np.asarray(p, float))}
 
     def describe(self) -> dict[str, list[float]]:
-        """``{name: [lo, hi]}``, for the results' JSON."""
-        return {k: [float(a), float(b)] for k, a, b in zip(self.names, self.lo, self.hi)}
+        """``{name: [lo, hi]}`` (and ``[lo, hi, sd]`` for a normal coordinate), for the JSON."""
+        sd = np.full(self.d, np.nan) if self.sd is None else self.sd
+        return {
+            k: [float(a), float(b)] + ([float(c)] if np.isfinite(c) else [])
+            for k, a, b, c in zip(self.names, self.lo, self.hi, sd)
+        }
 
     def apply(self, manoeuvre, p):
         """``manoeuvre`` with the values ``p`` (shape ``(d,)``; may be traced) put in."""
@@ -97,8 +122,26 @@ def apply_paths(paths: tuple[tuple[str, int], ...], manoeuvre, p):
 
 def _size(name: str, value) -> tuple[str, Any]:
     """``("rel", r)`` or ``("abs", (lo, hi))`` from a spec's value, or a one-line error."""
-    allowed = "a relative size r in [0, 1) (0.05 or '5%') or a range (lo, hi) with lo <= hi"
+    allowed = (
+        "a relative size r in [0, 1) (0.05 or '5%'), a range (lo, hi) with lo <= hi, or a "
+        f"normal distribution ('normal:5%' or ('normal', 0.05): a relative standard "
+        f"deviation below {1 / TRUNCATE:.3g})"
+    )
     given = value
+    normal = None
+    if isinstance(value, str) and value.strip().lower().startswith("normal:"):
+        normal = value.strip()[len("normal:") :]
+    elif isinstance(value, (tuple, list)) and len(value) == 2 and value[0] == "normal":
+        normal = value[1]
+    if normal is not None:
+        try:
+            text = str(normal).strip()
+            r = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
+        except ValueError:
+            raise ValueError(f"uncertain[{name!r}] = {given!r} is not allowed: {allowed}") from None
+        if not (0.0 < r < 1.0 / TRUNCATE):
+            raise ValueError(f"uncertain[{name!r}] = {given!r} is not allowed: {allowed}")
+        return "normal", r
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -131,7 +174,7 @@ def parameter_box(manoeuvre, uncertain: dict) -> ParameterBox:
             "{'mu': (0.15, 0.25), 'masses': 0.02}"
         )
     model = manoeuvre.model
-    names, paths, lo, hi, nominal = [], [], [], [], []
+    names, paths, lo, hi, nominal, sds = [], [], [], [], [], []
     for name, value in uncertain.items():
         if name == "slope":
             raise ValueError(
@@ -146,7 +189,7 @@ def parameter_box(manoeuvre, uncertain: dict) -> ParameterBox:
         kind, size = _size(name, value)
         if name == "mu":
             values = [float(manoeuvre.mu)]
-            if not math.isfinite(values[0]) and kind == "rel":
+            if not math.isfinite(values[0]) and kind in ("rel", "normal"):
                 raise ValueError(
                     "uncertain['mu'] is relative, but the manoeuvre's mu = inf: give a range "
                     "(lo, hi)"
@@ -166,7 +209,11 @@ def parameter_box(manoeuvre, uncertain: dict) -> ParameterBox:
             values = arr.ravel().tolist()
             index = [-1] if arr.ndim == 0 else list(range(arr.size))
         for i, v in zip(index, values):
-            a, b = (v * (1 - size), v * (1 + size)) if kind == "rel" else size
+            sd = abs(v) * size if kind == "normal" else math.nan
+            if kind == "normal":
+                a, b = v - TRUNCATE * sd, v + TRUNCATE * sd
+            else:
+                a, b = (v * (1 - size), v * (1 + size)) if kind == "rel" else size
             if name != "mu" and a <= 0.0:
                 raise ValueError(
                     f"uncertain[{name!r}] = {value!r} is not allowed: it reaches {a:g}, and "
@@ -178,7 +225,10 @@ def parameter_box(manoeuvre, uncertain: dict) -> ParameterBox:
             paths.append((name, i))
             lo.append(a)
             hi.append(b)
+            sds.append(sd)
             nominal.append(v if math.isfinite(v) else 0.5 * (a + b))
+    sd_arr = np.array(sds)
     return ParameterBox(
-        tuple(names), tuple(paths), np.array(lo), np.array(hi), np.clip(nominal, lo, hi)
-    )
+        tuple(names), tuple(paths), np.array(lo), np.array(hi), np.clip(nominal, lo, hi),
+        sd_arr if np.isfinite(sd_arr).any() else None,
+    )  # fmt: skip
