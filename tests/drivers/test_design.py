@@ -239,3 +239,93 @@ def test_knowledge_is_accepted_as_a_prior():
     L = J.T @ J
     L[:2, :2] += np.eye(2) * 4.0
     np.testing.assert_allclose(d.covariance[0], np.linalg.inv(L)[:2, :2], rtol=1e-5)
+
+
+def test_failures_are_named_not_ranked_as_plain_infeasible():
+    t = np.linspace(0, 3, 31)
+    sys_ = Relax(k=1.0, c=-0.5)  # x falls through 0: sqrt(x) becomes nan part way
+    d = rollax.design(sys_, ["k", "c"], [[1.0], [3.0]], t, observe=lambda s, tt, y: jnp.sqrt(y[:1]),
+                      sigma=0.01, progress=False)  # fmt: skip
+    assert d.bad_rows[0] > 0 and d.rows[0] + d.bad_rows[0] == 31
+    assert any("non-finite prediction" in n for n in d.notes)
+    with pytest.warns(UserWarning, match="every loss is infinite"):
+        f = rollax.design(Relax(), ["k", "c"], [[1.0], [2.0]], t, observe="value", sigma=0.01,
+                          max_steps=2, progress=False)  # fmt: skip
+    assert f.failed.all() and not f.ends_early.any()
+    assert any("could not be run" in n and "MAX_STEPS" in n for n in f.notes)
+    # a start that cannot determine every parameter (at rest: k and c only through c/k)
+    with pytest.warns(UserWarning, match="every loss is infinite"):
+        s = rollax.design(Relax(k=1.0, c=0.5), ["k", "c"], [[0.5]], t, observe="value",
+                          sigma=0.01, fit_y0=False, progress=False)  # fmt: skip
+    assert any("cannot determine every parameter" in n for n in s.notes)
+    r = refine_design(Relax(k=1.0, c=0.5), ["k", "c"], [0.5], t, {"x": (0.4, 0.6)},
+                      observe="value", sigma=0.01, fit_y0=False, progress=False)  # fmt: skip
+    assert r.status == "singular" and math.isinf(r.loss)
+    text = d.summary()
+    assert "y0 = [" in text and "log det" in text and "with the prior" in text
+
+
+def test_simulate_record_says_why_there_is_no_record():
+    t = np.linspace(0, 3, 31)
+    with pytest.raises(ValueError, match="failed \\((NONFINITE|MAX_STEPS)\\): no record"):
+        rollax.simulate_record(Relax(k=-1e3, c=0.0), [1.0], np.linspace(0, 30, 31),
+                               observe="value", sigma=0.01)  # fmt: skip
+    with pytest.warns(UserWarning, match="non-finite observable"):
+        obs = rollax.simulate_record(Relax(k=1.0, c=-0.5), [1.0], t,
+                                     observe=lambda s, tt, y: jnp.sqrt(y[:1]), sigma=0.01)  # fmt: skip
+    assert obs.t.shape[0] < 31
+    with pytest.raises(ValueError, match="seed = -1"):
+        rollax.simulate_record(Relax(), [1.0], t, observe="value", sigma=0.01, seed=-1)
+
+
+def test_the_prior_std_is_the_marginal_one():
+    C = np.array([[4.0, 3.0], [3.0, 4.0]])
+    d = rollax.design(Relax(), ["k", "c"], [[1.0]], np.linspace(0, 2, 20), observe="value",
+                      sigma=0.01, prior=Knowledge(np.array([1.0, 0.5]), np.linalg.inv(C)),
+                      progress=False)  # fmt: skip
+    np.testing.assert_allclose(d.prior_std, [2.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "fn, kw, msg",
+    [
+        ("design", dict(duration=[1.0, 2.0, 3.0], candidates=[[1.0], [2.0]]), "one per candidate"),
+        ("design", dict(duration="x"), "duration = 'x'"),
+        ("design", dict(candidates="abc"), "candidates = 'abc'"),
+        ("design", dict(duration=-1.0), "duration\\[0\\] = -1.0 must"),
+        ("refine", dict(xtol="x"), "xtol = 'x'"),
+        ("refine", dict(xtol=-1.0), "xtol = -1.0"),
+        ("simulate", dict(seed="a"), "seed = 'a'"),
+        ("discriminate", dict(truth="x"), "truth must be"),
+        ("sequential", dict(propose=[[1.0]]), "propose = "),
+        ("sequential", dict(fit_kw=3), "fit_kw = 3"),
+    ],
+)
+def test_more_bad_input_is_a_one_line_error(fn, kw, msg):
+    t = np.linspace(0, 1, 10)
+    base = dict(observe="value", sigma=0.01)
+    calls = {
+        "design": lambda: rollax.design(
+            Relax(), ["k", "c"], kw.pop("candidates", [[1.0]]), t, progress=False, **base, **kw
+        ),  # fmt: skip
+        "refine": lambda: refine_design(
+            Relax(), ["k", "c"], [1.0], t, {"x": (0.0, 2.0)}, progress=False, **base, **kw
+        ),  # fmt: skip
+        "simulate": lambda: rollax.simulate_record(Relax(), [1.0], t, **base, **kw),
+        "discriminate": lambda: rollax.discriminate(
+            kw["truth"], Relax(), ["k"], [[1.0]], t, **base
+        ),  # fmt: skip
+        "sequential": lambda: rollax.sequential_design(
+            Relax(),
+            ["k"],
+            kw.get("propose", lambda r, k: [[1.0]]),
+            t,
+            truth=Relax(),
+            progress=False,
+            **base,
+            **{k: v for k, v in kw.items() if k != "propose"},
+        ),  # fmt: skip
+    }
+    with pytest.raises((ValueError, TypeError), match=msg) as e:
+        calls[fn]()
+    assert "\n" not in str(e.value)

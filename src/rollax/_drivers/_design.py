@@ -84,12 +84,15 @@ class Design:
     ``covariance`` ``(m, p, p)``, ``std_errors`` ``(m, p)`` and ``correlation`` of the
     parameters after that record with the prior; ``std_errors_record``: from that record
     alone (what its fit's Gauss-Newton errors will be, near the estimate); ``rows``: the
-    observation times the record has before the system's event (``n_times`` asked);
-    ``ends_early``: the event ends the record before ``t[-1]`` (or its ``duration``) at the
-    estimate; ``switches``: the record's length changes across the prior draws (ranked by
-    the loss averaged over them: ``loss_sampled``). ``estimate`` and ``prior_std``: the
-    knowledge the design was made at. ``notes``: what the ranking rests on; ``rate``:
-    candidates evaluated per second (compile excluded where it was cached).
+    observation times the record has before the system's event (``n_times`` asked), with
+    finite values; ``bad_rows``: those with a non-finite prediction or derivative (left out,
+    and said in ``notes``); ``failed``: the solve failed (non-finite state, the step limit):
+    infeasible; ``ends_early``: the event ends the record before ``t[-1]`` (or its
+    ``duration``) at the estimate; ``switches``: the record's length changes across the prior draws (ranked by
+    the loss averaged over them: ``loss_sampled``). ``estimate`` and ``prior_std`` (the
+    prior's marginal standard deviations; ``inf``: nothing known): the knowledge the design
+    was made at; ``units``: the parameters' declared units. ``notes``: what the ranking rests
+    on; ``rate``: candidates evaluated per second (a first call's compile included).
     """
 
     params: tuple[str, ...]
@@ -102,7 +105,9 @@ class Design:
     correlation: np.ndarray
     std_errors_record: np.ndarray
     rows: np.ndarray
+    bad_rows: np.ndarray
     n_times: int
+    failed: np.ndarray
     ends_early: np.ndarray
     switches: np.ndarray
     loss_sampled: np.ndarray
@@ -111,6 +116,7 @@ class Design:
     notes: list[str]
     wall_time: float
     rate: float
+    units: tuple[str, ...] = ()
 
     @property
     def best(self) -> int:
@@ -122,16 +128,29 @@ class Design:
         return np.isfinite(self.loss)
 
     def summary(self, k: int = 5) -> str:
-        """The best ``k`` candidates, one line each, and the notes."""
+        """The best ``k`` candidates, one line each (index, initial state, loss, the standard
+        errors from that record alone and with the prior), and the notes."""
+        what = {"D": "log det of the parameters' covariance", "A": "the sum of their variances"}
+        u = self.units or ("",) * len(self.params)
         lines = [
-            f"design ({self.criterion}-optimal for {', '.join(self.params)}): "
-            f"{int(self.feasible.sum())} of {self.loss.shape[0]} candidates feasible"
+            f"design ({self.criterion}-optimal for {', '.join(self.params)}; loss: "
+            f"{what.get(self.criterion, f'the variance of {self.criterion}')}, smaller is "
+            f"better): {int(self.feasible.sum())} of {self.loss.shape[0]} candidates feasible, "
+            f"records of {self.n_times} times"
         ]
         for i in self.order[:k]:
             if not np.isfinite(self.loss[i]):
                 break
-            se = ", ".join(f"{n} +- {s:.3g}" for n, s in zip(self.params, self.std_errors[i]))
-            lines.append(f"  #{int(i)}: loss {self.loss[i]:.6g}  ({se})")
+            se = ", ".join(
+                f"{n} +- {a:.3g} (with the prior {b:.3g}){' ' + un if un else ''}"
+                for n, a, b, un in zip(
+                    self.params, self.std_errors_record[i], self.std_errors[i], u
+                )
+            )
+            y0 = np.array2string(
+                self.candidates[i], precision=4, separator=", ", max_line_width=10**6
+            )
+            lines.append(f"  #{int(i)} y0 = {y0}: loss {self.loss[i]:.6g}; {se}")
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
     def to_dict(self) -> dict:
@@ -145,9 +164,18 @@ class Design:
             "loss": [f(v) for v in self.loss],
             "std_errors": [[f(v) for v in row] for row in self.std_errors],
             "std_errors_record": [[f(v) for v in row] for row in self.std_errors_record],
+            "candidates": [[f(v) for v in row] for row in self.candidates],
+            "units": list(self.units),
+            "correlation": [[[f(v) for v in r] for r in c] for c in self.correlation],
+            "rows": [int(v) for v in self.rows],
+            "bad_rows": [int(v) for v in self.bad_rows],
+            "n_times": self.n_times,
+            "failed": [bool(b) for b in self.failed],
             "ends_early": [bool(b) for b in self.ends_early],
             "switches": [bool(b) for b in self.switches],
+            "loss_sampled": [f(v) for v in self.loss_sampled],
             "estimate": [f(v) for v in self.estimate],
+            # (None: nothing known of that parameter before this record)
             "prior_std": [f(v) for v in self.prior_std],
             "notes": list(self.notes),
             "wall_time_s": f(self.wall_time),
@@ -260,8 +288,9 @@ def _std_corr(cov):
 
 
 # ---------------------------------------------------------------------- the batched information
-def _record_end(problem, x):
-    """When the system's first event ends the record (``inf``: it runs to ``t[-1]``); primal."""
+def _record_end(problem, x, with_status=False):
+    """When the system's first event ends the record (``inf``: it runs to ``t[-1]``), and with
+    ``with_status`` the run's :class:`rollax.Status` code; primal."""
     system, y0 = problem.build(jax.lax.stop_gradient(x))
     sol = solve(
         system,
@@ -272,23 +301,29 @@ def _record_end(problem, x):
         atol=problem.atol,
         max_steps=problem.max_steps,
     )
-    return jnp.where(sol.status == Status.EVENT, sol.t, jnp.inf)
+    end = jnp.where(sol.status == Status.EVENT, sol.t, jnp.inf)
+    return (end, sol.status) if with_status else end
 
 
 def _information_one(x, end, problem, cols):
-    """``(F, rows)``: the information ``J^T J`` of the columns ``cols`` of ``x`` from the
-    observations up to ``end`` and the record's own end, and how many observation times that
-    leaves."""
+    """``(F, rows, bad, status)``: the information ``J^T J`` of the columns ``cols`` of ``x``
+    from the observations up to ``end`` and the record's own end; how many observation times
+    that leaves with finite values (``rows``) and with a non-finite prediction or derivative
+    (``bad``: dropped, and said); the run's :class:`rollax.Status` code."""
     r_fn = lambda z: (problem.residuals(z),) * 2  # noqa: E731
     J, r = jax.jacfwd(r_fn, has_aux=True)(x)
     k = problem.inv_sigma.shape[0]
     t_rows = jnp.repeat(problem.t, k)
     w_rows = jnp.repeat(problem.weight, k)
-    stop = jnp.minimum(end, _record_end(problem, x)) if problem.system.events else end
-    ok = (w_rows > 0) & (t_rows <= stop) & jnp.isfinite(r) & jnp.all(jnp.isfinite(J), axis=1)
+    t_end, status = _record_end(problem, x, with_status=True)
+    stop = jnp.minimum(end, t_end)
+    live = (w_rows > 0) & (t_rows <= stop)
+    finite = jnp.isfinite(r) & jnp.all(jnp.isfinite(J), axis=1)
+    ok = live & finite
     Jc = jnp.where(ok[:, None], J[:, jnp.asarray(cols)], 0.0)
-    times = jnp.sum((problem.weight > 0) & (problem.t <= stop))
-    return Jc.T @ Jc, times
+    per_time = jnp.all(finite.reshape(-1, k), axis=1)
+    live_t = (problem.weight > 0) & (problem.t <= stop)
+    return Jc.T @ Jc, jnp.sum(live_t & per_time), jnp.sum(live_t & ~per_time), status
 
 
 @eqx.filter_jit
@@ -298,7 +333,7 @@ def _batch_information(xs, ends, problem, cols):
 
 def _evaluate(problem, xs, ends, cols, chunk, report=None):
     """``_batch_information`` on the rows of ``xs`` in batches of ``chunk`` (padded)."""
-    Fs, rows = [], []
+    Fs, rows, bad, status = [], [], [], []
     m = xs.shape[0]
     for a in range(0, m, chunk):
         xb, eb = xs[a : a + chunk], ends[a : a + chunk]
@@ -306,12 +341,18 @@ def _evaluate(problem, xs, ends, cols, chunk, report=None):
         if n < chunk:
             xb = np.concatenate([xb, np.repeat(xb[:1], chunk - n, axis=0)])
             eb = np.concatenate([eb, np.repeat(eb[:1], chunk - n)])
-        F, r = _batch_information(jnp.asarray(xb), jnp.asarray(eb), problem, cols)
+        F, r, b, st = _batch_information(jnp.asarray(xb), jnp.asarray(eb), problem, cols)
         Fs.append(np.asarray(F)[:n])
         rows.append(np.asarray(r)[:n])
+        bad.append(np.asarray(b)[:n])
+        status.append(np.asarray(st)[:n])
         if report is not None:
             report(min(a + chunk, m), m)
-    return np.concatenate(Fs), np.concatenate(rows)
+    return np.concatenate(Fs), np.concatenate(rows), np.concatenate(bad), np.concatenate(status)
+
+
+#: run statuses that mean the solve failed (the record is not the model's)
+_FAILED = (int(Status.NONFINITE), int(Status.MAX_STEPS), int(Status.REPEATED))
 
 
 # ---------------------------------------------------------------------- checks
@@ -365,8 +406,14 @@ def _setup(system, params, t, observe, sigma, fit_y0, criterion, rtol, atol, max
     return params, paths, y0_index, obs, s
 
 
-def _check_candidates(system, candidates):
-    C = np.asarray(candidates, dtype=float)
+def _check_candidates(system, candidates, name="candidates"):
+    try:
+        C = np.asarray(candidates, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} = {candidates!r:.60} must be initial states: numbers of shape (m, "
+            f"{len(system.state_names)})"
+        ) from None
     n = len(system.state_names)
     if C.ndim == 1:
         C = C[None]
@@ -386,10 +433,15 @@ def _check_candidates(system, candidates):
 def _ends(duration, t, m):
     if duration is None:
         return np.full(m, np.inf)
-    d = np.broadcast_to(np.asarray(duration, float), (m,)).copy()
+    try:
+        d = np.broadcast_to(np.asarray(duration, float), (m,)).copy()
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"duration = {duration!r} must be one record length [s] or one per candidate ({m})"
+        ) from None
     if not np.all(np.isfinite(d) & (d > 0)):
         i = int(np.argmax(~(np.isfinite(d) & (d > 0))))
-        raise ValueError(f"duration[{i}] = {d[i]!r} must be finite and > 0 [s]")
+        raise ValueError(f"duration[{i}] = {float(d[i])!r} must be finite and > 0 [s]")
     return t[0] + d * (1 + 1e-12)
 
 
@@ -481,10 +533,11 @@ def design(
     report = _progress(progress, f"{m} candidates")
     xs = np.concatenate([np.repeat(theta[None], m, axis=0), C], axis=1)
     t_eval = time.perf_counter()
-    F, rows = _evaluate(problem, xs, ends, cols, chunk, report)
+    F, rows, bad, status = _evaluate(problem, xs, ends, cols, chunk, report)
     t_eval = time.perf_counter() - t_eval
     asked = np.array([int(np.sum(obs.t <= e)) for e in ends])
-    ends_early = rows < asked
+    failed = np.isin(status, _FAILED)
+    ends_early = (rows + bad < asked) & ~failed
     cov = _marginal(F, P, p)
     cov_rec = _marginal(F, np.zeros((p, p)), p)
     loss = _loss(cov, criterion, params)
@@ -504,7 +557,7 @@ def design(
         for th in draws:
             xs_s = np.concatenate([np.repeat(th[None], m, axis=0), C], axis=1)
             prob_s = dataclasses.replace(problem, system=_with(system, paths, th))
-            F_s, r_s = _evaluate(prob_s, xs_s, ends, cols, chunk)
+            F_s, r_s, _, _ = _evaluate(prob_s, xs_s, ends, cols, chunk)
             losses.append(_loss(_marginal(F_s, P, p), criterion, params))
             rows_s.append(r_s)
         rows_s = np.array(rows_s)
@@ -526,6 +579,29 @@ def design(
         )
         if require_full:
             loss = np.where(ends_early, np.inf, loss)
+    if failed.any():
+        from rollax._core._solution import code_names
+
+        i = int(np.argmax(failed))
+        notes.append(
+            f"{int(failed.sum())} of {m} candidates could not be run (the solve ended with "
+            f"{code_names(int(status[i]), Status)}, e.g. candidate {i}): infeasible; see "
+            f"max_steps, rtol and the starts"
+        )
+        loss = np.where(failed, np.inf, loss)
+    if (bad > 0).any():
+        i = int(np.argmax(bad > 0))
+        notes.append(
+            f"{int((bad > 0).sum())} of {m} candidates have observation times with a "
+            f"non-finite prediction or derivative (candidate {i}: {int(bad[i])} of "
+            f"{int(asked[i])}); those times are left out of their information (bad_rows)"
+        )
+    singular = ~np.all(np.isfinite(cov), axis=(1, 2)) & ~failed & ~(ends_early & require_full)
+    if singular.any():
+        notes.append(
+            f"{int(singular.sum())} of {m} candidates cannot determine every parameter (a "
+            f"singular information matrix): infinite loss"
+        )
     loss = np.where(np.isnan(loss), np.inf, loss)
     order = np.argsort(loss, kind="stable")
     if not np.isfinite(loss).any():
@@ -543,16 +619,38 @@ def design(
         correlation=corr,
         std_errors_record=se_rec,
         rows=rows,
+        bad_rows=bad,
         n_times=int(obs.t.shape[0]),
+        failed=failed,
         ends_early=ends_early,
         switches=switches,
         loss_sampled=loss_sampled,
         estimate=theta,
-        prior_std=np.where(np.diag(P) > 0, 1.0 / np.sqrt(np.maximum(np.diag(P), 1e-300)), np.inf),
+        prior_std=_prior_std(P),
+        units=_units(system, paths),
         notes=notes,
         wall_time=wall,
         rate=m / max(t_eval, 1e-9),
     )
+
+
+def _prior_std(P):
+    """The prior's marginal standard deviations (``inf``: nothing known of that parameter)."""
+    known = np.diag(P) > 0
+    out = np.full(P.shape[0], np.inf)
+    if known.any():
+        out[known] = np.sqrt(np.abs(np.diag(np.linalg.pinv(P[np.ix_(known, known)]))))
+    return out
+
+
+def _units(system, paths) -> tuple[str, ...]:
+    """Each parameter's declared units (``rollax.parameter(..., units=...)``; ``""``: none)."""
+    out = []
+    for path in paths:
+        owner = _get(system, path[:-1])
+        f = {f.name: f for f in dataclasses.fields(owner)}.get(path[-1])
+        out.append(str(f.metadata.get("units", "")) if f is not None else "")
+    return tuple(out)
 
 
 def _draws(rng, theta, P, k, system, paths):
@@ -575,7 +673,9 @@ class Refined:
     """Result of :func:`refine_design`: the initial state ``y0`` found, its ``loss`` against the
     start's ``loss_start``, the ``std_errors`` after it, the ``history`` of losses, the
     ``iterations`` and ``status`` (``"converged"``: the step fell below ``xtol`` of the box;
-    ``"max_iter"``; ``"ends_early"``: the start itself is not a full record)."""
+    ``"max_iter"``; ``"ends_early"``: the start itself is not a full record; ``"singular"``:
+    the start's record cannot determine every parameter, so there is no finite loss to
+    descend)."""
 
     y0: np.ndarray
     loss: float
@@ -590,7 +690,7 @@ class Refined:
 def _scalar_loss(x, end, problem, cols, P, p, criterion_code, ci):
     """The loss of one record as a traced scalar (``criterion_code`` 0: D, 1: A, 2: the
     variance of parameter ``ci``), and its row count."""
-    F, rows = _information_one(x, end, problem, cols)
+    F, rows, _, _ = _information_one(x, end, problem, cols)
     L = F.at[:p, :p].add(P)
     A, B, D = L[:p, :p], L[:p, p:], L[p:, p:]
     if D.shape[0]:
@@ -685,11 +785,13 @@ def refine_design(
             raise ValueError(f"bounds[{k!r}] = {b!r} must be finite with lo < hi")
         i = names.index(k)
         if not a <= y0[i] <= c:
-            raise ValueError(f"y0's {k} = {y0[i]!r} is outside bounds[{k!r}] = {b!r}")
+            raise ValueError(f"y0's {k} = {float(y0[i])!r} is outside bounds[{k!r}] = {b!r}")
         free.append(i)
         lo.append(a)
         hi.append(c)
     max_iter = _check_int("max_iter", max_iter, 1)
+    if not (isinstance(xtol, (int, float)) and not isinstance(xtol, bool) and 0 < xtol < 1):
+        raise ValueError(f"xtol = {xtol!r} is outside the allowed range (0, 1) (of the box)")
     free_a, lo_a, hi_a = np.array(free), np.array(lo), np.array(hi)
     theta, P = _knowledge(system, params, paths, prior)
     p = len(params)
@@ -714,6 +816,13 @@ def refine_design(
     hist = [val]
     if int(rows) < asked:
         return Refined(y0, math.inf, math.inf, np.full(p, np.nan), hist, 0, "ends_early",
+                       time.perf_counter() - t_start)  # fmt: skip
+    F0, _, _, _ = _evaluate(problem, np.concatenate([theta, y0])[None], np.array([float(end)]),
+                            cols, 1)  # fmt: skip
+    singular = not np.all(np.isfinite(_marginal(F0, P, p)))
+    if singular or not (np.isfinite(val) and np.all(np.isfinite(g))):
+        # a start that cannot determine every parameter: no gradient to follow
+        return Refined(y0, math.inf, math.inf, np.full(p, np.nan), hist, 0, "singular",
                        time.perf_counter() - t_start)  # fmt: skip
     status = "max_iter"
     width = hi_a - lo_a
@@ -744,7 +853,7 @@ def refine_design(
             break
     y_new = y0.copy()
     y_new[free_a] = u
-    F, _ = _evaluate(problem, np.concatenate([theta, y_new])[None], np.array([float(end)]),
+    F, _, _, _ = _evaluate(problem, np.concatenate([theta, y_new])[None], np.array([float(end)]),
                      cols, 1)  # fmt: skip
     se, _ = _std_corr(_marginal(F, P, p)[0])
     return Refined(y_new, val, start, se, hist, it, status, time.perf_counter() - t_start)
@@ -755,9 +864,10 @@ def refine_design(
 class Discrimination:
     """Result of :func:`discriminate`: per candidate the expected chi^2 by which a record tells
     ``truth``'s model from the ``rival`` (``delta_chi2``, the rival refitted: T-optimality;
-    a likelihood ratio of ``exp(delta_chi2 / 2)``), best first in ``order``; ``rows``: the
-    observation times both models have; ``converged``: the rival's refit settled (its last
-    Gauss-Newton step changed delta_chi2 by less than 1e-3 relative)."""
+    a likelihood ratio of ``exp(delta_chi2 / 2)``; ``nan`` where a solve failed), best first
+    in ``order``; ``rows``: the observation times both models have; ``converged``: the
+    rival's refit settled (its last Gauss-Newton step changed delta_chi2 by less than 1e-3
+    relative) and both runs succeeded."""
 
     candidates: np.ndarray
     delta_chi2: np.ndarray
@@ -781,16 +891,17 @@ def _batch_rival(xa, xb, pa, pb, cols, cut):
         r_fn = lambda z: (pb.residuals(z),) * 2  # noqa: E731
         J, rb = jax.jacfwd(r_fn, has_aux=True)(xb)
         k = pa.inv_sigma.shape[0]
-        ends = [jnp.inf, jnp.inf]
+        ends, failed = [jnp.inf, jnp.inf], jnp.array(False)
         for i, (p, x) in enumerate(((pa, xa), (pb, xb))):
-            if p.system.events:
-                ends[i] = pa.t[0] + cut * (_record_end(p, x) - pa.t[0])
+            e, st = _record_end(p, x, with_status=True)
+            ends[i] = pa.t[0] + cut * (e - pa.t[0])
+            failed = failed | jnp.isin(st, jnp.asarray(_FAILED))
         t_rows = jnp.repeat(pa.t, k)
         ok = (jnp.repeat(pa.weight, k) > 0) & (t_rows <= jnp.minimum(ends[0], ends[1]))
         ok = ok & jnp.isfinite(ra) & jnp.isfinite(rb) & jnp.all(jnp.isfinite(J), axis=1)
         d = jnp.where(ok, ra - rb, 0.0)
         Jc = jnp.where(ok[:, None], J[:, jnp.asarray(cols)], 0.0)
-        return d, Jc, jnp.sum(ok) // k
+        return d, Jc, jnp.sum(ok) // k, failed
 
     return jax.vmap(one)(xa, xb)
 
@@ -827,6 +938,8 @@ def discriminate(
     ``event_cut``: the record is used up to this fraction of the way to either model's event
     (a sliding record is cut before the stop, where the friction force jumps)."""
     t_start = time.perf_counter()
+    if not isinstance(truth, AbstractSystem):
+        raise TypeError(f"truth must be a rollax.AbstractSystem, got {type(truth).__name__}")
     params, paths, y0_index, obs, s = _setup(
         rival, params, t, observe, sigma, fit_y0, "D", rtol, atol, max_steps
     )
@@ -864,18 +977,21 @@ def discriminate(
     T_prev = np.full(m, np.inf)
     T = np.full(m, np.inf)
     best = np.full(m, np.inf)  # every rival tried is a fit: the least is the bound
+    failed = np.zeros(m, bool)
     rows = np.zeros(m, int)
     for _ in range(iterations + 1):
-        ds, Js, rs = [], [], []
+        ds, Js, rs, fs = [], [], [], []
         for a in range(0, m, chunk):
             n = min(chunk, m - a)
             pad = lambda v: np.concatenate([v, np.repeat(v[:1], chunk - n, 0)]) if n < chunk else v  # noqa: E731
-            d, J, r = _batch_rival(jnp.asarray(pad(xa[a : a + n])), jnp.asarray(pad(xb[a : a + n])),
+            d, J, r, fl = _batch_rival(jnp.asarray(pad(xa[a : a + n])), jnp.asarray(pad(xb[a : a + n])),
                                    pa, pb, cols, jnp.asarray(float(event_cut)))  # fmt: skip
             ds.append(np.asarray(d)[:n])
             Js.append(np.asarray(J)[:n])
             rs.append(np.asarray(r)[:n])
+            fs.append(np.asarray(fl)[:n])
         d, J, rows = np.concatenate(ds), np.concatenate(Js), np.concatenate(rs)
+        failed = np.concatenate(fs)
         T_prev, T = T, np.sum(d * d, axis=1)
         best = np.minimum(best, np.where(np.isfinite(T), T, np.inf))
         if _ == iterations:
@@ -888,12 +1004,19 @@ def discriminate(
         step = np.linalg.solve(A + ridge[:, :, None] * np.eye(A.shape[1]), g)[..., 0]
         xb[:, col_idx] += step
         xb[:, :p] = np.clip(xb[:, :p], lo, hi)
-    converged = np.abs(T - T_prev) <= 1e-3 * np.maximum(T, 1e-12)
-    T = np.where(np.isfinite(best), best, 0.0)
+    converged = (np.abs(T - T_prev) <= 1e-3 * np.maximum(T, 1e-12)) & ~failed
+    # (a failed run says nothing: nan, ranked last, never "cannot tell them apart")
+    T = np.where(failed, np.nan, np.where(np.isfinite(best), best, 0.0))
+    if failed.any():
+        warnings.warn(
+            f"discriminate: {int(failed.sum())} of {m} candidates could not be run (a solve "
+            f"failed: non-finite state or the step limit); their delta_chi2 is nan",
+            stacklevel=2,
+        )
     return Discrimination(
         candidates=C,
         delta_chi2=T,
-        order=np.argsort(-T, kind="stable"),
+        order=np.argsort(np.where(np.isnan(T), np.inf, -T), kind="stable"),
         rows=rows,
         converged=converged,
         wall_time=time.perf_counter() - t_start,
@@ -903,13 +1026,12 @@ def discriminate(
 # ---------------------------------------------------------------------- simulate a record
 @eqx.filter_jit
 def _observed(x, problem):
-    """The observables at the record's times (``nan`` after the system's event ends it)."""
+    """The observables at the record's times, the record's end (the system's event; ``inf``:
+    none) and the run's status."""
     pred = problem.predict(x)[0]
     k = problem.inv_sigma.shape[0]
-    if problem.system.events:
-        stop = _record_end(problem, x)
-        pred = jnp.where((problem.t <= stop)[:, None], pred, jnp.nan)
-    return pred.reshape(-1, k)
+    stop, status = _record_end(problem, x, with_status=True)
+    return pred.reshape(-1, k), stop, status
 
 
 def simulate_record(system, y0, t, *, observe, sigma, seed=0, rtol=1e-10, atol=1e-10):
@@ -920,19 +1042,38 @@ def simulate_record(system, y0, t, *, observe, sigma, seed=0, rtol=1e-10, atol=1
     The record ends where the event ends the run (the ball leaves the rim)."""
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
+        raise ValueError(f"seed = {seed!r} must be an integer >= 0")
     _, _, _, obs, s = _setup(system, (), t, observe, sigma, True, "D", rtol, atol, 16_384,
                              need_params=False)  # fmt: skip
-    y0 = _check_candidates(system, y0)
+    y0 = _check_candidates(system, y0, "y0")
     if y0.shape[0] != 1:
         raise ValueError(f"y0 has shape {y0.shape}; a record has one initial state")
     y0 = y0[0]
     problem = _problem(system, y0, obs, s, rtol, atol, (), tuple(range(y0.shape[0])))
-    clean = np.asarray(_observed(jnp.asarray(y0), problem))[: obs.t.shape[0]]
-    keep = np.all(np.isfinite(clean), axis=1)
-    if keep.sum() < 2:
+    clean, stop, status = _observed(jnp.asarray(y0), problem)
+    clean = np.asarray(clean)[: obs.t.shape[0]]
+    if int(status) in _FAILED:
+        from rollax._core._solution import code_names
+
         raise ValueError(
-            f"the run from y0 = {y0.tolist()!r} ends (event '{system.events[0].name}') "
-            f"before the second observation time: no record"
+            f"the run from y0 = {y0.tolist()!r} failed ({code_names(int(status), Status)}): "
+            f"no record; see rtol, atol and the start"
+        )
+    before = obs.t <= float(stop)
+    keep = np.all(np.isfinite(clean), axis=1) & before
+    if (~keep & before).any():
+        warnings.warn(
+            f"simulate_record: {int((~keep & before).sum())} of {int(before.sum())} "
+            f"observation times before the record's end have a non-finite observable; "
+            f"they are left out",
+            stacklevel=2,
+        )
+    if keep.sum() < 2:
+        ev = f" (event '{system.events[0].name}')" if system.events else ""
+        raise ValueError(
+            f"the run from y0 = {y0.tolist()!r} ends{ev} before the second observation "
+            f"time: no record"
         )
     rng = np.random.default_rng(seed)
     vals = clean + rng.standard_normal(clean.shape) * s
@@ -987,13 +1128,15 @@ def sequential_design(
     rounds: int = 5,
     strategy: str = "design",
     criterion: str = "D",
-    prior: dict | None = None,
+    prior: Fit | dict | None = None,
     seed: int = 0,
     fit_kw: dict | None = None,
     progress: bool = True,
 ) -> Sequential:
-    """Design, run, fit, update, ``rounds`` times, from ``prior`` (``None``: vague; the first
-    round is then designed at ``system``'s values).
+    """Design, run, fit, update, ``rounds`` times, from ``prior`` (a :class:`rollax.Fit`,
+    ``{name: (mean, sd)}`` or ``None``: vague; the first round is then designed at
+    ``system``'s values). The rounds stop early where no candidate is feasible (the last
+    ``statuses`` entry says so).
 
     Each round ``propose(rng, round)`` gives candidate initial states ``(m, n)``; the round's
     experiment is the :func:`design` optimum (``strategy="design"``) or a random feasible one
@@ -1005,6 +1148,13 @@ def sequential_design(
     converged leaves the knowledge unchanged (and says so in ``statuses``)."""
     if strategy not in ("design", "random"):
         raise ValueError(f"strategy = {strategy!r} is not allowed: 'design' or 'random'")
+    if not callable(propose):
+        raise ValueError(
+            f"propose = {propose!r:.60} must be a function propose(rng, round) -> candidate "
+            f"initial states (m, n)"
+        )
+    if fit_kw is not None and not isinstance(fit_kw, dict):
+        raise ValueError(f"fit_kw = {fit_kw!r} must be a dict of rollax.identify's options")
     rounds = _check_int("rounds", rounds, 1)
     params = (params,) if isinstance(params, str) else tuple(params)
     paths = tuple(parameter_path(system, p) for p in params)
