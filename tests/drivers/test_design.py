@@ -329,3 +329,23 @@ def test_more_bad_input_is_a_one_line_error(fn, kw, msg):
     with pytest.raises((ValueError, TypeError), match=msg) as e:
         calls[fn]()
     assert "\n" not in str(e.value)
+
+
+def test_experiment_settings_are_per_candidate_parameters_not_learned():
+    # the forcing c is the experiment's setting (a control), k is learned with the start
+    rng = np.random.default_rng(8)
+    t = np.linspace(0, 4, 41)
+    cs = rng.uniform(-1, 1, 6)
+    C = rng.uniform(-2, 2, (6, 1))
+    d = rollax.design(Relax(k=0.8), ["k"], C, t, observe="value", sigma=0.02,
+                      settings={"c": cs}, rtol=1e-10, atol=1e-10, progress=False)  # fmt: skip
+    for i in range(6):
+        J = _jacobian(0.8, cs[i], C[i, 0], t, 0.02)[:, [0, 2]]  # (k, x0)
+        np.testing.assert_allclose(d.covariance[i], np.linalg.inv(J.T @ J)[:1, :1], rtol=1e-5)
+    np.testing.assert_array_equal(d.settings["c"], cs)
+    with pytest.raises(ValueError, match="a setting is not learned"):
+        rollax.design(Relax(), ["k", "c"], C, t, observe="value", sigma=0.02, settings={"c": 0.1},
+                      progress=False)  # fmt: skip
+    with pytest.raises(ValueError, match="one per candidate"):
+        rollax.design(Relax(), ["k"], C, t, observe="value", sigma=0.02,
+                      settings={"c": [0.1, 0.2]}, progress=False)  # fmt: skip

@@ -91,7 +91,8 @@ class Design:
     ``duration``) at the estimate; ``switches``: the record's length changes across the prior draws (ranked by
     the loss averaged over them: ``loss_sampled``). ``estimate`` and ``prior_std`` (the
     prior's marginal standard deviations; ``inf``: nothing known): the knowledge the design
-    was made at; ``units``: the parameters' declared units. ``notes``: what the ranking rests
+    was made at; ``units``: the parameters' declared units; ``settings``: the per-candidate
+    experiment settings (:func:`design`'s ``settings``). ``notes``: what the ranking rests
     on; ``rate``: candidates evaluated per second (a first call's compile included).
     """
 
@@ -117,6 +118,7 @@ class Design:
     wall_time: float
     rate: float
     units: tuple[str, ...] = ()
+    settings: dict = dataclasses.field(default_factory=dict)  # {name: values (m,)}
 
     @property
     def best(self) -> int:
@@ -483,6 +485,7 @@ def design(
     duration=None,
     samples: int = 0,
     require_full: bool = True,
+    settings: dict | None = None,
     seed: int = 0,
     rtol: float = 1e-8,
     atol: float = 1e-8,
@@ -502,7 +505,9 @@ def design(
     ``"D"``, ``"A"`` or a parameter's name. ``samples``: prior draws at which each candidate is
     also evaluated, to find the candidates whose outcome switches (needs a prior).
     ``require_full``: a record the system's event ends early is infeasible (ranked last).
-    Returns a :class:`Design`.
+    ``settings``: ``{name: values (m,)}``, per candidate the values of system parameters that
+    are part of the experiment, not learned (a control's amplitude, a release condition held
+    in a parameter field): each candidate runs with its own. Returns a :class:`Design`.
     """
     t_start = time.perf_counter()
     params, paths, y0_index, obs, s = _setup(
@@ -523,15 +528,19 @@ def design(
     ends = _ends(duration, obs.t, m)
     p = len(params)
     n_state = C.shape[1]
-    # x = (theta, the whole y0): the Jacobian's columns are theta and the fitted components
+    s_names, s_paths, U = _settings(system, settings, params, m)
+    q = len(s_paths)
+    # x = (theta, the settings, the whole y0): the Jacobian's columns are theta and the
+    # fitted components (the settings are written in by the problem's paths, not fitted)
     all_idx = tuple(range(n_state))
-    cols = tuple(range(p)) + tuple(p + i for i in y0_index)
+    cols = tuple(range(p)) + tuple(p + q + i for i in y0_index)
     base = _with(system, paths, theta)
     problem = dataclasses.replace(
-        _problem(base, C[0], obs, s, rtol, atol, paths, all_idx, max_steps), with_event=False
+        _problem(base, C[0], obs, s, rtol, atol, paths + s_paths, all_idx, max_steps),
+        with_event=False,
     )
     report = _progress(progress, f"{m} candidates")
-    xs = np.concatenate([np.repeat(theta[None], m, axis=0), C], axis=1)
+    xs = np.concatenate([np.repeat(theta[None], m, axis=0), U, C], axis=1)
     t_eval = time.perf_counter()
     F, rows, bad, status = _evaluate(problem, xs, ends, cols, chunk, report)
     t_eval = time.perf_counter() - t_eval
@@ -555,7 +564,7 @@ def design(
         draws = _draws(rng, theta, P, samples, system, paths)
         losses, rows_s = [], []
         for th in draws:
-            xs_s = np.concatenate([np.repeat(th[None], m, axis=0), C], axis=1)
+            xs_s = np.concatenate([np.repeat(th[None], m, axis=0), U, C], axis=1)
             prob_s = dataclasses.replace(problem, system=_with(system, paths, th))
             F_s, r_s, _, _ = _evaluate(prob_s, xs_s, ends, cols, chunk)
             losses.append(_loss(_marginal(F_s, P, p), criterion, params))
@@ -628,10 +637,36 @@ def design(
         estimate=theta,
         prior_std=_prior_std(P),
         units=_units(system, paths),
+        settings={k: U[:, i].copy() for i, k in enumerate(s_names)},
         notes=notes,
         wall_time=wall,
         rate=m / max(t_eval, 1e-9),
     )
+
+
+def _settings(system, settings, params, m):
+    """``(names, paths, values (m, q))`` of the per-candidate experiment settings."""
+    if settings is None:
+        return (), (), np.zeros((m, 0))
+    if not isinstance(settings, dict):
+        raise ValueError(f"settings = {settings!r:.60} must be a dict {{name: values (m,)}}")
+    names, paths, cols = [], [], []
+    for k, v in settings.items():
+        if k in params:
+            raise ValueError(f"settings: {k!r} is among params: a setting is not learned")
+        path = parameter_path(system, k)
+        try:
+            a = np.broadcast_to(np.asarray(v, float), (m,)).copy()
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"settings[{k!r}] = {v!r:.60} must be one value or one per candidate ({m})"
+            ) from None
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"settings[{k!r}] has a non-finite value; they must be finite")
+        names.append(k)
+        paths.append(path)
+        cols.append(a)
+    return tuple(names), tuple(paths), np.stack(cols, 1)
 
 
 def _prior_std(P):
