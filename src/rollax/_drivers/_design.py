@@ -421,26 +421,31 @@ def _check_candidates(system, candidates, name="candidates"):
         C = C[None]
     if C.ndim != 2 or C.shape[1] != n:
         raise ValueError(
-            f"candidates has shape {np.shape(candidates)}; it must be (m, {n}): initial "
+            f"{name} has shape {np.shape(candidates)}; it must be (m, {n}): initial "
             f"states ({', '.join(system.state_names)})"
         )
     if C.shape[0] == 0:
-        raise ValueError("candidates is empty: give at least one initial state")
+        raise ValueError(f"{name} is empty: give at least one initial state")
     if not np.all(np.isfinite(C)):
         i = int(np.argwhere(~np.isfinite(C))[0][0])
-        raise ValueError(f"candidates[{i}] = {C[i].tolist()!r} is not finite")
+        raise ValueError(f"{name}[{i}] = {C[i].tolist()!r} is not finite")
     return C
+
+
+def _per_candidate(name, v, m, what):
+    """``v`` broadcast to one float per candidate ``(m,)``, or a one-line error."""
+    try:
+        return np.broadcast_to(np.asarray(v, float), (m,)).copy()
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} = {v!r:.60} must be one {what} or one per candidate ({m})"
+        ) from None
 
 
 def _ends(duration, t, m):
     if duration is None:
         return np.full(m, np.inf)
-    try:
-        d = np.broadcast_to(np.asarray(duration, float), (m,)).copy()
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"duration = {duration!r} must be one record length [s] or one per candidate ({m})"
-        ) from None
+    d = _per_candidate("duration", duration, m, "record length [s]")
     if not np.all(np.isfinite(d) & (d > 0)):
         i = int(np.argmax(~(np.isfinite(d) & (d > 0))))
         raise ValueError(f"duration[{i}] = {float(d[i])!r} must be finite and > 0 [s]")
@@ -655,12 +660,7 @@ def _settings(system, settings, params, m):
         if k in params:
             raise ValueError(f"settings: {k!r} is among params: a setting is not learned")
         path = parameter_path(system, k)
-        try:
-            a = np.broadcast_to(np.asarray(v, float), (m,)).copy()
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"settings[{k!r}] = {v!r:.60} must be one value or one per candidate ({m})"
-            ) from None
+        a = _per_candidate(f"settings[{k!r}]", v, m, "value")
         if not np.all(np.isfinite(a)):
             raise ValueError(f"settings[{k!r}] has a non-finite value; they must be finite")
         names.append(k)
@@ -745,8 +745,7 @@ def _loss_and_grad(u, y0, free, end, problem, cols, P, p, code, ci):
     """The loss at the free components ``u`` of ``y0`` and its gradient (forward over forward)."""
 
     def f(u):
-        x = jnp.concatenate([_theta(problem), y0.at[free].set(u)])
-        val, rows = _scalar_loss(x, end, problem, cols, P, p, code, ci)
+        val, rows = _loss_of(u, y0, free, end, problem, cols, P, p, code, ci)
         return val, (val, rows)
 
     g, (val, rows) = jax.jacfwd(f, has_aux=True)(u)
@@ -755,11 +754,13 @@ def _loss_and_grad(u, y0, free, end, problem, cols, P, p, code, ci):
 
 @eqx.filter_jit
 def _batch_loss(us, y0, free, end, problem, cols, P, p, code, ci):
-    def f(u):
-        x = jnp.concatenate([_theta(problem), y0.at[free].set(u)])
-        return _scalar_loss(x, end, problem, cols, P, p, code, ci)
+    return jax.vmap(lambda u: _loss_of(u, y0, free, end, problem, cols, P, p, code, ci))(us)
 
-    return jax.vmap(f)(us)
+
+def _loss_of(u, y0, free, end, problem, cols, P, p, code, ci):
+    """:func:`_scalar_loss` of ``y0`` with its components ``free`` set to ``u``."""
+    x = jnp.concatenate([_theta(problem), y0.at[free].set(u)])
+    return _scalar_loss(x, end, problem, cols, P, p, code, ci)
 
 
 def _theta(problem):
