@@ -413,3 +413,83 @@ def test_options_that_would_be_ignored_or_refused_late_are_refused_first(
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and message in err[0], err
     assert not (tmp_path / "o").exists()
+
+
+def _serve(reply: bytes | None):
+    """A TCP service on localhost that is not a Dask scheduler: it accepts, sends ``reply``
+    (nothing for None) and keeps the connection open; returns its address and a stopper."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held = []
+
+    def loop():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if reply:
+                conn.sendall(reply)
+
+    threading.Thread(target=loop, daemon=True).start()
+
+    def stop():
+        srv.close()
+        for c in held:
+            c.close()
+
+    return f"tcp://127.0.0.1:{srv.getsockname()[1]}", stop
+
+
+@pytest.mark.parametrize(
+    "reply, said",
+    [
+        (None, "it sent nothing within"),  # an HTTP server waits for a request
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "not a Dask handshake"),  # a banner read as a frame size
+        (b"\x00" * 16, "not a Dask handshake"),
+    ],
+)
+def test_a_scheduler_address_where_something_else_listens_is_refused_at_once(
+    reply, said, tmp_path, capsys, monkeypatch
+):
+    from rollax.cli import _args
+
+    monkeypatch.setattr(_args, "HANDSHAKE_SECONDS", 0.5)
+    address, stop = _serve(reply)
+    try:
+        t0 = time.monotonic()
+        code = main(["basin", "--grid", "4", "4", "--no-progress", "--out", str(tmp_path),
+                     "--scheduler", address])  # fmt: skip
+        took = time.monotonic() - t0
+    finally:
+        stop()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"--scheduler = {address!r}" in err[0] and "not a Dask scheduler" in err[0], err
+    assert said in err[0], err
+    assert took < 10, took
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("{}", 'holds no scheduler "address"'),
+        ("a,b\n1,2\n", "cannot be read as JSON"),
+        ('{"address": 7}', 'holds no scheduler "address"'),
+        ("\xff\xfe", "cannot be read as JSON"),
+    ],
+)
+def test_a_scheduler_file_that_is_not_one_gives_one_line(text, said, tmp_path, capsys):
+    f = tmp_path / "scheduler.json"
+    f.write_text(text, encoding="latin-1")
+    code = main(["basin", "--grid", "4", "4", "--no-progress", "--out", str(tmp_path / "o"),
+                 "--scheduler", str(f)])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"--scheduler = {str(f)!r} is not a Dask scheduler file" in err[0], err
+    assert said in err[0], err

@@ -113,6 +113,35 @@ def test_a_second_process_loads_the_first_ones_programs(tmp_path):
     assert list((tmp_path / "c").glob("jit_f-*"))
 
 
+def test_a_process_with_another_cpu_device_count_loads_the_programs(tmp_path):
+    """A one-device program compiled where the CPU is split into 2 devices (a client after
+    rollax.configure()) serves a one-device process (a Dask worker), and the other way round:
+    the CPU device count is not part of the cache key (it was, through JAX's topology hash)."""
+    code = (
+        "import rollax, jax, jax.numpy as jnp\n"
+        "rollax.configure()\n"
+        "import rollax._core._system\n"
+        "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)\n"
+        "from rollax._drivers._chunks import compile_counts\n"
+        "base = compile_counts()\n"
+        "f = jax.jit(lambda x: jnp.sin(x) * 3.0 + jnp.cos(x))\n"
+        "r = f(jnp.linspace(0, 1, 7)).block_until_ready()\n"
+        "n = compile_counts()\n"
+        "print(jax.local_device_count(), n['compiles'] - base['compiles'],"
+        " n['cache_hits'] - base['cache_hits'], float(r.sum()))"
+    )
+    env = dict(ROLLAX_CACHE_DIR=str(tmp_path / "c"))
+    runs = [_python(code, ROLLAX_CPU_DEVICES=k, **env) for k in ("2", "1", "3")]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    out = [r.stdout.split() for r in runs]
+    assert [o[0] for o in out] == ["2", "1", "3"]
+    assert int(out[0][1]) >= 1 and int(out[0][2]) == 0  # compiled
+    for o in out[1:]:
+        assert int(o[1]) == 0 and int(o[2]) >= 1, out  # loaded, not compiled
+        assert o[3] == out[0][3]  # the same result
+
+
 def test_a_bad_cache_size_is_one_clear_line(tmp_path):
     r = _python(
         "import rollax; rollax.configure(cache_dir='off')",

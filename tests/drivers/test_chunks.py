@@ -142,6 +142,44 @@ def test_a_bad_region_is_redone_with_a_one_line_warning(tmp_path, fault, why):
     assert calls == [20]
 
 
+@pytest.mark.parametrize(
+    "damage, named",
+    [
+        ("variable folder deleted", "sq/zarr.json is missing"),
+        ("variable metadata deleted", "sq/zarr.json is missing"),
+        ("variable metadata garbled", "sq/zarr.json cannot be read"),
+        ("records deleted", "_rollax/records/zarr.json is missing"),
+        ("store metadata garbled", "zarr.json cannot be read"),
+    ],
+)
+def test_a_damaged_store_is_replaced_with_a_warning_that_names_the_file(tmp_path, damage, named):
+    """Found on the metadata before any work (it was a KeyError traceback after the work, or
+    JSON's parser text naming neither the store nor the file)."""
+    store = tmp_path / "store"
+    _run(store)
+    if damage == "variable folder deleted":
+        shutil.rmtree(store / "sq")
+    elif damage == "variable metadata deleted":
+        (store / "sq" / "zarr.json").unlink()
+    elif damage == "variable metadata garbled":
+        (store / "sq" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "arr')
+    elif damage == "records deleted":
+        shutil.rmtree(store / "_rollax" / "records")
+    else:
+        (store / "zarr.json").write_text("{not json")
+    calls = []
+    with pytest.warns(StoreWarning) as rec:
+        _check(_run(store, calls))
+    assert calls == [0, 10, 20, 30, 40, 50]  # every region computed again
+    (msg,) = [str(w.message) for w in rec if w.category is StoreWarning]
+    assert msg.startswith(f"store {store} is damaged: ") and "\n" not in msg, msg
+    assert named in msg and str(store) in msg and "replacing it" in msg, msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check(_run(store, calls))  # repaired: now used silently
+    assert calls == [0, 10, 20, 30, 40, 50]
+
+
 def test_faults_of_several_kinds_give_one_line_each(tmp_path):
     store = tmp_path / "store"
     _run(store)

@@ -120,6 +120,93 @@ def test_a_worker_killed_mid_sweep_and_the_sweep_completes(client, single, tmp_p
     client.wait_for_workers(2, timeout=120)  # the nanny's replacement, for the next test
 
 
+def test_a_worker_killed_while_it_writes_a_region(client, single, tmp_path):
+    """The worker that writes region 3 dies (SIGKILL, by its own pid) after the region's data
+    and before its record: Dask runs the region again elsewhere, which writes it whole; every
+    region of the store then verifies, and the map is the single process's."""
+    store = str(tmp_path / "w.zarr")
+    marker = str(tmp_path / "killed")
+
+    def arm(marker=marker):  # (nested: sent to the workers by value)
+        import os
+        import signal
+
+        from rollax._drivers import _store
+
+        cls = _store.RegionStore
+        if getattr(cls, "_armed", False):
+            return
+        orig = cls.save
+
+        def save(self, i, part):
+            if i == 3 and not os.path.exists(marker):
+                for k in list(part)[:2]:  # a part of the region's data, no record
+                    self._write(i, k, part[k])
+                with open(marker, "w") as f:
+                    f.write(str(os.getpid()))
+                os.kill(os.getpid(), signal.SIGKILL)
+            return orig(self, i, part)
+
+        cls._orig_save, cls.save, cls._armed = orig, save, True
+
+    client.wait_for_workers(2, timeout=120)
+    client.run(arm)
+    try:
+        res = basin_map(RIM, chunk_size=CHUNK, client=client, store=store, **FIG11)
+    finally:
+        client.wait_for_workers(2, timeout=120)  # the nanny's replacement
+        client.run(_disarm)
+    victim = int(open(marker).read())
+    assert victim not in client.run(os.getpid).values()  # that process died writing
+    _same(res, single)
+    from rollax._drivers._store import RegionStore
+
+    layout = region_layout((72, 48), CHUNK)[1]
+    rs = RegionStore.attach(store, "", (72, 48), CHUNK)
+    rs.key = __import__("zarr").open_group(store, mode="r").attrs["rollax_store"]["key"]
+    assert all(rs.load(i)[1] == "" for i in range(len(layout)))  # every region whole
+
+
+def _disarm():
+    from rollax._drivers import _store
+
+    cls = _store.RegionStore
+    if getattr(cls, "_armed", False):
+        cls.save, cls._armed = cls._orig_save, False  # (the class's own method again)
+
+
+def test_a_sweep_into_a_store_returns_lazily_what_the_workers_wrote(client, single, tmp_path):
+    """The result of a sweep into a store reads the store (dask arrays): the counts are the
+    workers' tallies, per-axis counts stream through it, and the client received no region's
+    results (each task returned its tallies only)."""
+    import rollax
+    from rollax.systems import RimRolling
+
+    store = tmp_path / "lazy.zarr"
+    axes = [rollax.Axis("beta", 0.8, 1.8, 72), rollax.Axis("omega1", -20.0, 20.0, 48)]
+    y0 = {"omega2": 35.0, "omega3": 10.0}
+    kw = dict(y0=y0, t1=60.0, chunk_size=CHUNK, keep_solution=False, progress=False, lazy=True)
+    with distributed.get_task_stream(client) as stream:
+        res = rollax.sweep(RimRolling(RIM, w1_target=2), axes, client=client, store=store, **kw)
+    assert hasattr(res.outcome, "dask") and hasattr(res.dataset["outcome"].data, "dask")
+    np.testing.assert_array_equal(np.asarray(res.outcome), single.outcome)
+    counts = res.counts()
+    assert counts == {k: v for k, v in single.counts().items() if k in counts}
+    assert sum(counts.values()) == 72 * 48
+    by = res.counts(by="beta")
+    assert by.dims == ("beta", "outcome") and by.sum().item() == 72 * 48
+    for k, name in enumerate(by["outcome"].values):
+        np.testing.assert_array_equal(by.sel(outcome=name).values, (single.outcome == k).sum(1))
+    assert res.work["computed"] == len(region_layout((72, 48), CHUNK)[1])
+    assert sum(w["regions"] for w in res.work["workers"].values()) == res.work["computed"]
+    # what came back from each region's task: its tallies, not its results
+    sizes = [t.get("nbytes", 0) for t in stream.data if "rollax-region" in str(t["key"])]
+    assert sizes and max(sizes) < 4096, sizes
+    again = rollax.sweep(RimRolling(RIM, w1_target=2), axes, client=client, store=store, **kw)
+    assert again.work["loaded"] == res.work["computed"] and again.work["computed"] == 0
+    assert again.counts() == counts
+
+
 def test_an_interrupted_distributed_sweep_resumes_from_its_store(client, single, tmp_path):
     store = str(tmp_path / "i.zarr")
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -161,3 +248,38 @@ def test_the_command_runs_on_a_scheduler_and_refuses_a_bad_one(client, tmp_path,
     assert len(err) == 1 and "--scheduler = 'tcp://127.0.0.1:9'" in err[0], err
     assert main([*args, "--workers", "0"]) == 2  # the option's range
     assert main([*args, "--workers", "2", "--scheduler", addr]) == 2  # one or the other
+
+
+@pytest.mark.slow
+def test_a_fresh_cluster_compiles_nothing_that_the_cache_holds(tmp_path):
+    """Two clusters in turn, one compile cache (passed by the client to its workers): the
+    second cluster's workers load every program of the sweep (compile counts from JAX's
+    monitoring events, as each region reports them)."""
+    import jax
+
+    from rollax._core._config import _set_cache
+
+    before = (jax.config.jax_enable_compilation_cache, jax.config.jax_compilation_cache_dir)
+    _set_cache(jax, str(tmp_path / "cache"), -1)
+    try:
+        works = []
+        for k in range(2):
+            with (
+                distributed.LocalCluster(
+                    n_workers=2,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.ERROR,
+                ) as cluster,
+                distributed.Client(cluster) as c,
+            ):
+                m = basin_map(
+                    RIM, chunk_size=CHUNK, client=c, store=tmp_path / f"{k}.zarr", **FIG11
+                )
+                works.append(m.work)
+        first, second = (w["workers"] for w in works)
+        assert sum(w["compiles"] for w in first.values()) >= 1, first
+        assert all(w["compiles"] == 0 and w["cache_hits"] >= 1 for w in second.values()), second
+    finally:
+        _set_cache(jax, before[1] if before[0] else None, -1)

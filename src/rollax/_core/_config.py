@@ -161,3 +161,56 @@ def _set_cache(jax, path: str | None, max_size: int) -> None:
             compilation_cache.reset_cache()
         except (ImportError, AttributeError):  # a JAX without it: the first choice stays
             pass
+
+
+def share_cpu_cache_keys() -> None:
+    """Make JAX's persistent-cache key of a CPU program independent of how many CPU devices
+    the process has (``rollax.configure()`` splits the CPU into one device per core; a Dask
+    worker has one device).
+
+    JAX leaves ``--xla_force_host_platform_device_count`` out of its key, but hashes the CPU
+    *topology*, whose fingerprint counts every CPU device of the process: a one-device program
+    compiled in a 2-device process missed the cache in a 1-device process (all 33 programs of
+    a small basin sweep; measured 2026-11-30), so a client never warmed its workers' cache.
+    The topology is replaced, for CPU programs only, by what the program runs on: the
+    device kind and count of the program's own devices, and the host CPU's model and
+    instruction-set flags (an executable compiled for other CPU features must not be loaded).
+    A JAX without that private function is left alone."""
+    try:
+        from jax._src import cache_key
+    except ImportError:  # pragma: no cover - another JAX: its own key
+        return
+    orig = getattr(cache_key, "_hash_accelerator_config", None)
+    if orig is None or getattr(orig, "_rollax", False):
+        return
+
+    def hashed(hash_obj, accelerators):
+        import numpy as np
+
+        devs = list(np.asarray(accelerators).flat)
+        if not devs or any(getattr(d, "platform", None) != "cpu" for d in devs):
+            return orig(hash_obj, accelerators)
+        hash_obj.update(f"rollax-cpu {len(devs)} {devs[0].device_kind}\n".encode())
+        hash_obj.update(_cpu_identity().encode())
+
+    hashed._rollax = True  # pyright: ignore[reportFunctionMemberAccess]
+    cache_key._hash_accelerator_config = hashed
+
+
+def _cpu_identity() -> str:
+    """The host CPU's architecture, model and feature flags (``/proc/cpuinfo``'s first
+    processor; the machine and processor names elsewhere)."""
+    import platform
+
+    text = f"{platform.machine()} {platform.processor()}"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the end of the first processor's entry
+                key = line.split(":", 1)[0].strip()
+                if key in ("model name", "flags", "Features", "CPU part"):
+                    text += "\n" + line.strip()
+    except OSError:
+        pass
+    return text

@@ -41,9 +41,13 @@ from jax.core import Tracer
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from rollax._core._config import share_cpu_cache_keys
 from rollax._core._solution import Status, code_names
 from rollax._core._validate import _show
 from rollax._core.events import BOUNDARY, CROSSING, EventSet
+
+# (before any system's program is compiled: one cache key whatever the CPU device count)
+share_cpu_cache_keys()
 
 
 class EventKind(enum.IntEnum):

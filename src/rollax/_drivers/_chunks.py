@@ -221,6 +221,19 @@ def chunk_width(n: int, chunk_size: int) -> int:
     return min(chunk_size, size_class(n, floor=4096))
 
 
+class Chunked(dict):
+    """What :func:`run_chunked` returns: the results in memory (its items, with ``keep``;
+    empty without: they are in the store), the ``tallies`` of every region summed, how many
+    regions were ``computed`` and ``loaded`` (verified in the store), and per process that ran
+    regions (``"pid@host"``): regions, XLA compiles and compile-cache hits (``workers``)."""
+
+    def __init__(self, arrays, tallies, computed: int, loaded: int, workers):
+        super().__init__(arrays or {})
+        self.tallies: dict[str, np.ndarray] = tallies
+        self.computed, self.loaded = int(computed), int(loaded)
+        self.workers: dict[str, dict[str, int]] = workers
+
+
 def run_chunked(
     fn: Callable[[Any, np.ndarray, Callable[[int], None]], Mapping[str, Any]],
     starts: np.ndarray | Callable[[int, int], np.ndarray],
@@ -235,8 +248,10 @@ def run_chunked(
     progress: bool = True,
     desc: str = "sweep",
     client=None,
-) -> dict[str, np.ndarray]:
-    """Run ``fn(chunk, valid, report)`` over ``starts`` region by region and concatenate.
+    keep: bool = True,
+    tally: Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]] | None = None,
+) -> Chunked:
+    """Run ``fn(chunk, valid, report)`` over ``starts`` region by region.
 
     ``starts``: an ``(n, ...)`` array, or a function ``starts(lo, hi)`` returning rows
     ``lo:hi`` (then ``n`` is required; each region's starts are built only when it runs).
@@ -249,10 +264,15 @@ def run_chunked(
     progress bar within the region (and, after an interrupt, raises to stop the abandoned
     computation).
 
-    ``store``: the zarr store to write every finished region into, and to resume from
+    ``store``: the zarr store every finished region is written into, and resumed from
     (:class:`rollax._drivers._store.RegionStore`, opened with ``key`` and ``store_options``).
-    ``row_bytes``: bytes of results per start, to refuse up front (one-line ``MemoryError``,
-    or ``OSError`` for the disk) a sweep whose results would not fit. ``client``: a
+    Whoever computes a region writes it: this process, or the Dask worker that ran it
+    (``client``), and a region found in the store is verified there too, so that with
+    ``keep=False`` no more than a region's results are ever in this process. ``keep``: return
+    the whole result in memory (``Chunked.arrays``). ``tally(part)``: small per-region
+    summaries (counts), computed where the region is and summed here. ``row_bytes``: bytes of
+    results per start, to refuse up front (one-line ``MemoryError``, or ``OSError`` for the
+    disk) a sweep whose results would not fit where they are kept. ``client``: a
     ``dask.distributed.Client`` to run the regions on (``fn`` and ``starts`` are sent to its
     workers with cloudpickle).
 
@@ -281,27 +301,32 @@ def run_chunked(
     shape = (n,) if shape is None else tuple(int(s) for s in shape)
     if int(np.prod(shape)) != n:
         raise ValueError(f"shape = {shape} does not hold n = {n} starts")
-    if row_bytes is not None:
+    if not keep and store is None:
+        raise ValueError("keep=False needs a store: the results must be kept somewhere")
+    if row_bytes is not None and keep:
         check_fits(n, row_bytes)
+    layout = region_layout(shape, chunk_size)[1]
+    n_chunks = len(layout)
+    width = chunk_width(n, chunk_size) if n_chunks == 1 else max(hi - lo for lo, hi, _ in layout)
+    if row_bytes is not None:
+        check_region_fits(width, row_bytes, client)
     rs = None
     if store is not None:
         if row_bytes is not None:
             check_disk(store, n, row_bytes)
         rs = RegionStore.open(store, key, shape, chunk_size, **dict(store_options or {}))
-        regions = [(lo, hi) for lo, hi, _ in rs.regions]
-    else:
-        regions = [(lo, hi) for lo, hi, _ in region_layout(shape, chunk_size)[1]]
-    n_chunks = len(regions)
-    width = chunk_width(n, chunk_size) if n_chunks == 1 else max(hi - lo for lo, hi in regions)
+    regions = [(lo, hi) for lo, hi, _ in layout]
     out: dict[str, np.ndarray] | None = None
-    done = 0
+    sums: dict[str, np.ndarray] = {}
+    workers: dict[str, dict[str, int]] = {}
+    done = computed = loaded = 0
     faults: dict[str, list[int]] = {}
 
     def interrupted():
         return SweepInterrupted(flag["sig"], done, n_chunks, None if rs is None else rs.path)
 
     after = {"solved": False}  # set by the worker when a region's solves are all done
-    compute = _Compute(fn, make, width, after)
+    task = _Region(_Compute(fn, make, width, after), None if rs is None else rs.spec(), tally, keep)
 
     bar = tqdm(
         total=n, unit="start", desc=desc, disable=not progress, smoothing=0.1, mininterval=0.5
@@ -331,66 +356,87 @@ def run_chunked(
                 refresh=True,
             )
 
-    def place(i, part):
-        nonlocal out, done
+    def place(res: Mapping[str, Any]) -> None:
+        nonlocal out, done, computed, loaded
+        i, part = res["i"], res["part"]
+        if res["why"]:
+            faults.setdefault(res["why"], []).append(i)
+        for k, v in res["tally"].items():
+            sums[k] = sums[k] + v if k in sums else np.asarray(v).copy()
+        w = workers.setdefault(res["worker"], dict(regions=0, compiles=0, cache_hits=0))
+        w["regions"] += 1
+        w["compiles"], w["cache_hits"] = res["compiles"], res["cache_hits"]
+        loaded += bool(res["loaded"])
+        computed += not res["loaded"]
+        done += 1
+        if not keep:
+            return
         lo, hi = regions[i]
         if out is None and n_chunks == 1:  # the part is the whole: no copy
             out = dict(part)
-        else:
-            if out is None:
-                out = {k: np.empty((n,) + v.shape[1:], v.dtype) for k, v in part.items()}
-            if set(part) != set(out):
-                raise RuntimeError(
-                    f"region {i} has fields {sorted(part)}, region 0 has {sorted(out)}"
-                )
-            for k, v in part.items():
-                out[k][lo:hi] = v
-        done += 1
+            return
+        if out is None:
+            out = {k: np.empty((n,) + v.shape[1:], v.dtype) for k, v in part.items()}
+        if set(part) != set(out):
+            raise RuntimeError(f"region {i} has fields {sorted(part)}, region 0 has {sorted(out)}")
+        for k, v in part.items():
+            out[k][lo:hi] = v
 
     with _signal_flag() as flag:
         try:
-            todo = []
+            # each region by what its record claims: never finished, another sweep's, or
+            # finished (then verified against its checksum where it is read)
+            plan: list[tuple[int, bool]] = []
+            records = rs.records() if rs is not None else None
             for i in range(n_chunks):
-                part = None
-                if rs is not None:
-                    part, why = rs.load(i)
-                    if part is None and why != "is missing":
-                        faults.setdefault(why, []).append(i)
-                if part is None:
-                    todo.append(i)
-                else:
-                    place(i, part)
+                claim = "missing" if rs is None else rs.claims(i, records[i])  # pyright: ignore[reportOptionalSubscript]
+                if claim not in ("missing", "done"):
+                    faults.setdefault(claim, []).append(i)
+                plan.append((i, claim == "done"))
+            if client is not None:
+                _run_on_cluster(client, task, regions, plan, place, bar, flag, interrupted)
+            else:
+                todo = []
+                for i, verify in plan:
+                    if not verify:
+                        todo.append(i)
+                        continue
+                    res = task(i, *regions[i], True, verify_only=True)
+                    if res["part"] is None and res.get("failed"):
+                        faults.setdefault(str(res["failed"]), []).append(i)
+                        todo.append(i)
+                        continue
+                    place(res)
                     bar.update(regions[i][1] - regions[i][0])
-            for why, which in faults.items():
-                assert rs is not None
-                listed = ", ".join(map(str, which[:8])) + (" ..." if len(which) > 8 else "")
-                warnings.warn(
-                    f"store {rs.path}: {len(which)} region(s) {why} (regions {listed}); "
-                    f"computing them again",
-                    StoreWarning,
-                    stacklevel=3,
-                )
-            if client is not None and todo:
-                _run_on_cluster(client, compute, regions, todo, rs, place, bar, flag, interrupted)
-            for i in todo if client is None else ():
-                lo, hi = regions[i]
-                if not started:  # the bar stands still while the kernel compiles: say so
-                    bar.set_postfix_str("compiling or loading the kernel", refresh=True)
-                part, seen = _call_polling(
-                    compute, (i, lo, hi), flag, interrupted, functools.partial(shown, bar)
-                )
-                if rs is not None:
-                    rs.save(i, part)
-                place(i, part)
-                after["solved"] = False
-                bar.set_postfix_str("", refresh=False)
-                shown(bar, hi - lo - seen)
-                if flag["sig"] is not None:
-                    raise interrupted()
+                    if flag["sig"] is not None:
+                        raise interrupted()
+                for i in todo:
+                    lo, hi = regions[i]
+                    if not started:  # the bar stands still while the kernel compiles: say so
+                        bar.set_postfix_str("compiling or loading the kernel", refresh=True)
+                    res, seen = _call_polling(
+                        task, (i, lo, hi, False), flag, interrupted, functools.partial(shown, bar)
+                    )
+                    place(res)
+                    after["solved"] = False
+                    bar.set_postfix_str("", refresh=False)
+                    shown(bar, hi - lo - seen)
+                    if flag["sig"] is not None:
+                        raise interrupted()
         finally:
             bar.close()
-    assert out is not None  # n >= 1: at least one region
-    return out
+    for why, which in faults.items():
+        assert rs is not None
+        listed = ", ".join(map(str, sorted(which)[:8])) + (" ..." if len(which) > 8 else "")
+        warnings.warn(
+            f"store {rs.path}: {len(which)} region(s) {why} (regions {listed}); "
+            f"computing them again",
+            StoreWarning,
+            stacklevel=3,
+        )
+    if keep:
+        assert out is not None  # n >= 1: at least one region
+    return Chunked(out, sums, computed, loaded, workers)
 
 
 class _Rows:
@@ -442,13 +488,105 @@ class _Compute:
         self.__dict__.update(state)
 
 
+class _Region:
+    """A region, wherever it runs (this process or a Dask worker): verified in the store, or
+    computed and written into it there; what comes back is its tallies (and its results with
+    ``keep``), so that a sweep into a store never sends its results through the client."""
+
+    def __init__(self, compute: _Compute, store: Mapping[str, Any] | None, tally, keep: bool):
+        self.compute, self.store, self.tally, self.keep = compute, store, tally, keep
+        self._rs = None
+        self._base = compile_counts()  # (compiles are counted from here, in each process)
+
+    def _region_store(self):
+        if self.store is None:
+            return None
+        if self._rs is None:
+            from rollax._drivers._store import RegionStore
+
+            spec = dict(self.store)
+            path, key, shape, block = (spec.pop(k) for k in ("path", "key", "shape", "block"))
+            # (a chunk size of one block gives the store's block and regions back)
+            self._rs = RegionStore.attach(path, key, shape, int(np.prod(block)), **spec)
+            assert tuple(self._rs.block) == tuple(block)
+        return self._rs
+
+    def __call__(self, i, lo, hi, verify, report=None, *, verify_only=False):
+        rs = self._region_store()
+        why = ""
+        if verify and rs is not None:
+            part, why = rs.load(i)
+            if part is not None:
+                return self._done(i, part, True, "")
+            if verify_only:
+                return dict(i=i, part=None, failed=why)
+        part = self.compute(i, lo, hi, report)
+        if rs is not None:
+            rs.save(i, part)
+        return self._done(i, part, False, why if why != "is missing" else "")
+
+    @staticmethod
+    def _who() -> str:
+        import socket
+
+        return f"{os.getpid()}@{socket.gethostname()}"
+
+    def _done(self, i, part, loaded: bool, why: str) -> dict[str, Any]:
+        counts = {k: v - self._base[k] for k, v in compile_counts().items()}
+        return dict(
+            i=i,
+            part=part if self.keep else None,
+            loaded=loaded,
+            why=why,
+            tally={} if self.tally is None else dict(self.tally(part)),
+            worker=self._who(),
+            compiles=counts["compiles"],
+            cache_hits=counts["cache_hits"],
+        )
+
+    def __getstate__(self):
+        return dict(compute=self.compute, store=self.store, tally=self.tally, keep=self.keep)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _rs=None, _base=compile_counts())
+
+
+_COUNTS = {"compiles": 0, "cache_hits": 0, "on": False}
+_COUNTS_LOCK = threading.Lock()
+
+
+def compile_counts() -> dict[str, int]:
+    """XLA compiles and persistent compile-cache hits in this process since it first asked
+    (JAX's monitoring events: a backend compile that the cache served is a hit, not a
+    compile)."""
+    with _COUNTS_LOCK:
+        if not _COUNTS["on"]:
+            import jax.monitoring
+
+            def on_event(event: str, **kw) -> None:
+                if event == "/jax/compilation_cache/cache_hits":
+                    _COUNTS["cache_hits"] += 1
+                    _COUNTS["compiles"] -= 1  # (its backend event is counted below)
+
+            def on_duration(event: str, duration_secs: float, **kw) -> None:
+                if event == "/jax/core/compile/backend_compile_duration":
+                    _COUNTS["compiles"] += 1
+
+            jax.monitoring.register_event_listener(on_event)
+            jax.monitoring.register_event_duration_secs_listener(on_duration)
+            _COUNTS["on"] = True
+        return {k: int(v) for k, v in _COUNTS.items() if k != "on"}
+
+
 _REMOTE: dict[str, Any] = {}  # on a Dask worker: the unpickled computations, by digest
 
 
-def _remote_region(payload: bytes, digest: str, cache_dir, i: int, lo: int, hi: int):
-    """A region's results on a Dask worker. The computation is unpickled once per worker and
-    kept (so that its compiled kernels are reused by the next regions), after rollax is
-    imported (float64 on) and the persistent compile cache is set to the client's."""
+def _remote_region(payload: bytes, digest: str, cache_dir, i: int, lo: int, hi: int, verify: bool):
+    """A region on a Dask worker (:class:`_Region`). The computation is unpickled once per
+    worker and kept (so that its compiled kernels are reused by the next regions), after rollax
+    is imported (float64 on) and the persistent compile cache is set to the client's folder
+    where the worker sees it (else its own ``ROLLAX_CACHE_DIR``), every program kept however
+    quick its compile, so that a fresh worker compiles nothing the cache holds."""
     comp = _REMOTE.get(digest)
     if comp is None:
         import cloudpickle
@@ -456,27 +594,46 @@ def _remote_region(payload: bytes, digest: str, cache_dir, i: int, lo: int, hi: 
 
         import rollax  # noqa: F401 - float64 before any array is unpickled
 
-        if cache_dir:
-            jax.config.update("jax_compilation_cache_dir", cache_dir)
-            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+        own = os.environ.get("ROLLAX_CACHE_DIR", "")
+        if cache_dir and own.lower() != "off":
+            from rollax._core._config import _set_cache
+
+            # the client's folder where this worker sees it (one machine, a shared
+            # filesystem), else the worker's own ROLLAX_CACHE_DIR (a job's prologue)
+            where = cache_dir if os.path.isdir(cache_dir) or not own else own
+            _set_cache(jax, where, _cache_max())
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         while len(_REMOTE) >= 4:  # a long-lived worker keeps the last few sweeps' kernels
             _REMOTE.pop(next(iter(_REMOTE)))
         comp = _REMOTE[digest] = cloudpickle.loads(payload)
-    return comp(i, lo, hi)
+    return comp(i, lo, hi, verify)
 
 
-def _run_on_cluster(client, compute, regions, todo, rs, place, bar, flag, interrupted):
-    """The regions ``todo`` as Dask tasks; each result is written to the store and placed as
-    it arrives (in any order)."""
+def _cache_max() -> int:
+    import jax
+
+    return int(getattr(jax.config, "jax_compilation_cache_max_size", -1))
+
+
+def _run_on_cluster(client, task, regions, plan, place, bar, flag, interrupted):
+    """The regions of ``plan`` (``(i, verify)``) as Dask tasks: a region is verified or
+    computed where its task runs, and written to the store there; what comes back (its tallies)
+    is placed as it arrives, in any order."""
     import cloudpickle
     import jax
     from distributed import as_completed
 
-    payload = cloudpickle.dumps(compute)
+    payload = cloudpickle.dumps(task)
     digest = hashlib.sha256(payload).hexdigest()
     cache_dir = getattr(jax.config, "jax_compilation_cache_dir", None)
+    if not getattr(jax.config, "jax_enable_compilation_cache", True):
+        cache_dir = None
     data = client.scatter(payload, broadcast=True)
-    bar.set_postfix_str(f"{len(todo)} regions on the cluster", refresh=True)
+    n_compute = sum(not v for _, v in plan)
+    bar.set_postfix_str(
+        f"{n_compute} regions to compute, {len(plan) - n_compute} to verify, on the cluster",
+        refresh=True,
+    )
     futures = {
         client.submit(
             _remote_region,
@@ -485,11 +642,12 @@ def _run_on_cluster(client, compute, regions, todo, rs, place, bar, flag, interr
             cache_dir,
             i,
             *regions[i],
-            key=f"rollax-region-{digest[:12]}-{i}",
+            verify,
+            key=f"rollax-{'verify' if verify else 'region'}-{digest[:12]}-{i}",
             pure=False,
             retries=2,
         ): i
-        for i in todo
+        for i, verify in plan
     }
     try:
         pending = as_completed(list(futures))
@@ -497,10 +655,7 @@ def _run_on_cluster(client, compute, regions, todo, rs, place, bar, flag, interr
             batch = pending.next_batch(block=False)
             for fut in batch:
                 i = futures[fut]
-                part = fut.result()
-                if rs is not None:
-                    rs.save(i, part)
-                place(i, part)
+                place(fut.result())
                 bar.update(regions[i][1] - regions[i][0])
             if flag["sig"] is not None:
                 raise interrupted()
@@ -509,6 +664,28 @@ def _run_on_cluster(client, compute, regions, todo, rs, place, bar, flag, interr
     except BaseException:
         client.cancel(list(futures))
         raise
+
+
+def check_region_fits(width: int, row_bytes: int, client=None) -> None:
+    """Refuse (one-line ``MemoryError``) a region whose results would not fit where it is
+    computed: this process's available memory, or the smallest memory limit of the
+    cluster's workers."""
+    need = 2 * int(width) * int(row_bytes)  # the kernel's outputs and their host copy
+    if client is None:
+        have, where = _available_memory(), "this process"
+    else:
+        try:
+            info = client.scheduler_info().get("workers", {})
+            limits = [int(w.get("memory_limit") or 0) for w in info.values()]
+            limits = [m for m in limits if m > 0]
+        except Exception:  # noqa: BLE001 - no limit known: no claim
+            limits = []
+        have, where = (min(limits), "the smallest worker") if limits else (None, "")
+    if have is not None and need > have:
+        raise MemoryError(
+            f"a region of {width:,} starts needs about {_size(need)} of memory for its "
+            f"results, but {where} has {_size(have)}: give a smaller chunk_size"
+        )
 
 
 def check_disk(store, n: int, row_bytes: int) -> None:

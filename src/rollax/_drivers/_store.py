@@ -151,9 +151,15 @@ def _what_differs(path: Path, old: Mapping, record: Mapping, new: "RegionStore",
     if old.get("shape") == record["shape"] and list(old.get("block") or []) != record["block"]:
         parts.append(f"chunk_size: regions {old.get('block')} -> {record['block']}")
     if not parts:
-        diff = sorted(k for k in record if old.get(k) != record[k])
+        diff = sorted(k for k in record if old.get(k) not in (record[k], None) and k != "key")
+        if diff:
+            return f"its {', '.join(diff)} differ"
+        # the options a user gives are the same: what differs is what rollax adds to the
+        # sweep's identity (its version, the solver's defaults)
         return (
-            f"its {', '.join(diff)} differ: key {old.get('key')!r}, this sweep's {record['key']!r}"
+            "the same options, computed by another rollax version or with other defaults "
+            f"(solver, n_samples, dt_max, the kernel's version): key {old.get('key')!r}, this "
+            f"sweep's {record['key']!r}"
         )
     return "what differs: " + ", ".join(parts)
 
@@ -297,20 +303,34 @@ class RegionStore:
                 )
         with naming_file(path), _locked(path):
             old = None
+            damage = None
             if (path / "zarr.json").exists():
                 try:
                     old = dict(zarr.open_group(str(path), mode="r").attrs).get("rollax_store")
-                except Exception:  # noqa: BLE001 - an unreadable store is replaced
-                    old = {"key": "(unreadable)"}
+                except Exception as err:  # noqa: BLE001 - an unreadable store is replaced
+                    old, damage = {}, f"{path / 'zarr.json'} cannot be read ({_why(err)})"
+                if isinstance(old, dict) and damage is None:
+                    damage = _damage(path, old)
             if old is None and any(p.name != _LOCK for p in path.iterdir()):
                 raise ValueError(
                     f"store = {str(path)!r} is not allowed: it is a directory that holds no "
                     f"rollax sweep store (its files would be replaced); give a new path, or the "
                     f"store of an earlier run to resume it"
                 )
-            same = isinstance(old, dict) and {k: old.get(k) for k in record} == record
+            same = (
+                damage is None
+                and isinstance(old, dict)
+                and {k: old.get(k) for k in record} == record
+            )
             if not same:
-                if old is not None:
+                if damage is not None:
+                    warnings.warn(
+                        f"store {path} is damaged: {damage}; replacing it with this sweep's "
+                        f"(every region is computed again)",
+                        StoreWarning,
+                        stacklevel=_user_stacklevel(),
+                    )
+                elif old is not None:
                     if isinstance(old, dict):
                         what = (
                             "another sweep (" + _what_differs(path, old, record, self, coords) + ")"
@@ -352,6 +372,66 @@ class RegionStore:
         self._dims = dims
         self._coords = tuple(coords or {})
         return self
+
+    @classmethod
+    def attach(
+        cls,
+        path: str | os.PathLike,
+        key: str,
+        shape,
+        chunk_size: int,
+        *,
+        dims: tuple[str, ...] | None = None,
+        coords: Mapping[str, Any] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        describe: Describe | None = None,
+    ) -> "RegionStore":
+        """The store at ``path`` that :meth:`open` made, for :meth:`load` and :meth:`save`
+        only (on a Dask worker): nothing is created, checked or replaced."""
+        self = cls(Path(path), key, shape, chunk_size, describe or _no_description, {})
+        if dims is not None:
+            self._dims = tuple(dims)
+        self._coords = tuple(coords or {})
+        return self
+
+    def spec(self) -> dict[str, Any]:
+        """What :meth:`attach` needs to reach this store from another process."""
+        return dict(
+            path=str(self.path),
+            key=self.key,
+            shape=self.shape,
+            block=self.block,
+            dims=self._dims,
+            coords=self._coords,
+            describe=self.describe,
+        )
+
+    def records(self) -> list:
+        """Every region's 64-byte record (zeros: never written), read at once; a record that
+        cannot be read is its error's name instead."""
+        try:
+            return list(np.asarray(self._g()[_RECORDS][...]))
+        except Exception:  # noqa: BLE001 - a damaged record: read them one by one
+            pass
+        out: list = []
+        for i in range(len(self.regions)):
+            try:
+                out.append(np.asarray(self._g()[_RECORDS][i]))
+            except Exception as err:  # noqa: BLE001
+                out.append(type(err).__name__)
+        return out
+
+    def claims(self, i: int, record) -> str:
+        """What region ``i``'s record (an entry of :meth:`records`) says: ``"missing"``
+        (never finished), ``"done"`` (to be verified by :meth:`load`), or why the region is
+        not trusted (another sweep's or code's, an unreadable record)."""
+        if isinstance(record, str):
+            return f"has an unreadable record ({record})"
+        if not np.asarray(record).any():
+            return "missing"
+        if np.asarray(record, np.uint8)[:32].tobytes() != self._key_digest(i):
+            return "is stale (computed by other code, versions or settings)"
+        return "done"
 
     # -- one region -------------------------------------------------------------------------
 
@@ -432,12 +512,11 @@ class RegionStore:
                         attributes=_jsonable(vattrs),
                     )
                 g.attrs["rollax_store"] = {**rec, "variables": sorted(names)}
-        grid = tuple(s.stop - s.start for s in index)
         k = _RECORDS
         try:
-            for k, v in part.items():
-                v = np.asarray(v)
-                g[k][index] = v.reshape(grid + v.shape[1:])
+            for k in part:
+                self._write(i, k, part[k])
+            # the record last: a region whose writer died before it is never trusted
             k = _RECORDS
             digest = hashlib.sha256(checksum(dict(part)).encode()).digest()
             g[_RECORDS][i] = np.frombuffer(self._key_digest(i) + digest, np.uint8)
@@ -445,6 +524,13 @@ class RegionStore:
             # name the store's chunk (zarr's error may name its private temporary file)
             where = getattr(err, "filename2", None) or str(self.path / k)
             raise OSError(err.errno, err.strerror or str(err), str(where)) from None
+
+    def _write(self, i: int, name: str, v) -> None:
+        """Region ``i``'s rows of one variable (flat) into its zarr chunk."""
+        index = self.regions[i][2]
+        grid = tuple(s.stop - s.start for s in index)
+        v = np.asarray(v)
+        self._g()[name][index] = v.reshape(grid + v.shape[1:])
 
 
 def add_variable(path, name: str, dims, values, attrs: Mapping[str, Any]) -> None:
@@ -483,6 +569,43 @@ def finish(path: str | os.PathLike, attrs: Mapping[str, Any] | None = None) -> N
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # zarr: consolidated metadata is not in v3's spec
             zarr.consolidate_metadata(str(path))
+
+
+def _why(err: BaseException) -> str:
+    """An error in a few words on one line."""
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text[:120]}" if text else type(err).__name__
+
+
+def _damage(path: Path, record: Mapping[str, Any]) -> str | None:
+    """What is damaged in the store at ``path`` (a variable's folder or metadata deleted or
+    unreadable, the records gone), or None: checked on the metadata only, before any work, so
+    that a damaged store is replaced at once and not found broken after the work."""
+    import zarr
+
+    try:
+        g = zarr.open_group(str(path), mode="r")
+    except Exception as err:  # noqa: BLE001
+        return f"{path / 'zarr.json'} cannot be read ({_why(err)})"
+    for name in [_RECORDS, *record.get("variables", [])]:
+        meta = path / name / "zarr.json"
+        if not meta.exists():
+            return f"{meta} is missing"
+        try:
+            g[name]
+        except Exception as err:  # noqa: BLE001
+            return f"{meta} cannot be read ({_why(err)})"
+    return None
+
+
+def open_dataset(path: str | os.PathLike):
+    """The sweep's dataset in the store at ``path``, lazily (``xarray.open_zarr``: dask arrays,
+    one chunk per region), its record (``rollax_store``) among the attributes."""
+    import xarray as xr
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Object at .* is not recognized")
+        return xr.open_zarr(str(path), consolidated=True)
 
 
 def _fill(dtype):

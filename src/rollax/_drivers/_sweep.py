@@ -23,7 +23,7 @@ import threading
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence, cast, overload
 
 import equinox as eqx
 import jax
@@ -131,7 +131,17 @@ class SweepResult:
     :attr:`dataset` is the labelled result, an ``xarray.Dataset``; the result reads as it
     wherever it defines nothing itself: ``res["t_end"]``, ``res.sel(beta=1.2)``, ``res.attrs``,
     ``res.to_zarr(path)``. Its own fields are the arrays of the runs (``outcome``, the
-    ``solution`` fields, the ``summary``) and the ``system`` and ``axes`` they came from."""
+    ``solution`` fields, the ``summary``) and the ``system`` and ``axes`` they came from.
+
+    A sweep with a ``store`` whose results exceed :data:`LAZY_BYTES` (256 MiB; or any, with
+    ``lazy=True``) returns a result backed by it: the dataset is ``xarray.open_zarr(store)``
+    and the arrays are dask arrays that read the store only where they are used
+    (``res.sel(...)``, ``np.asarray(res.outcome[:10])``), so that a sweep of any size returns
+    without loading it (another sweep into the same store changes what it reads). A smaller
+    one is read into memory from the store at the end. :meth:`counts` is the regions' own
+    counts, summed, and ``counts(by=axis)`` streams through the store. ``work`` says where the
+    regions ran: ``computed`` and ``loaded`` (verified in the store) and, per process
+    (``"pid@host"``), its regions, XLA compiles and compile-cache hits."""
 
     system: AbstractSystem
     axes: tuple[Axis, ...]
@@ -139,6 +149,8 @@ class SweepResult:
     solution: dict[str, np.ndarray]  # the fields of rollax.Solution per run
     summary: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # see sweep()
     dataset: Any = None  # the labelled results: an xarray.Dataset (see sweep())
+    tallies: dict[str, int] | None = None  # runs per outcome, summed from the regions' counts
+    work: dict[str, Any] | None = None  # regions computed and loaded, and per worker process
 
     def __getitem__(self, name):
         """A variable or coordinate of :attr:`dataset` (``res["t_end"]``, ``res["beta"]``)."""
@@ -179,20 +191,55 @@ class SweepResult:
         """The runs as one :class:`rollax.Solution` with the grid's shape first (for
         :func:`rollax.classify` and the other functions of a solution)."""
         self._solution_kept("as_solution()")
-        fields = {f: self.solution[f] for f in _FIELDS}
-        # (NumPy arrays, which Solution's annotations, JAX arrays, leave out)
-        return Solution(**fields, ys=self.solution.get("ys"), events=self.events)  # pyright: ignore[reportArgumentType]
+        # (NumPy arrays, which Solution's annotations, JAX arrays, leave out; a result in a
+        # store is read here: a solution is in memory)
+        fields = {f: np.asarray(self.solution[f]) for f in _FIELDS}
+        ys = self.solution.get("ys")
+        return Solution(**fields, ys=None if ys is None else np.asarray(ys), events=self.events)  # pyright: ignore[reportArgumentType]
 
     @property
     def events(self) -> EventLog | None:
         """The runs' event logs (``save_events``) with the grid's shape first, or None."""
-        log = {k[len("events.") :]: v for k, v in self.solution.items() if k.startswith("events.")}
+        log = {
+            k[len("events.") :]: np.asarray(v)
+            for k, v in self.solution.items()
+            if k.startswith("events.")
+        }
         return EventLog(**log) if log else None  # pyright: ignore[reportArgumentType]  (NumPy arrays)
 
-    def counts(self) -> dict[str, int]:
-        """Runs per outcome (by the names of the system's ``outcomes`` enumeration)."""
+    @overload
+    def counts(self, by: None = None) -> dict[str, int]: ...
+
+    @overload
+    def counts(self, by: str) -> Any: ...
+
+    def counts(self, by: str | None = None):
+        """Runs per outcome (by the names of the system's ``outcomes`` enumeration).
+
+        ``by``: an axis's name: the runs per outcome at each of its values, an
+        ``xarray.DataArray`` of dimensions ``(by, "outcome")``, computed chunk by chunk (on the
+        cluster's workers when a Dask client is the default)."""
         names = self.system.outcomes or Status
-        return {m.name.lower(): int(np.sum(self.outcome == m.value)) for m in names}
+        if by is None:
+            if self.tallies is not None:
+                return dict(self.tallies)
+            return {m.name.lower(): int(np.sum(self.outcome == m.value)) for m in names}
+        dims = [a.name for a in self.axes]
+        if by not in dims:
+            raise ValueError(f"by = {by!r} is not allowed: it must be one of the axes {dims}")
+        import xarray as xr
+
+        oc = self.dataset["outcome"] if self.dataset is not None else None
+        if oc is None:
+            oc = xr.DataArray(np.asarray(self.outcome), dims=dims)
+        codes = xr.DataArray([m.value for m in names], dims="outcome")
+        counts = (oc == codes).sum([d for d in dims if d != by]).transpose(by, "outcome")
+        counts = counts.compute().astype(np.int64)
+        counts = counts.assign_coords(
+            {by: self.axes[dims.index(by)].values, "outcome": [m.name.lower() for m in names]}
+        )
+        counts.attrs.update(units="1", long_name=f"runs per outcome at each {by}")
+        return counts
 
     def save(self, path: str | os.PathLike, format: str | None = None) -> Path:
         """Write :attr:`dataset` to ``path``: a zarr store (``format="zarr"``, or a path ending
@@ -249,6 +296,7 @@ def sweep(
     progress: bool = True,
     summary=None,
     keep_solution: bool = True,
+    lazy: bool | None = None,
     **solver_options,
 ) -> SweepResult:
     """Run ``system`` over the grid of ``axes`` (the Cartesian product of the axes, row-major,
@@ -284,7 +332,11 @@ def sweep(
     (where the starts run is not part of the sweep's identity); a store of another sweep is
     replaced, but only after every setting has been checked; ``xarray.open_zarr(store)`` reads
     the result. ``client``: a ``dask.distributed.Client``: each region is a task on its
-    workers (``pip install "rollax[distributed]"``), with the same results. ``attrs``: more
+    workers (``pip install "rollax[distributed]"``), with the same results: each worker
+    verifies or computes its regions and writes them into the store itself, and the client
+    receives only their counts, so that it never holds more than a region's results.
+    ``lazy``: return a result that reads the store (see :class:`SweepResult`; default: when
+    the results exceed :data:`LAZY_BYTES`). ``attrs``: more
     dataset attributes. The starts are built region by region; a grid whose results would not
     fit in memory (or its store on disk) is refused up front (``MemoryError``, ``OSError``).
     SIGINT/SIGTERM raise :class:`rollax.SweepInterrupted` within about a tenth of a second,
@@ -350,6 +402,12 @@ def sweep(
                 UserWarning,
                 stacklevel=2,
             )
+    if lazy is not None and not isinstance(lazy, bool):
+        raise ValueError(f"lazy = {lazy!r} is not allowed: it must be True, False or None")
+    if lazy and store is None:
+        raise ValueError(
+            "lazy = True is not allowed without a store: a lazy result reads the store"
+        )
     if not isinstance(keep_solution, bool):
         raise ValueError(
             f"keep_solution = {keep_solution!r} is not allowed: it must be True or False"
@@ -574,7 +632,17 @@ def sweep(
     # the labelled dataset's library loaded beside the kernel: imported after the bar it held
     # a full bar for 3-4 s on a loaded machine (issue 56)
     threading.Thread(target=_warm_xarray, daemon=True).start()
-    out = run_chunked(
+    codes = tuple(int(m.value) for m in (system.outcomes or Status))
+    row_bytes = _row_bytes(
+        system,
+        summary,
+        int(solver_options.get("save_events") or 0),
+        keep_solution,
+        int(np.size(solver_options["ts"])) if solver_options.get("ts") is not None else 0,
+    )
+    if lazy is None:
+        lazy = store is not None and n * row_bytes > LAZY_BYTES
+    res = run_chunked(
         run,
         points,
         n=n,
@@ -585,29 +653,51 @@ def sweep(
         store_options=dict(
             dims=tuple(a.name for a in axes), coords=coords, attrs=meta, describe=labels.describe
         ),
-        row_bytes=_row_bytes(
-            system,
-            summary,
-            int(solver_options.get("save_events") or 0),
-            keep_solution,
-            int(np.size(solver_options["ts"])) if solver_options.get("ts") is not None else 0,
-        ),
+        row_bytes=row_bytes,
         progress=progress,
         desc=type(system).__name__,
         client=client,
+        keep=store is None,
+        tally=_Tally(codes),
     )
+    names_ = system.outcomes or Status
+    tallies = {m.name.lower(): int(res.tallies["outcome"][k]) for k, m in enumerate(names_)}
+    work = dict(computed=res.computed, loaded=res.loaded, workers=res.workers)
     if store is not None:
-        from rollax._drivers._store import finish
+        from rollax._drivers._store import finish, open_dataset
 
         finish(store)
-    dataset = _dataset(out, shape, axes, coords, meta, labels)
-    raw = labels.unlabel(out)
-    outcome = raw.pop("outcome").reshape(shape)
-    grid = {k: v.reshape(shape + v.shape[1:]) for k, v in raw.items()}
+        # the result stays in the store: dask arrays that read it where they are used (or,
+        # small, read into memory at once: a snapshot that a later sweep into the same store
+        # does not change)
+        dataset = open_dataset(store)
+        if not lazy:
+            dataset = dataset.load()
+        arrays = {k: dataset[k].data for k in dataset.attrs.pop("rollax_store")["variables"]}
+        grid = labels.unlabel(arrays)
+    else:
+        dataset = _dataset(res, shape, axes, coords, meta, labels)
+        raw = labels.unlabel(res)
+        grid = {k: v.reshape(shape + v.shape[1:]) for k, v in raw.items()}
+    outcome = grid.pop("outcome")
     extra = {k[len("summary.") :]: v for k, v in grid.items() if k.startswith("summary.")}
     sol = {k: v for k, v in grid.items() if not k.startswith("summary.")}
-    return SweepResult(system, axes, outcome, sol, extra, dataset)
+    return SweepResult(system, axes, outcome, sol, extra, dataset, tallies, work)
 
+
+class _Tally:
+    """A region's runs per outcome code (picklable: computed where the region is)."""
+
+    def __init__(self, codes: tuple[int, ...]):
+        self.codes = codes
+
+    def __call__(self, part: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        oc = np.asarray(part["outcome"])
+        return {"outcome": np.array([np.count_nonzero(oc == c) for c in self.codes], np.int64)}
+
+
+#: Results larger than this (bytes in memory) come back lazily from a sweep's store by default
+LAZY_BYTES = 256 * 2**20
 
 #: Solver options that say where the starts run, not what is computed: left out of the key
 _PLACEMENT = ("lanes", "devices")
@@ -781,7 +871,36 @@ def _row_bytes(
     fields = 8 + 8 * d + 4 + 8 * system.n_aux + 4 + 4 + 12 * n_ev + 4 + 4 + 4
     row = 4 + (fields if keep_solution else 0)  # the outcome, then the Solution's fields
     log = 4 + save_events * (8 + 4 + 4 + 8 + 4 + 16 * d) if save_events else 0
-    return row + log + 8 * n_ts * d + (128 if summary is not None else 0)
+    return row + log + 8 * n_ts * d + (_summary_bytes(system, summary) if summary else 0)
+
+
+def _summary_bytes(system: AbstractSystem, summary) -> int:
+    """Bytes per run of what ``summary`` returns (its shapes and dtypes, traced abstractly on
+    one run); 128 when it cannot be traced so."""
+    from rollax._core._solution import Solution
+
+    n, d, p = system.event_set.n, system.state_dim, system.n_aux
+    i32 = jax.ShapeDtypeStruct((), jnp.int32)
+    f64 = jax.ShapeDtypeStruct((), jnp.float64)
+    shapes = dict(
+        t=f64,
+        y=jax.ShapeDtypeStruct((d,), jnp.float64),
+        mode=i32,
+        aux=jax.ShapeDtypeStruct((p,), jnp.float64),
+        status=i32,
+        event=i32,
+        counts=jax.ShapeDtypeStruct((n,), jnp.int32),
+        t_first=jax.ShapeDtypeStruct((n,), jnp.float64),
+        steps=i32,
+        resets=i32,
+        rejected=i32,
+    )
+    try:
+        # (the Solution built from the traced values: its fields' checks take arrays)
+        out = jax.eval_shape(lambda f: summary(system, Solution(**f)), shapes)
+        return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(out))
+    except Exception:  # noqa: BLE001 - a summary that cannot be traced alone: a generous bound
+        return 128
 
 
 def _warm_xarray() -> None:

@@ -90,9 +90,13 @@ class BasinMap:
     dataset: Any = (
         None  # the labelled map (xarray.Dataset): the sweep's, with the basin's attributes
     )
+    tallies: dict[str, int] | None = None  # starts per outcome, from the sweep's regions
+    work: dict[str, Any] | None = None  # where the regions ran (rollax.SweepResult.work)
 
     def counts(self) -> dict[str, int]:
-        """Number of starts per outcome."""
+        """Number of starts per outcome (for a map in a store, the regions' own counts)."""
+        if self.tallies is not None:
+            return {name: int(self.tallies.get(name, 0)) for name in OUTCOMES}
         return {name: int(np.sum(self.outcome == k)) for k, name in enumerate(OUTCOMES)}
 
     def steady_betas(self) -> list[float]:
@@ -194,7 +198,9 @@ class BasinMap:
         ns = int(ds.attrs.get("n_samples", -1))
 
         def var(k):
-            return np.asarray(ds[k].values) if k in ds else None
+            # a dataset read lazily (xarray.open_zarr: dask arrays) stays lazy: a map of any
+            # size is drawn and counted without loading it
+            return _array(ds[k]) if k in ds else None
 
         def axis(name):
             v = np.asarray(ds[name].values, float)
@@ -208,11 +214,11 @@ class BasinMap:
             t_max=float(ds.attrs["t_max"]),
             rtol=float(ds.attrs["rtol"]),
             atol=float(ds.attrs["atol"]),
-            outcome=np.asarray(ds["outcome"].values).astype(np.int8),
-            t_end=np.asarray(ds["t_end"].values),
-            recontact=np.asarray(ds["recontact"].values).astype(bool),
-            period=np.asarray(ds["period"].values),
-            steps=np.asarray(ds["steps"].values),
+            outcome=_array(ds["outcome"]).astype(np.int8),
+            t_end=_array(ds["t_end"]),
+            recontact=_array(ds["recontact"]).astype(bool),
+            period=_array(ds["period"]),
+            steps=_array(ds["steps"]),
             slip=slip,
             switches=var("switches"),
             t_slip=var("t_slip"),
@@ -244,20 +250,32 @@ class BasinMap:
         if figure:
             import xarray as xr
 
-            from rollax.plot import plot_basin
-
             with (
                 xr.open_zarr(path) if format == "zarr" else xr.open_dataset(path, engine="scipy")
             ) as ds:
-                drawn = BasinMap.from_dataset(ds.load())
-            png = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.png"
-            try:
-                with naming_file(out / "basin.png"):
-                    plot_basin(drawn, png, steady=drawn.steady_betas())
-                os.replace(png, out / "basin.png")
-            finally:
-                png.unlink(missing_ok=True)
+                drawn = BasinMap.from_dataset(ds)
+                drawn.tallies = self.counts()
+                _draw(drawn, out)
         return path
+
+
+def _draw(drawn: "BasinMap", out: Path) -> None:
+    """``basin.png`` in ``out``, written whole or not at all."""
+    from rollax.plot import plot_basin
+
+    png = out / f".basin.{os.getpid()}.{secrets.token_hex(4)}.png"
+    try:
+        with naming_file(out / "basin.png"):
+            plot_basin(drawn, png, steady=drawn.steady_betas())
+        os.replace(png, out / "basin.png")
+    finally:
+        png.unlink(missing_ok=True)
+
+
+def _array(v):
+    """A variable's data: its dask array where it is read lazily, else a NumPy array."""
+    data = v.data
+    return data if hasattr(data, "dask") else np.asarray(v.values)
 
 
 SUMMARY_NAMES = {
@@ -407,6 +425,7 @@ def basin_map(
     slip=None,
     n_samples: int | None = None,
     backend: str = "auto",
+    lazy: bool | None = None,
 ) -> BasinMap:
     """Outcome map of a 2-D section of rolling starts (Figs. 11-13, Sect. 5.1): a preset of
     :func:`rollax.sweep` over the rim's system (:class:`rollax.systems.RimRolling`, or
@@ -422,6 +441,9 @@ def basin_map(
     ``n_samples``: event samples per step (default: the system's, 4; with 8 no F2 dip of the
     Figs. 11-13 panels is missed, see the README's event semantics). ``backend``: the
     ensemble path (:func:`rollax.solve_ensemble`: ``"auto"``, ``"queue"`` or ``"fused"``).
+    ``lazy``: a map in a store is returned reading it (dask arrays: counted, sliced and drawn
+    without loading it); default: when its results exceed 256 MiB (about 12 million starts;
+    :func:`rollax.sweep`).
     """
     rim = Rim() if rim is None else rim
     fixed = dict(fixed) if fixed is not None else {"omega2": 35.0, "omega3": 10.0}
@@ -455,6 +477,7 @@ def basin_map(
         keep_solution=False,
         n_samples=n_samples,
         backend=backend,
+        lazy=lazy,
         **_options(system, max_steps, lanes, devices, rtol, atol),
     )
     out = res.summary
@@ -479,7 +502,16 @@ def basin_map(
         t_slip=out["t_slip"] if slip is not None else None,
         n_samples=int(system.n_samples if n_samples is None else n_samples),
         dataset=ds,
+        tallies=None if store is None else _basin_tallies(res.counts()),
+        work=res.work,
     )
+
+
+def _basin_tallies(counts: Mapping[str, int]) -> dict[str, int]:
+    """The sweep's runs per outcome by the basin map's names (:data:`OUTCOMES`)."""
+    from rollax.models.outcomes import RimOutcome
+
+    return {OUTCOMES[int(m.value)]: int(counts.get(m.name.lower(), 0)) for m in RimOutcome}
 
 
 def preset(name: str, dissipation: str = "none", rim: Rim | None = None) -> tuple[Rim, dict]:

@@ -255,27 +255,66 @@ def cluster(args):
             client = stack.enter_context(Client(cl))
         else:
             assert address is not None
-            _reachable(address)
+            given = address
+            if os.path.isfile(address):
+                address = _scheduler_file(address)
+            _reachable(address, given)
             try:
-                if os.path.isfile(address):
-                    client = Client(scheduler_file=address, timeout=30)
-                else:
-                    client = Client(address, timeout=30)
+                client = Client(address, timeout=30)
             except (OSError, TimeoutError, ValueError) as err:
                 msg = " ".join(str(err).split())
                 raise ValueError(
-                    f"--scheduler = {address!r}: cannot connect to a Dask scheduler there ({msg})"
+                    f"--scheduler = {given!r}: cannot connect to a Dask scheduler there ({msg})"
                 ) from None
             stack.enter_context(client)
         yield client
 
 
-def _reachable(address: str) -> None:
+def _scheduler_file(path: str) -> str:
+    """The address in a Dask scheduler file (JSON with an ``"address"``), or a one-line
+    ``ValueError`` naming the file (distributed's own reading ends in a traceback)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        why = getattr(err, "strerror", None) or type(err).__name__
+        raise ValueError(
+            f"--scheduler = {path!r} is not a Dask scheduler file: it cannot be read as JSON "
+            f"({why}); give the file the scheduler wrote (dask scheduler --scheduler-file) or "
+            f"tcp://HOST:PORT"
+        ) from None
+    address = info.get("address") if isinstance(info, dict) else None
+    if not isinstance(address, str) or "://" not in address:
+        raise ValueError(
+            f"--scheduler = {path!r} is not a Dask scheduler file: it holds no scheduler "
+            f'"address" (got {_short(info)}); give the file the scheduler wrote (dask '
+            f"scheduler --scheduler-file) or tcp://HOST:PORT"
+        )
+    return address
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: seconds a scheduler has to send its handshake after the connection is made
+HANDSHAKE_SECONDS = 5.0
+
+
+def _reachable(address: str, given: str | None = None) -> None:
     """Refuse at once (one-line ``ValueError``) a ``tcp://host:port`` scheduler address that
-    nothing listens on (Dask's client would retry it for its whole timeout)."""
+    nothing listens on (Dask's client would retry it for its whole timeout), or where
+    something else listens: a Dask scheduler sends its handshake as soon as a connection is
+    made (its length and a small frame count first); a service that sends nothing left Dask's client waiting
+    for ever, and one that sends text had it try to allocate exabytes for a frame."""
     import socket
+    import struct
     from urllib.parse import urlsplit
 
+    given = address if given is None else given
     if not address.startswith("tcp://"):
         return
     try:
@@ -285,15 +324,40 @@ def _reachable(address: str) -> None:
         host = port = None
     if not host or not port:
         raise ValueError(
-            f"--scheduler = {address!r} is not allowed: give tcp://HOST:PORT or a scheduler file"
+            f"--scheduler = {given!r} is not allowed: give tcp://HOST:PORT or a scheduler file"
         )
     try:
-        socket.create_connection((host, port), timeout=5).close()
+        conn = socket.create_connection((host, port), timeout=5)
     except OSError as err:
         raise ValueError(
-            f"--scheduler = {address!r}: cannot connect to a Dask scheduler there "
+            f"--scheduler = {given!r}: cannot connect to a Dask scheduler there "
             f"({err.strerror or err})"
         ) from None
+    head = b""
+    try:
+        conn.settimeout(HANDSHAKE_SECONDS)
+        while len(head) < 16:
+            got = conn.recv(16 - len(head))
+            if not got:
+                break
+            head += got
+    except OSError:
+        pass
+    finally:
+        conn.close()
+    if len(head) < 16:
+        raise ValueError(
+            f"--scheduler = {given!r}: something listens there but it is not a Dask scheduler "
+            f"(it sent {'nothing' if not head else repr(head)} within {HANDSHAKE_SECONDS:g} s of "
+            f"connecting)"
+        )
+    # (distributed's TCP framing: the message's length, then its number of frames)
+    size, frames = struct.unpack("<QQ", head)
+    if not (16 <= size <= 1 << 24 and 1 <= frames <= 64):
+        raise ValueError(
+            f"--scheduler = {given!r}: something listens there but it is not a Dask scheduler "
+            f"(it sent {head!r}, not a Dask handshake)"
+        )
 
 
 def add_sweep_output_arguments(p, name: str) -> None:

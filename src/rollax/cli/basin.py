@@ -225,8 +225,6 @@ def run(args) -> int:
         )
     elapsed = time.perf_counter() - t0
     path = bmap.save(args.out, format=args.format)
-    if store != final:
-        shutil.rmtree(store, ignore_errors=True)
     summary = {
         "out": str(path),
         "figure": str(path.with_suffix(".png")),
@@ -243,6 +241,8 @@ def run(args) -> int:
         summary["slipped"] = int(np.sum(bmap.switches > 0))
         summary["max_switches"] = int(bmap.switches.max())
         summary["mean_slip_time"] = float(bmap.t_slip.mean())
+    if store != final:  # (after the summary: a map in a store is read from it)
+        shutil.rmtree(store, ignore_errors=True)
     if args.json:
         print(dumps(summary, indent=2))
     else:
