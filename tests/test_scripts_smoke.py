@@ -41,6 +41,7 @@ SLOW = {
     "benchmarks/bench_bounce_fit.py": "about 100 s: the full shot's Jacobian compiles (measured)",
     "benchmarks/bench_design.py": "about 60 s: the batched information compiles per width, and its gradient",
     "benchmarks/bench_dask.py": "38 s: a local Dask cluster's workers each compile the map",
+    "benchmarks/bench_dask_scale.py": "90 s: three local Dask clusters and two one-process maps",
     "benchmarks/bench_entry_points.py": "about 40 s: two fresh processes, each compiling a solve",
     "benchmarks/bench_first_answer.py": "46 s: two fresh processes, each compiling a gradient",
     "benchmarks/bench_gradients.py": "102 s: one process per case and integrator, each compiling",

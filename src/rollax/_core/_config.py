@@ -8,6 +8,7 @@ session calls itself when it wants the same set-up.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 
@@ -175,7 +176,10 @@ def share_cpu_cache_keys() -> None:
     The topology is replaced, for CPU programs only, by what the program runs on: the
     device kind and count of the program's own devices, and the host CPU's model and
     instruction-set flags (an executable compiled for other CPU features must not be loaded).
-    A JAX without that private function is left alone."""
+    It applies to every CPU program of the process, rollax's or not. A JAX without that private
+    function is left alone; ``ROLLAX_SHARE_CPU_CACHE_KEYS=0`` leaves JAX's key as it is."""
+    if os.environ.get("ROLLAX_SHARE_CPU_CACHE_KEYS", "1").strip().lower() in ("0", "off", "no"):
+        return
     try:
         from jax._src import cache_key
     except ImportError:  # pragma: no cover - another JAX: its own key
@@ -197,6 +201,7 @@ def share_cpu_cache_keys() -> None:
     cache_key._hash_accelerator_config = hashed
 
 
+@functools.lru_cache(maxsize=1)
 def _cpu_identity() -> str:
     """The host CPU's architecture, model and feature flags (``/proc/cpuinfo``'s first
     processor; the machine and processor names elsewhere)."""

@@ -10,9 +10,11 @@ dataset). A sweep that is killed or interrupted and restarted with the same argu
 the finished regions back, after verifying them, instead of computing them again.
 
 With a Dask client (``client``) each region is one task, run on the cluster's workers
-(:func:`_remote_region`); the results come back through the client and are written to the store
-here. A lost worker's region is run again elsewhere by Dask's scheduler, with the same result
-(a region's result depends on its starts only). The bar counts finished regions.
+(:func:`_remote_region`): the worker verifies the region in the store or computes it and
+writes it there, and only its tallies (counts) come back, unless the results are kept in
+memory (no store). A lost worker's region is run again elsewhere by Dask's scheduler, with
+the same result (a region's result depends on its starts only). The bar counts finished
+regions.
 
 SIGINT and SIGTERM during :func:`run_chunked` (in the main thread) stop it within about a
 tenth of a second: each region runs in a worker thread (or on the cluster) while the main thread
@@ -20,7 +22,7 @@ polls a flag, the finished regions are kept, and :class:`SweepInterrupted` (a
 ``KeyboardInterrupt``) is raised with a one-line message saying how to resume. The interrupted
 region's computation is abandoned: in this process it stops at its next progress report (within
 about a second for the ensemble kernel, which reports between slices of its loop); on a cluster
-its tasks are cancelled.
+the tasks not yet started are cancelled (a running one finishes, and writes its region).
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ import functools
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import signal
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -204,7 +208,8 @@ def check_fits(n: int, row_bytes: int, what: str = "sweep") -> None:
 
 
 def chunk_width(n: int, chunk_size: int) -> int:
-    """Rows per chunk for ``n`` starts: ``chunk_size`` when the sweep needs several chunks;
+    """Rows per chunk for ``n`` starts that fit in one chunk (a sweep of several regions pads
+    them to its largest region, a whole number of trailing rows: see :func:`run_chunked`);
     otherwise the smallest size class ``2^k * (1, 1.25, 1.5, 1.75)`` that holds the ``n``
     starts, at least 4096 and at most ``chunk_size``.
 
@@ -269,7 +274,7 @@ def run_chunked(
     Whoever computes a region writes it: this process, or the Dask worker that ran it
     (``client``), and a region found in the store is verified there too, so that with
     ``keep=False`` no more than a region's results are ever in this process. ``keep``: return
-    the whole result in memory (``Chunked.arrays``). ``tally(part)``: small per-region
+    the whole result in memory (the :class:`Chunked`'s items). ``tally(part)``: small per-region
     summaries (counts), computed where the region is and summed here. ``row_bytes``: bytes of
     results per start, to refuse up front (one-line ``MemoryError``, or ``OSError`` for the
     disk) a sweep whose results would not fit where they are kept. ``client``: a
@@ -365,7 +370,8 @@ def run_chunked(
             sums[k] = sums[k] + v if k in sums else np.asarray(v).copy()
         w = workers.setdefault(res["worker"], dict(regions=0, compiles=0, cache_hits=0))
         w["regions"] += 1
-        w["compiles"], w["cache_hits"] = res["compiles"], res["cache_hits"]
+        w["compiles"] += res["compiles"]
+        w["cache_hits"] += res["cache_hits"]
         loaded += bool(res["loaded"])
         computed += not res["loaded"]
         done += 1
@@ -496,7 +502,6 @@ class _Region:
     def __init__(self, compute: _Compute, store: Mapping[str, Any] | None, tally, keep: bool):
         self.compute, self.store, self.tally, self.keep = compute, store, tally, keep
         self._rs = None
-        self._base = compile_counts()  # (compiles are counted from here, in each process)
 
     def _region_store(self):
         if self.store is None:
@@ -512,18 +517,19 @@ class _Region:
         return self._rs
 
     def __call__(self, i, lo, hi, verify, report=None, *, verify_only=False):
+        base = compile_counts()  # (this task's compiles: what it adds)
         rs = self._region_store()
         why = ""
         if verify and rs is not None:
             part, why = rs.load(i)
             if part is not None:
-                return self._done(i, part, True, "")
+                return self._done(i, part, True, "", base)
             if verify_only:
                 return dict(i=i, part=None, failed=why)
         part = self.compute(i, lo, hi, report)
         if rs is not None:
             rs.save(i, part)
-        return self._done(i, part, False, why if why != "is missing" else "")
+        return self._done(i, part, False, why if why != "is missing" else "", base)
 
     @staticmethod
     def _who() -> str:
@@ -531,8 +537,8 @@ class _Region:
 
         return f"{os.getpid()}@{socket.gethostname()}"
 
-    def _done(self, i, part, loaded: bool, why: str) -> dict[str, Any]:
-        counts = {k: v - self._base[k] for k, v in compile_counts().items()}
+    def _done(self, i, part, loaded: bool, why: str, base) -> dict[str, Any]:
+        counts = {k: v - base[k] for k, v in compile_counts().items()}
         return dict(
             i=i,
             part=part if self.keep else None,
@@ -548,11 +554,11 @@ class _Region:
         return dict(compute=self.compute, store=self.store, tally=self.tally, keep=self.keep)
 
     def __setstate__(self, state):
-        self.__dict__.update(state, _rs=None, _base=compile_counts())
+        self.__dict__.update(state, _rs=None)
 
 
 _COUNTS = {"compiles": 0, "cache_hits": 0, "on": False}
-_COUNTS_LOCK = threading.Lock()
+_COUNTS_LOCK = threading.RLock()
 
 
 def compile_counts() -> dict[str, int]:
@@ -560,17 +566,21 @@ def compile_counts() -> dict[str, int]:
     (JAX's monitoring events: a backend compile that the cache served is a hit, not a
     compile)."""
     with _COUNTS_LOCK:
-        if not _COUNTS["on"]:
+        # (a process without JAX compiles nothing: importing it here took a pure-NumPy run's
+        # signal handling 4.5 s)
+        if not _COUNTS["on"] and "jax" in sys.modules:
             import jax.monitoring
 
             def on_event(event: str, **kw) -> None:
                 if event == "/jax/compilation_cache/cache_hits":
-                    _COUNTS["cache_hits"] += 1
-                    _COUNTS["compiles"] -= 1  # (its backend event is counted below)
+                    with _COUNTS_LOCK:
+                        _COUNTS["cache_hits"] += 1
+                        _COUNTS["compiles"] -= 1  # (its backend event is counted below)
 
             def on_duration(event: str, duration_secs: float, **kw) -> None:
                 if event == "/jax/core/compile/backend_compile_duration":
-                    _COUNTS["compiles"] += 1
+                    with _COUNTS_LOCK:
+                        _COUNTS["compiles"] += 1
 
             jax.monitoring.register_event_listener(on_event)
             jax.monitoring.register_event_duration_secs_listener(on_duration)
@@ -628,7 +638,11 @@ def _run_on_cluster(client, task, regions, plan, place, bar, flag, interrupted):
     cache_dir = getattr(jax.config, "jax_compilation_cache_dir", None)
     if not getattr(jax.config, "jax_enable_compilation_cache", True):
         cache_dir = None
-    data = client.scatter(payload, broadcast=True)
+    _check_workers(client, task.store)
+    # (unhashed data and keys of this call: a rerun right after a cancel must not meet the
+    # old tasks' keys while the scheduler releases them)
+    data = client.scatter(payload, broadcast=True, hash=False)
+    call = secrets.token_hex(3)
     n_compute = sum(not v for _, v in plan)
     bar.set_postfix_str(
         f"{n_compute} regions to compute, {len(plan) - n_compute} to verify, on the cluster",
@@ -643,7 +657,7 @@ def _run_on_cluster(client, task, regions, plan, place, bar, flag, interrupted):
             i,
             *regions[i],
             verify,
-            key=f"rollax-{'verify' if verify else 'region'}-{digest[:12]}-{i}",
+            key=f"rollax-{'verify' if verify else 'region'}-{digest[:12]}-{call}-{i}",
             pure=False,
             retries=2,
         ): i
@@ -666,6 +680,39 @@ def _run_on_cluster(client, task, regions, plan, place, bar, flag, interrupted):
         raise
 
 
+def _check_workers(client, store) -> None:
+    """Refuse (one line) a cluster whose workers run other rollax code (their regions would
+    never match the client's records: every rerun would compute all again) or cannot see the
+    store (it must be on a filesystem they share, at the same path)."""
+    from rollax._drivers._store import code_fingerprint
+
+    path = None if store is None else store["path"]
+    try:
+        seen = client.run(_worker_view, path)
+    except Exception:  # noqa: BLE001 - no answer: the tasks say what is wrong
+        return
+    mine = code_fingerprint()
+    for addr, (fp, sees) in sorted(seen.items()):
+        if fp != mine:
+            raise ValueError(
+                f"worker {addr} runs other rollax code or versions (fingerprint {fp}, the "
+                f"client's {mine}): install the same rollax, JAX and NumPy on the workers"
+            )
+        if path is not None and not sees:
+            raise ValueError(
+                f"store = {path!r} is not visible on worker {addr}: workers write their regions "
+                f"into the store themselves, so put it on a filesystem every worker shares, at "
+                f"the same path"
+            )
+
+
+def _worker_view(path):
+    """On a worker: its rollax code fingerprint, and whether it sees the store at ``path``."""
+    from rollax._drivers._store import code_fingerprint
+
+    return code_fingerprint(), path is None or os.path.isfile(os.path.join(path, "zarr.json"))
+
+
 def check_region_fits(width: int, row_bytes: int, client=None) -> None:
     """Refuse (one-line ``MemoryError``) a region whose results would not fit where it is
     computed: this process's available memory, or the smallest memory limit of the
@@ -675,7 +722,10 @@ def check_region_fits(width: int, row_bytes: int, client=None) -> None:
         have, where = _available_memory(), "this process"
     else:
         try:
-            info = client.scheduler_info().get("workers", {})
+            try:  # (all workers: some versions list the first 5 by default)
+                info = client.scheduler_info(n_workers=-1).get("workers", {})
+            except TypeError:
+                info = client.scheduler_info().get("workers", {})
             limits = [int(w.get("memory_limit") or 0) for w in info.values()]
             limits = [m for m in limits if m > 0]
         except Exception:  # noqa: BLE001 - no limit known: no claim

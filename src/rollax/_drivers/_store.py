@@ -397,7 +397,7 @@ class RegionStore:
     def spec(self) -> dict[str, Any]:
         """What :meth:`attach` needs to reach this store from another process."""
         return dict(
-            path=str(self.path),
+            path=str(self.path.resolve()),  # (a worker's working directory is not the client's)
             key=self.key,
             shape=self.shape,
             block=self.block,
@@ -584,7 +584,8 @@ def _damage(path: Path, record: Mapping[str, Any]) -> str | None:
     import zarr
 
     try:
-        g = zarr.open_group(str(path), mode="r")
+        # (not the consolidated copy that finish() wrote: each array's own metadata)
+        g = zarr.open_group(str(path), mode="r", use_consolidated=False)
     except Exception as err:  # noqa: BLE001
         return f"{path / 'zarr.json'} cannot be read ({_why(err)})"
     for name in [_RECORDS, *record.get("variables", [])]:

@@ -642,6 +642,10 @@ def sweep(
     )
     if lazy is None:
         lazy = store is not None and n * row_bytes > LAZY_BYTES
+    elif store is not None and not lazy:  # read into memory at the end: it must fit
+        from rollax._drivers._chunks import check_fits
+
+        check_fits(n, row_bytes)
     res = run_chunked(
         run,
         points,
@@ -666,14 +670,20 @@ def sweep(
     if store is not None:
         from rollax._drivers._store import finish, open_dataset
 
-        finish(store)
+        finish(store, meta)  # (this call's attributes: its date, command, options)
         # the result stays in the store: dask arrays that read it where they are used (or,
         # small, read into memory at once: a snapshot that a later sweep into the same store
         # does not change)
         dataset = open_dataset(store)
         if not lazy:
             dataset = dataset.load()
-        arrays = {k: dataset[k].data for k in dataset.attrs.pop("rollax_store")["variables"]}
+        record = dataset.attrs.pop("rollax_store", {})
+        sweep_vars = record.get("variables") or [
+            k
+            for k in dataset.data_vars
+            if k not in coords  # (a store from before the list)
+        ]
+        arrays = {str(k): dataset[k].data for k in sweep_vars}
         grid = labels.unlabel(arrays)
     else:
         dataset = _dataset(res, shape, axes, coords, meta, labels)

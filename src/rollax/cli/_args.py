@@ -315,6 +315,8 @@ def _reachable(address: str, given: str | None = None) -> None:
     from urllib.parse import urlsplit
 
     given = address if given is None else given
+    if "://" not in address and ":" in address:  # host:port, which Dask reads as TCP
+        address = "tcp://" + address
     if not address.startswith("tcp://"):
         return
     try:

@@ -181,11 +181,13 @@ def run(args) -> int:
         finish(final, {k: ds.attrs[k] for k in keys})
     else:
         write_dataset(ds, final, "netcdf")
-        shutil.rmtree(store, ignore_errors=True)
     png = os.path.join(args.out, "shot.png")
     _figure(res, p, (v_best, a_best, p_best, se_best), args, png)
     counts = res.counts()
-    made = res.outcome == 0
+    made = np.asarray(res.outcome == 0)
+    swish = float(np.mean(np.asarray(res.summary["swish"])))
+    if store != final:  # (after the figure and the fractions: a lazy map reads the store)
+        shutil.rmtree(store, ignore_errors=True)
     summary = {
         "out": final,
         "figure": png,
@@ -194,7 +196,7 @@ def run(args) -> int:
         "vacuum": bool(args.vacuum),
         "counts": counts,
         "make_fraction": float(made.mean()),
-        "swish_fraction": float(np.mean(res.summary["swish"])),
+        "swish_fraction": swish,
         "best_release": {
             "speed": v_best,
             "angle": a_best,

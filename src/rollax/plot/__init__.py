@@ -121,7 +121,7 @@ def plot_basin(
     outcome = np.asarray(bmap.outcome[::kx, ::ky])
     xs, ys = xs[::kx], ys[::ky]
     fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=100)
-    colours = dict(cmap=ListedColormap(OUTCOME_COLOURS), vmin=-0.5, vmax=len(OUTCOMES) - 0.5)
+    cmap, vmin, vmax = ListedColormap(OUTCOME_COLOURS), -0.5, len(OUTCOMES) - 0.5
     if xs.size > 1 and ys.size > 1 and _uniform(xs) and _uniform(ys):
         # an image, not a mesh: a 2000 x 2000 pcolormesh took 400 MB to draw (measured)
         dx, dy = (xs[-1] - xs[0]) / (xs.size - 1), (ys[-1] - ys[0]) / (ys.size - 1)
@@ -131,10 +131,14 @@ def plot_basin(
             extent=(xs[0] - dx / 2, xs[-1] + dx / 2, ys[0] - dy / 2, ys[-1] + dy / 2),
             aspect="auto",
             interpolation="nearest",
-            **colours,
+            cmap=cmap,
+            vmin=vmin,
+            vmax=vmax,
         )
     else:
-        ax.pcolormesh(xs, ys, outcome.T, shading="nearest", rasterized=True, **colours)
+        ax.pcolormesh(
+            xs, ys, outcome.T, shading="nearest", rasterized=True, cmap=cmap, vmin=vmin, vmax=vmax
+        )
     counts = bmap.counts()
     handles: list[Artist] = [
         Patch(color=c, label=f"{n} ({counts[n]})")
@@ -160,6 +164,15 @@ def plot_basin(
     ax.set_xlabel(LABELS[bmap.x.name])
     ax.set_ylabel(LABELS[bmap.y.name])
     ax.set_title(title or basin_title(bmap), fontsize=10)
+    if kx > 1 or ky > 1:  # say so: the legend's counts are of every start
+        ax.text(
+            0.01,
+            0.01,
+            f"drawn: every {kx}th x {ky}th start of {bmap.x.values.size} x {bmap.y.values.size}",
+            transform=ax.transAxes,
+            fontsize=7,
+            va="bottom",
+        )
     ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.85)
     fig.tight_layout()
     fig.savefig(path)
