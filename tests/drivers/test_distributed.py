@@ -30,18 +30,20 @@ CHUNK = 288  # 12 regions of 6 x 48 starts
 PLACEMENT = 1e-9  # s: the README's bound on end times across placements (rtol = 1e-9)
 
 
+def _cluster():
+    """A LocalCluster of 2 worker processes with one thread each."""
+    return distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        silence_logs=logging.ERROR,
+    )
+
+
 @pytest.fixture(scope="module")
 def client():
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    with _cluster() as cluster, distributed.Client(cluster) as c:
         yield c
 
 
@@ -267,16 +269,7 @@ def test_a_fresh_cluster_compiles_nothing_that_the_cache_holds(tmp_path):
     try:
         works = []
         for k in range(2):
-            with (
-                distributed.LocalCluster(
-                    n_workers=2,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=":0",
-                    silence_logs=logging.ERROR,
-                ) as cluster,
-                distributed.Client(cluster) as c,
-            ):
+            with _cluster() as cluster, distributed.Client(cluster) as c:
                 m = basin_map(
                     RIM, chunk_size=CHUNK, client=c, store=tmp_path / f"{k}.zarr", **FIG11
                 )
