@@ -234,6 +234,35 @@ def test_an_interrupted_distributed_sweep_resumes_from_its_store(client, single,
     _same(res, single)
 
 
+def test_workers_write_an_object_store_they_reach_and_one_they_cannot_is_refused(client, tmp_path):
+    import jax
+
+    url = f"memory://rollax-tests/{tmp_path.name}/m.zarr"  # (an object store's stand-in)
+    small = dict(x=Axis("beta", 0.8, 1.8, 12), y=Axis("omega1", -20.0, 20.0, 48), progress=False)
+    # worker processes do not see this process's memory: refused before any region, one line
+    with pytest.raises(ValueError, match=r"^store = 'memory://.*' is not visible on worker"):
+        basin_map(RIM, chunk_size=CHUNK, client=client, store=url, **small)
+    # worker threads of this process do: each writes its regions there through fsspec
+    here = basin_map(RIM, chunk_size=CHUNK, **small)
+    before = jax.config.jax_persistent_cache_min_compile_time_secs
+    try:
+        with (
+            distributed.LocalCluster(
+                n_workers=2,
+                threads_per_worker=1,
+                processes=False,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            ) as cluster,
+            distributed.Client(cluster) as threads,
+        ):
+            res = basin_map(RIM, chunk_size=CHUNK, client=threads, store=url, **small)
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", before)
+    _same(res, here)
+    assert res.work["computed"] == 2  # (worker threads: one process, one pid)
+
+
 def test_the_command_runs_on_a_scheduler_and_refuses_a_bad_one(client, tmp_path, capsys):
     from rollax.cli import main
 

@@ -124,8 +124,22 @@ def _fill(store):
         store.save(i, _part(lo, hi))
 
 
-def test_a_store_round_trips_its_regions(tmp_path):
-    path = tmp_path / "store"
+KINDS = ["path", "file URL", "memory URL"]
+
+
+def _where(kind, tmp_path, name="store"):
+    """A store's location of each kind: a local directory, a ``file://`` URL (that directory)
+    and an in-memory fsspec filesystem (``memory://``, an object store's stand-in: no lock)."""
+    if kind == "path":
+        return tmp_path / name
+    if kind == "file URL":
+        return f"file://{tmp_path / name}"
+    return f"memory://{tmp_path.name}/{name}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_store_round_trips_its_regions(tmp_path, kind):
+    path = _where(kind, tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a new store, and reopening it: silent
         s = _open(path)
@@ -169,13 +183,15 @@ def test_an_existing_empty_directory_is_used_silently(tmp_path):
         assert _open(tmp_path).load(2)[1] == ""
 
 
-def test_a_store_of_another_sweep_is_replaced_with_a_warning(tmp_path):
-    path = tmp_path / "store"
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_store_of_another_sweep_is_replaced_with_a_warning(tmp_path, kind):
+    path = _where(kind, tmp_path)
     _fill(_open(path, key="old"))
     with pytest.warns(StoreWarning) as rec:
         s = _open(path, key="new")
     (msg,) = [str(w.message) for w in rec if w.category is StoreWarning]
-    assert str(path) in msg and "'old'" in msg and "replacing it" in msg and "\n" not in msg
+    named = str(path).removeprefix("file://")  # (a file URL is named as its directory)
+    assert named in msg and "'old'" in msg and "replacing it" in msg and "\n" not in msg
     assert all(s.load(i) == (None, "is missing") for i in range(len(s.regions)))
     _fill(s)
     with warnings.catch_warnings():
@@ -279,3 +295,29 @@ def test_the_replacing_warning_names_the_options_that_differ_at_the_callers_line
         assert not any(i.startswith(f"{names[k]} ") for i in items), (k, msg)
     assert ("axis a: 6 values in [0, 1] -> 4 values in [0, 1]" in msg) == bool(seed % 2), msg
     assert w.filename == __file__, w.filename  # not rollax/_drivers/*.py
+
+
+@pytest.mark.parametrize("kind", ["file URL", "memory URL"])
+def test_a_folder_at_a_url_that_is_not_a_store_is_refused_and_a_damaged_one_replaced(
+    tmp_path, kind
+):
+    import fsspec
+
+    url = _where(kind, tmp_path, "results")
+    fs, root = fsspec.core.url_to_fs(url)
+    fs.makedirs(root, exist_ok=True)
+    fs.pipe(root + "/notes.txt", b"mine")
+    with pytest.raises(ValueError, match="holds no rollax sweep store") as err:
+        RegionStore.open(url, "k", (4,), 2)
+    assert "\n" not in str(err.value) and (url if kind != "file URL" else root) in str(err.value)
+    assert [p.rsplit("/", 1)[-1] for p in fs.ls(root, detail=False)] == ["notes.txt"]
+    # a store whose variable lost its metadata: replaced, the warning naming the file
+    url = _where(kind, tmp_path, "s.zarr")
+    _fill(_open(url))
+    named = fsspec.core.url_to_fs(url)[1] if kind == "file URL" else url  # (a file URL: its path)
+    fs.rm(fsspec.core.url_to_fs(url)[1] + "/y/zarr.json")
+    with pytest.warns(StoreWarning) as rec:
+        s = _open(url)
+    (msg,) = [str(w.message) for w in rec if w.category is StoreWarning]
+    assert msg.startswith(f"store {named} is damaged: {named}/y/zarr.json is missing"), msg
+    assert s.load(0) == (None, "is missing")

@@ -58,7 +58,7 @@ class SweepInterrupted(KeyboardInterrupt):
     ``exit_code``: 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
     """
 
-    def __init__(self, signum: int, done: int, total: int, folder: Path | None):
+    def __init__(self, signum: int, done: int, total: int, folder: str | Path | None):
         self.signum, self.done, self.total, self.folder = signum, done, total, folder
         name = signal.Signals(signum).name
         if folder is None:
@@ -702,15 +702,19 @@ def _check_workers(client, store) -> None:
             raise ValueError(
                 f"store = {path!r} is not visible on worker {addr}: workers write their regions "
                 f"into the store themselves, so put it on a filesystem every worker shares, at "
-                f"the same path"
+                f"the same path, or in an object store they all reach (an fsspec URL)"
             )
 
 
 def _worker_view(path):
     """On a worker: its rollax code fingerprint, and whether it sees the store at ``path``."""
-    from rollax._drivers._store import code_fingerprint
+    from rollax._drivers._store import Location, code_fingerprint
 
-    return code_fingerprint(), path is None or os.path.isfile(os.path.join(path, "zarr.json"))
+    try:
+        sees = path is None or Location(path).exists("zarr.json")
+    except Exception:  # noqa: BLE001 - no fsspec package or credentials for it here
+        sees = False
+    return code_fingerprint(), sees
 
 
 def check_region_fits(width: int, row_bytes: int, client=None) -> None:
@@ -742,6 +746,10 @@ def check_disk(store, n: int, row_bytes: int) -> None:
     """Refuse (one-line ``OSError``) a store whose results, uncompressed, would not fit on the
     disk that holds it, or one whose directory cannot be made (before the free space: the
     free space of the nearest existing folder, ``/proc`` say, said nothing of why)."""
+    from rollax._drivers._store import is_url
+
+    if is_url(store):  # (an object store: no free space to ask for)
+        return
     parent = Path(store).resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,13 @@ rename), regions never share a chunk file, and the store's metadata is created a
 an exclusive lock (``fcntl.flock`` on ``<store>/.rollax.lock``), so two runs of one sweep into
 one store both finish with the same, correct dataset. A store that holds another sweep (another
 key) is replaced, with a warning.
+
+A store is a local directory or an fsspec URL (``s3://bucket/sweep.zarr``, ``gs://``,
+``memory://``; :class:`Location`), opened by zarr through fsspec with the credentials fsspec finds
+(environment variables, its configuration files). An object store has no lock: within one sweep
+only the client creates and changes the metadata, and workers create a variable's metadata
+identically, so that races between them write the same bytes; two independent runs into one
+object store at the same time are not guarded (give each its own URL).
 """
 
 from __future__ import annotations
@@ -115,7 +122,9 @@ def _user_settings(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _what_differs(path: Path, old: Mapping, record: Mapping, new: "RegionStore", coords) -> str:
+def _what_differs(
+    where: "Location", old: Mapping, record: Mapping, new: "RegionStore", coords
+) -> str:
     """The user-facing options that differ between the store's sweep and this one, with the
     old and new values (``t1 20 -> 30, rtol 1e-10 -> 1e-08, axis z: 4 -> 8 values``); the
     keys where the store records none of them (a store written by other code)."""
@@ -123,7 +132,7 @@ def _what_differs(path: Path, old: Mapping, record: Mapping, new: "RegionStore",
 
     parts = []
     try:
-        g = zarr.open_group(str(path), mode="r")
+        g = zarr.open_group(where.name, mode="r")
         before = _user_settings(dict(g.attrs))
         for name, (cdims, values, _attrs) in (coords or {}).items():
             if tuple(cdims) != (name,) or name not in g:
@@ -239,6 +248,85 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def is_url(store: Any) -> bool:
+    """Whether ``store`` names an fsspec store (``s3://bucket/sweep.zarr``, ``memory://x``)
+    rather than a local directory."""
+    return isinstance(store, str) and "://" in store
+
+
+class Location:
+    """Where a store lives: a local directory (:attr:`path`) or an fsspec URL (:attr:`fs` and
+    its root), with the few file operations a store needs on either; ``str()`` is what zarr
+    opens and what messages name."""
+
+    def __init__(self, where: str | os.PathLike) -> None:
+        self.is_url = is_url(where)
+        if self.is_url:
+            import fsspec
+            from fsspec.implementations.local import LocalFileSystem
+
+            self.name = str(where).rstrip("/")
+            self.fs, self._root = fsspec.core.url_to_fs(self.name)
+            self._root = self._root.rstrip("/")
+            self.path = Path(self._root)
+            if isinstance(self.fs, LocalFileSystem):  # file://: a local directory (its lock)
+                self.is_url = False
+                self.name = str(self.path)
+        else:
+            self.path = Path(where)
+            self.name = str(self.path)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def join(self, *parts: str) -> str:
+        """A file or folder of the store, as messages name it."""
+        return "/".join([self.name, *parts]) if self.is_url else str(self.path.joinpath(*parts))
+
+    def absolute(self) -> str:
+        """This location as another process reaches it (a worker's working directory is not
+        the client's)."""
+        return self.name if self.is_url else str(self.path.resolve())
+
+    def exists(self, *parts: str) -> bool:
+        if self.is_url:
+            return bool(self.fs.exists("/".join([self._root, *parts])))
+        return self.path.joinpath(*parts).exists()
+
+    def is_file(self) -> bool:
+        if self.is_url:
+            return bool(self.fs.isfile(self._root))
+        return self.path.exists() and not self.path.is_dir()
+
+    def entries(self) -> list[str]:
+        """The names in the store's folder but its lock file (none where it does not exist)."""
+        if self.is_url:
+            if not self.fs.isdir(self._root):
+                return []
+            names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self._root, detail=False)]
+        else:
+            names = [p.name for p in self.path.iterdir()] if self.path.is_dir() else []
+        return [n for n in names if n != _LOCK]
+
+    def remove(self, name: str) -> None:
+        if self.is_url:
+            self.fs.rm("/".join([self._root, name]), recursive=True)
+            return
+        p = self.path / name
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+    def lock(self):
+        """An exclusive lock on the store across processes (a local directory); none on an
+        object store (module docstring)."""
+        return contextlib.nullcontext() if self.is_url else _locked(self.path)
+
+    @contextlib.contextmanager
+    def guard(self):
+        """The store's lock, and an ``OSError`` that names no file (a full disk) named by it."""
+        with naming_file(self.name), self.lock():
+            yield
+
+
 Describe = Callable[[str, np.ndarray], tuple[tuple[str, ...], dict]]
 
 
@@ -247,8 +335,11 @@ class RegionStore:
     :meth:`save` read and write one region's variables as flat arrays (one row per start, in
     row-major order, then the variable's trailing axes)."""
 
-    def __init__(self, path: Path, key: str, shape, chunk_size: int, describe: Describe, attrs):
-        self.path = Path(path)
+    def __init__(
+        self, path: str | os.PathLike, key: str, shape, chunk_size: int, describe: Describe, attrs
+    ):
+        self.where = Location(path)
+        self.path = self.where.name  # (as zarr opens it and messages name it)
         self.key = key
         self.shape = tuple(int(s) for s in shape)
         self.block, self.regions = region_layout(self.shape, chunk_size)
@@ -278,10 +369,10 @@ class RegionStore:
         variable's trailing dimension names and attributes."""
         import zarr
 
-        path = Path(path)
-        if path.exists() and not path.is_dir():
+        where = Location(path)
+        if where.is_file():
             raise ValueError(
-                f"store = {str(path)!r} is not allowed: it is a file; give a directory path "
+                f"store = {where.name!r} is not allowed: it is a file; give a directory path "
                 f"(a new one, or the store of an earlier run to resume it)"
             )
         self = cls(path, key, shape, chunk_size, describe or _no_description, dict(attrs or {}))
@@ -294,29 +385,25 @@ class RegionStore:
             dims=list(dims),
             coords=sorted(coords or {}),
         )
-        if path.is_dir() and not (path / "zarr.json").exists():
-            if any(p.name != _LOCK for p in path.iterdir()):  # (checked before the lock file)
-                raise ValueError(
-                    f"store = {str(path)!r} is not allowed: it is a directory that holds no "
-                    f"rollax sweep store (its files would be replaced); give a new path, or the "
-                    f"store of an earlier run to resume it"
-                )
-        with naming_file(path), _locked(path):
+        not_a_store = ValueError(
+            f"store = {where.name!r} is not allowed: it is a directory that holds no rollax "
+            f"sweep store (its files would be replaced); give a new path, or the store of an "
+            f"earlier run to resume it"
+        )
+        if not where.exists("zarr.json") and where.entries():  # (checked before the lock file)
+            raise not_a_store
+        with where.guard():
             old = None
             damage = None
-            if (path / "zarr.json").exists():
+            if where.exists("zarr.json"):
                 try:
-                    old = dict(zarr.open_group(str(path), mode="r").attrs).get("rollax_store")
+                    old = dict(zarr.open_group(where.name, mode="r").attrs).get("rollax_store")
                 except Exception as err:  # noqa: BLE001 - an unreadable store is replaced
-                    old, damage = {}, f"{path / 'zarr.json'} cannot be read ({_why(err)})"
+                    old, damage = {}, f"{where.join('zarr.json')} cannot be read ({_why(err)})"
                 if isinstance(old, dict) and damage is None:
-                    damage = _damage(path, old)
-            if old is None and any(p.name != _LOCK for p in path.iterdir()):
-                raise ValueError(
-                    f"store = {str(path)!r} is not allowed: it is a directory that holds no "
-                    f"rollax sweep store (its files would be replaced); give a new path, or the "
-                    f"store of an earlier run to resume it"
-                )
+                    damage = _damage(where, old)
+            if old is None and where.entries():
+                raise not_a_store
             same = (
                 damage is None
                 and isinstance(old, dict)
@@ -325,7 +412,7 @@ class RegionStore:
             if not same:
                 if damage is not None:
                     warnings.warn(
-                        f"store {path} is damaged: {damage}; replacing it with this sweep's "
+                        f"store {where} is damaged: {damage}; replacing it with this sweep's "
                         f"(every region is computed again)",
                         StoreWarning,
                         stacklevel=_user_stacklevel(),
@@ -333,20 +420,21 @@ class RegionStore:
                 elif old is not None:
                     if isinstance(old, dict):
                         what = (
-                            "another sweep (" + _what_differs(path, old, record, self, coords) + ")"
+                            "another sweep ("
+                            + _what_differs(where, old, record, self, coords)
+                            + ")"
                         )
                     else:
                         what = "no rollax sweep"
                     warnings.warn(
-                        f"store {path} holds {what}; replacing it with this sweep's (its "
+                        f"store {where} holds {what}; replacing it with this sweep's (its "
                         f"finished regions are lost: give another store path to keep it)",
                         StoreWarning,
                         stacklevel=_user_stacklevel(),
                     )
-                for p in path.iterdir():
-                    if p.name != _LOCK:
-                        shutil.rmtree(p) if p.is_dir() else p.unlink()
-                g = zarr.open_group(str(path), mode="w", zarr_format=3)
+                for name in where.entries():
+                    where.remove(name)
+                g = zarr.open_group(where.name, mode="w", zarr_format=3)
                 for name, (cdims, values, cattrs) in (coords or {}).items():
                     values = np.asarray(values)
                     a = g.create_array(
@@ -388,7 +476,7 @@ class RegionStore:
     ) -> "RegionStore":
         """The store at ``path`` that :meth:`open` made, for :meth:`load` and :meth:`save`
         only (on a Dask worker): nothing is created, checked or replaced."""
-        self = cls(Path(path), key, shape, chunk_size, describe or _no_description, {})
+        self = cls(path, key, shape, chunk_size, describe or _no_description, {})
         if dims is not None:
             self._dims = tuple(dims)
         self._coords = tuple(coords or {})
@@ -397,7 +485,7 @@ class RegionStore:
     def spec(self) -> dict[str, Any]:
         """What :meth:`attach` needs to reach this store from another process."""
         return dict(
-            path=str(self.path.resolve()),  # (a worker's working directory is not the client's)
+            path=self.where.absolute(),
             key=self.key,
             shape=self.shape,
             block=self.block,
@@ -439,7 +527,7 @@ class RegionStore:
         import zarr
 
         if self._group is None:
-            self._group = zarr.open_group(str(self.path), mode="r+")
+            self._group = zarr.open_group(self.path, mode="r+")
         return self._group
 
     def _names(self) -> list[str]:
@@ -491,7 +579,7 @@ class RegionStore:
         g = self._g()
         missing = [k for k in part if k not in g]
         if missing:
-            with naming_file(self.path), _locked(self.path):
+            with self.where.guard():
                 self._group = None
                 g = self._g()
                 rec = dict(g.attrs).get("rollax_store", {})
@@ -502,15 +590,16 @@ class RegionStore:
                         continue
                     v = np.asarray(part[k])
                     trailing_dims, vattrs = self.describe(k, v)
-                    g.create_array(
-                        k,
-                        shape=self.shape + v.shape[1:],
-                        chunks=self.block + v.shape[1:],
-                        dtype=v.dtype,
-                        fill_value=_fill(v.dtype),
-                        dimension_names=list(self._dims) + list(trailing_dims),
-                        attributes=_jsonable(vattrs),
-                    )
+                    with _made_elsewhere():  # (another worker, on an object store: the same)
+                        g.create_array(
+                            k,
+                            shape=self.shape + v.shape[1:],
+                            chunks=self.block + v.shape[1:],
+                            dtype=v.dtype,
+                            fill_value=_fill(v.dtype),
+                            dimension_names=list(self._dims) + list(trailing_dims),
+                            attributes=_jsonable(vattrs),
+                        )
                 g.attrs["rollax_store"] = {**rec, "variables": sorted(names)}
         k = _RECORDS
         try:
@@ -522,7 +611,7 @@ class RegionStore:
             g[_RECORDS][i] = np.frombuffer(self._key_digest(i) + digest, np.uint8)
         except OSError as err:
             # name the store's chunk (zarr's error may name its private temporary file)
-            where = getattr(err, "filename2", None) or str(self.path / k)
+            where = getattr(err, "filename2", None) or self.where.join(k)
             raise OSError(err.errno, err.strerror or str(err), str(where)) from None
 
     def _write(self, i: int, name: str, v) -> None:
@@ -539,8 +628,9 @@ def add_variable(path, name: str, dims, values, attrs: Mapping[str, Any]) -> Non
     import zarr
 
     values = np.asarray(values)
-    with naming_file(Path(path)), _locked(Path(path)):
-        g = zarr.open_group(str(path), mode="r+")
+    where = Location(path)
+    with where.guard():
+        g = zarr.open_group(where.name, mode="r+")
         rec: Any = dict(g.attrs).get("rollax_store") or {}
         if name in rec.get("variables", []):
             raise ValueError(f"name = {name!r} is not allowed: it is a variable of the sweep")
@@ -562,13 +652,14 @@ def finish(path: str | os.PathLike, attrs: Mapping[str, Any] | None = None) -> N
     ``xarray.open_zarr``)."""
     import zarr
 
-    with naming_file(Path(path)), _locked(Path(path)):
-        g = zarr.open_group(str(path), mode="r+")
+    where = Location(path)
+    with where.guard():
+        g = zarr.open_group(where.name, mode="r+")
         if attrs:
             g.attrs.update(_jsonable(dict(attrs)))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # zarr: consolidated metadata is not in v3's spec
-            zarr.consolidate_metadata(str(path))
+            zarr.consolidate_metadata(where.name)
 
 
 def _why(err: BaseException) -> str:
@@ -577,20 +668,20 @@ def _why(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[:120]}" if text else type(err).__name__
 
 
-def _damage(path: Path, record: Mapping[str, Any]) -> str | None:
-    """What is damaged in the store at ``path`` (a variable's folder or metadata deleted or
+def _damage(where: Location, record: Mapping[str, Any]) -> str | None:
+    """What is damaged in the store at ``where`` (a variable's folder or metadata deleted or
     unreadable, the records gone), or None: checked on the metadata only, before any work, so
     that a damaged store is replaced at once and not found broken after the work."""
     import zarr
 
     try:
         # (not the consolidated copy that finish() wrote: each array's own metadata)
-        g = zarr.open_group(str(path), mode="r", use_consolidated=False)
+        g = zarr.open_group(where.name, mode="r", use_consolidated=False)
     except Exception as err:  # noqa: BLE001
-        return f"{path / 'zarr.json'} cannot be read ({_why(err)})"
+        return f"{where.join('zarr.json')} cannot be read ({_why(err)})"
     for name in [_RECORDS, *record.get("variables", [])]:
-        meta = path / name / "zarr.json"
-        if not meta.exists():
+        meta = where.join(name, "zarr.json")
+        if not where.exists(name, "zarr.json"):
             return f"{meta} is missing"
         try:
             g[name]
@@ -606,7 +697,18 @@ def open_dataset(path: str | os.PathLike):
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Object at .* is not recognized")
-        return xr.open_zarr(str(path), consolidated=True)
+        return xr.open_zarr(Location(path).name, consolidated=True)
+
+
+@contextlib.contextmanager
+def _made_elsewhere():
+    """Ignore an array that another process created first (its metadata is this one's)."""
+    from zarr.errors import ContainsArrayError
+
+    try:
+        yield
+    except ContainsArrayError:
+        pass
 
 
 def _fill(dtype):

@@ -325,8 +325,8 @@ def sweep(
     ``summary.long_names`` (by default a summary's integers have units ``"1"``, its floats
     ``"unspecified"``).
 
-    ``store``: a zarr store (a directory, ``.zarr`` by convention) that is the dataset, written
-    region by region as the sweep runs (:mod:`rollax._drivers._store`); a rerun with the same
+    ``store``: a zarr store (a directory, ``.zarr`` by convention, or an fsspec URL such as
+    ``s3://bucket/sweep.zarr`` for an object store) that is the dataset, written region by region as the sweep runs (:mod:`rollax._drivers._store`); a rerun with the same
     arguments resumes from it, computing only regions missing or not trusted (stale, altered,
     unreadable: a one-line :class:`rollax.StoreWarning`), with any ``lanes`` and ``devices``
     (where the starts run is not part of the sweep's identity); a store of another sweep is
@@ -361,7 +361,10 @@ def sweep(
             f"(a parameter that varies goes on an axis)"
         )
     if store is not None and not isinstance(store, (str, os.PathLike)):
-        raise ValueError(f"store = {store!r} is not allowed: it must be a directory path or None")
+        raise ValueError(
+            f"store = {store!r} is not allowed: it must be a directory path, an fsspec URL "
+            f"(s3://bucket/sweep.zarr) or None"
+        )
     if client is not None and not hasattr(client, "submit"):
         raise ValueError(
             f"client = {client!r} is not allowed: it must be a dask.distributed.Client or None"
