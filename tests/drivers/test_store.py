@@ -321,3 +321,16 @@ def test_a_folder_at_a_url_that_is_not_a_store_is_refused_and_a_damaged_one_repl
     (msg,) = [str(w.message) for w in rec if w.category is StoreWarning]
     assert msg.startswith(f"store {named} is damaged: {named}/y/zarr.json is missing"), msg
     assert s.load(0) == (None, "is missing")
+
+
+@pytest.mark.parametrize(
+    "url, says", [("nosuchfs://b/x.zarr", "Protocol not known: nosuchfs"), ("s3://b/x", "s3fs")]
+)
+def test_a_url_whose_filesystem_is_unknown_or_not_installed_is_one_line(url, says):
+    import importlib.util
+
+    if url.startswith("s3") and importlib.util.find_spec("s3fs") is not None:
+        pytest.skip("s3fs is installed here")
+    with pytest.raises(ValueError, match=r"^store = ") as err:
+        _open(url)
+    assert "\n" not in str(err.value) and url in str(err.value) and says in str(err.value)

@@ -266,7 +266,13 @@ class Location:
             from fsspec.implementations.local import LocalFileSystem
 
             self.name = str(where).rstrip("/")
-            self.fs, self._root = fsspec.core.url_to_fs(self.name)
+            try:
+                self.fs, self._root = fsspec.core.url_to_fs(self.name)
+            except (ImportError, ValueError) as err:  # its package missing, an unknown protocol
+                raise ValueError(
+                    f"store = {str(where)!r} is not allowed: {' '.join(str(err).split())} (an "
+                    f"fsspec URL needs its filesystem's package: s3fs for s3://, gcsfs for gs://)"
+                ) from None
             self._root = self._root.rstrip("/")
             self.path = Path(self._root)
             if isinstance(self.fs, LocalFileSystem):  # file://: a local directory (its lock)
