@@ -429,17 +429,25 @@ def run_chunked(
                     shown(bar, hi - lo - seen)
                     if flag["sig"] is not None:
                         raise interrupted()
+        except BaseException as err:
+            # (a region's fault found on a worker whose write then failed)
+            why, i = getattr(err, "rollax_fault", ("", -1))
+            if why:
+                faults.setdefault(why, []).append(i)
+            raise
         finally:
             bar.close()
-    for why, which in faults.items():
-        assert rs is not None
-        listed = ", ".join(map(str, sorted(which)[:8])) + (" ..." if len(which) > 8 else "")
-        warnings.warn(
-            f"store {rs.path}: {len(which)} region(s) {why} (regions {listed}); "
-            f"computing them again",
-            StoreWarning,
-            stacklevel=3,
-        )
+            # the faults found, also before an error that ends the sweep (a region's chunk
+            # that cannot be read, and then cannot be written: both said)
+            for why, which in faults.items():
+                assert rs is not None
+                listed = ", ".join(map(str, sorted(which)[:8])) + (" ..." * (len(which) > 8))
+                warnings.warn(
+                    f"store {rs.path}: {len(which)} region(s) {why} (regions {listed}); "
+                    f"computing them again",
+                    StoreWarning,
+                    stacklevel=3,
+                )
     if keep:
         assert out is not None  # n >= 1: at least one region
     return Chunked(out, sums, computed, loaded, workers)
@@ -528,7 +536,12 @@ class _Region:
                 return dict(i=i, part=None, failed=why)
         part = self.compute(i, lo, hi, report)
         if rs is not None:
-            rs.save(i, part)
+            try:
+                rs.save(i, part)
+            except Exception as err:
+                if why and why != "is missing":  # the client says both
+                    err.rollax_fault = (why, i)  # pyright: ignore[reportAttributeAccessIssue]
+                raise
         return self._done(i, part, False, why if why != "is missing" else "", base)
 
     @staticmethod
