@@ -96,6 +96,7 @@ def test_robot_hybrid_run_to_t1_reverse_equals_forward():
     assert float(jnp.max(jnp.abs(rev))) > 1e-3
 
 
+@pytest.mark.slow  # (134 s on a slow day here; CI budget, stop 66)
 def test_sliding_disc_record_to_t1_reverse_equals_forward():
     # the slide-and-spin record of rollax.analysis.identification.fit_slide, cut before the stop: the
     # stop event is declared and does not fire; d(state)/d(mu, initial slip) both ways

@@ -38,6 +38,15 @@ TIMEOUT_S = 900
 # compile cache, 2 cores shared with other work), nearly all of it JAX compiling, which no size
 # cuts. The rest take 1-31 s each, about 200 CPU seconds together.
 SLOW = {
+    # (CI budget, stop 66: the benchmarks' smoke runs, 19-51 s each on a slow day here; they
+    # are imported in CI by tests/test_scripts_import.py)
+    "benchmarks/bench_basin.py": "19 s: the map's kernel compiles",
+    "benchmarks/bench_identify.py": "36 s: the fits compile",
+    "benchmarks/bench_kernel.py": "31 s: the kernel compiles per width",
+    "benchmarks/bench_samples.py": "42 s: the kernel compiles per sample count",
+    "benchmarks/bench_shot.py": "46 s: the shot's maps compile",
+    "benchmarks/bench_solve.py": "30 s: rollax.solve and plain diffrax compile",
+    "experiments/friction/run.py": "51 s: the friction laws' tables and fits compile",
     "benchmarks/bench_bounce_fit.py": "about 100 s: the full shot's Jacobian compiles (measured)",
     "benchmarks/bench_design.py": "about 60 s: the batched information compiles per width, and its gradient",
     "benchmarks/bench_dask.py": "38 s: a local Dask cluster's workers each compile the map",

@@ -16,7 +16,11 @@ def test_code_names_of_scalars_arrays_and_unknown_codes():
     assert got.shape == (2, 2) and got.tolist() == [["EVENT", "T_MAX"], ["NONFINITE", "7?"]]
 
 
-@pytest.mark.parametrize("name", ["rim_rolling", "bouncing_ball", "oscillator", "sliding"])
+@pytest.mark.parametrize(
+    "name",
+    # (the sliding disc: 70 s on a slow day here; CI budget, stop 66)
+    ["rim_rolling", "bouncing_ball", "oscillator", pytest.param("sliding", marks=pytest.mark.slow)],
+)
 def test_names_agree_with_the_codes_of_every_run(name):
     system, y0s, t1, opts = CASES[name](12)
     sol = rollax.solve_ensemble(system, y0s, 0.0, t1, **{**TOL, **opts})

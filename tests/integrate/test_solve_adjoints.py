@@ -170,7 +170,12 @@ def test_forward_mode_with_the_reverse_adjoint_points_to_forward(how):
     assert "'reverse'" in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("cls", [Pendulum, PendulumWatched], ids=["plain", "events"])
+@pytest.mark.parametrize(
+    "cls",
+    # (with events: 135 s on a slow day here; CI budget, stop 66)
+    [Pendulum, pytest.param(PendulumWatched, marks=pytest.mark.slow)],
+    ids=["plain", "events"],
+)
 def test_vmapped_gradients_saved_at_ts_are_each_lanes_own(cls):
     """``jax.vmap`` of a gradient of states saved at ``ts``, over lanes that take different
     numbers of steps: each lane's gradient is the one it has alone. (A lane that had finished
