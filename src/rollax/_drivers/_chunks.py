@@ -328,7 +328,9 @@ def run_chunked(
     faults: dict[str, list[int]] = {}
 
     def interrupted():
-        return SweepInterrupted(flag["sig"], done, n_chunks, None if rs is None else rs.path)
+        where = None if rs is None else rs.where
+        folder = None if where is None else (where.name if where.is_url else where.path)
+        return SweepInterrupted(flag["sig"], done, n_chunks, folder)
 
     after = {"solved": False}  # set by the worker when a region's solves are all done
     task = _Region(_Compute(fn, make, width, after), None if rs is None else rs.spec(), tally, keep)
