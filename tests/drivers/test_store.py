@@ -334,3 +334,13 @@ def test_a_url_whose_filesystem_is_unknown_or_not_installed_is_one_line(url, say
     with pytest.raises(ValueError, match=r"^store = ") as err:
         _open(url)
     assert "\n" not in str(err.value) and url in str(err.value) and says in str(err.value)
+
+
+def test_a_url_store_without_fsspec_is_one_line(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fsspec", None)  # (not installed: a plain rollax install)
+    with pytest.raises(
+        ValueError, match=r"^store = 'memory://x/s.zarr' is not allowed here: a URL"
+    ):
+        _open("memory://x/s.zarr")

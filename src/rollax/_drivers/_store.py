@@ -262,8 +262,15 @@ class Location:
     def __init__(self, where: str | os.PathLike) -> None:
         self.is_url = is_url(where)
         if self.is_url:
-            import fsspec
-            from fsspec.implementations.local import LocalFileSystem
+            try:
+                import fsspec
+                from fsspec.implementations.local import LocalFileSystem
+            except ImportError:
+                raise ValueError(
+                    f"store = {str(where)!r} is not allowed here: a URL store needs fsspec "
+                    f"(pip install fsspec, and s3fs for s3://, gcsfs for gs://; it comes with "
+                    f"rollax[distributed]), or give a directory path"
+                ) from None
 
             self.name = str(where).rstrip("/")
             try:
