@@ -17,6 +17,10 @@ of docs/physics-notes.md (``zeta_i = r_i (cos(theta) n - sin(theta) b1)``, Duff 
 the control (6.11) a ramp, the start (6.12). SciPy's DOP853 integrates it, restarted at the
 control's kinks. Nothing here imports rollax or JAX.
 
+A sloping floor (``slope = (s1, s2)``, rise over run along the floor's e1 and e2): gravity is
+``-g n`` with ``n = (s1, s2, 1) / |(s1, s2, 1)|`` the vertical in the floor's frame, so every
+``g Gamma`` above becomes ``g Lambda^T n``; ``N`` is still ``F . Gamma``.
+
     import sys; sys.path.insert(0, "tests"); from ball_robot_reference import run
 """
 
@@ -47,6 +51,7 @@ class Ball(NamedTuple):
     amplitude: float = 1.0  # u_i = amplitude * ramp(t), (6.11)
     t_flat: float = 0.1
     t_end: float = 0.2
+    slope: tuple = (0.0, 0.0)
 
     @staticmethod
     def heavy(**kw) -> Ball:
@@ -90,6 +95,8 @@ def _parts(ball: Ball, t, x):
     th, thd, q, Om = x[0:3], x[3:6], x[6:10], x[10:13]
     L = _rotation(q)
     Gam = L[2]  # Lambda^T e3
+    vertical = np.array([*ball.slope, 1.0])
+    up = L.T @ (vertical / np.linalg.norm(vertical))  # Gamma on a level floor
     u = ball.u(t)
     s, sd, sdd = [np.asarray(ball.zeta0, float)], [np.zeros(3)], [np.zeros(3)]
     for i, (ri, n, b1) in enumerate(_rails()):
@@ -106,11 +113,11 @@ def _parts(ball: Ball, t, x):
     c = sdd + 2 * np.cross(Om, sd) + np.cross(Om, np.cross(Om, s))
     J = I + sum(mk * (rk @ rk * np.eye(3) - np.outer(rk, rk)) for mk, rk in zip(m, rho))
     rhs = -np.cross(Om, I @ Om) - sum(
-        mk * np.cross(rk, ck + ball.g * Gam) for mk, rk, ck in zip(m, rho, c)
+        mk * np.cross(rk, ck + ball.g * up) for mk, rk, ck in zip(m, rho, c)
     )
     Omd = np.linalg.solve(J, rhs)
     acc = np.cross(Omd, rho) + c
-    F = (m[:, None] * acc).sum(0) + m.sum() * ball.g * Gam
+    F = (m[:, None] * acc).sum(0) + m.sum() * ball.g * up
     return Omd, L, Gam, F, u
 
 

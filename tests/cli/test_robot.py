@@ -3,6 +3,8 @@
 import json
 import os
 
+import numpy as np
+
 import pytest
 
 from _units import numbers_without_units
@@ -96,6 +98,9 @@ def test_robot_optimize_writes_json_and_figures(tmp_path, capsys):
         ["--uncertain", "mu"],
         ["--uncertain", "mu=a:b"],
         ["--uncertain", "slope=1%"],
+        ["--slope", "0.1", "0.2"],  # the disk's floor slope is one number
+        ["--body", "ball", "--slope", "0.1"],  # the ball's is two
+        ["--slope", "nan"],
         ["--uncertain", "masses=150%"],
         ["--uncertain", "mu=normal:40%"],
         ["--least-mu", "--uncertain", "mu=10%"],
@@ -210,3 +215,22 @@ def test_robot_optimize_passes_the_uncertainty_on(monkeypatch, capsys):
     assert main(argv) == 2 and "stop here" in capsys.readouterr().err
     assert seen["uncertain"] == {"mu": (0.2, 0.3), "masses": "2%", "rails": "0.01"}
     assert seen["samples"] == 8 and seen["probability"] == 0.9
+
+
+def test_robot_optimize_puts_the_robot_on_the_sloping_floor(monkeypatch, capsys):
+    import rollax.robot
+
+    seen = {}
+
+    def fake(man, **kwargs):
+        seen.update(kwargs, man=man)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(rollax.robot, "optimize", fake)
+    argv = ["robot", "optimize", "--slope", "0.02", "--uncertain", "slope=-0.01:0.05", "--json"]
+    assert main(argv) == 2 and "stop here" in capsys.readouterr().err
+    assert float(seen["man"].model.slope) == 0.02
+    assert seen["uncertain"] == {"slope": (-0.01, 0.05)}
+    argv = ["robot", "optimize", "--body", "ball", "--slope", "0.01", "-0.03", "--json"]
+    assert main(argv) == 2
+    assert np.asarray(seen["man"].model.slope).tolist() == [0.01, -0.03]

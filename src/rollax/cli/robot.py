@@ -142,6 +142,17 @@ def _optimize_options(p, hidden: bool) -> None:
         help=h("least normal force [m g] (default 0.5; -inf: none)"),
     )
     p.add_argument(
+        "--slope",
+        type=real(),
+        nargs="+",
+        metavar="S",
+        default=None,
+        help=h(
+            "the floor's slope, rise over run: disk one number (along its plane), ball two "
+            "(along x and y) (default level)"
+        ),
+    )
+    p.add_argument(
         "--knots",
         type=integer(2, 512),
         default=16,
@@ -187,7 +198,7 @@ def _optimize_options(p, hidden: bool) -> None:
         help=h(
             "robust control over uncertain parameters: mu=0.15:0.25 (a range), masses=2%% "
             "(each within +-2 %%), mu=normal:10%% (normal, sd 10 %%, cut at 3 sd), rails=1%%, "
-            "m0=..., inertia=..., radius=..."
+            "m0=..., inertia=..., radius=..., slope=-0.02:0.02 (a range only)"
         ),
     )
     p.add_argument(
@@ -281,11 +292,18 @@ def optimize(args) -> int:
         )
     uncertain = _uncertain(args)
     mu = 0.3 if args.mu is None else args.mu
+    want = 1 if args.body == "disk" else 2
+    if args.slope is not None and len(args.slope) != want:
+        raise ValueError(
+            f"--slope {' '.join(f'{s:g}' for s in args.slope)} is not allowed: --body "
+            f"{args.body} takes {'one number' if want == 1 else 'two numbers, S1 S2'}"
+        )
+    slope = [0.0] * want if args.slope is None else list(args.slope)
     if args.body == "disk":
-        man = disk_manoeuvre(phi_T=args.phi_T, T=args.T, mu=mu, n_min=args.n_min)
+        man = disk_manoeuvre(phi_T=args.phi_T, T=args.T, mu=mu, n_min=args.n_min, slope=slope[0])
     else:
         target = tuple(args.target) + (() if args.heading is None else (args.heading,))
-        man = ball_manoeuvre(target=target, T=args.T, mu=mu, n_min=args.n_min)
+        man = ball_manoeuvre(target=target, T=args.T, mu=mu, n_min=args.n_min, slope=tuple(slope))
     if args.least_mu:
         if args.mu is not None:
             raise ValueError(
@@ -351,6 +369,7 @@ def optimize(args) -> int:
             "target",
             "mu",
             "n_min",
+            "slope",
             "knots",
             "status",
             "message",
@@ -413,6 +432,8 @@ def _refused(args, opt) -> int:
     """Report a request that fails a necessary condition (no solve was run; exit 1)."""
     import os
 
+    import numpy as np
+
     man = opt.manoeuvre
     summary = dict(
         body=args.body,
@@ -420,6 +441,7 @@ def _refused(args, opt) -> int:
         target=[float(v) for v in man.target],
         mu=opt.mu,
         n_min=float(man.n_min),
+        slope=np.asarray(man.model.slope).tolist(),
         knots=args.knots,
         status=opt.status,
         message=opt.message,

@@ -134,9 +134,9 @@ class Robot(AbstractSystem):
         return jnp.where(mode == FLYING, f_fly, f_r)
 
     def normal_force(self, t, y):
-        """N per unit weight while rolling."""
+        """N per unit weight (``M g_n``: its normal part on a slope) while rolling."""
         N = self.model.contact_forces(t, self.rolling_state(y), self.control)[0]
-        return N / (self.model.total_mass * self.model.g)
+        return N / (self.model.total_mass * self.model.gravity()[-1])
 
     def event_values(self, t, y, mode):
         one = jnp.ones((), y.dtype)

@@ -11,9 +11,11 @@ from rollax.robot import ball_manoeuvre, disk_manoeuvre
 
 
 def robust_case(seed: int, body: str):
-    """``(manoeuvre, uncertain)``: the disk turned by -0.6..-1.1 pi in T = 7..10 or the ball
-    moved 0.5..1.2 r in a random direction in T = 6..9, mu 0.22..0.35 and N >= 0.5; the
-    uncertain mu +-10..25 % and masses +-1..4 % (the ball's rails too, +-0.5..2 %)."""
+    """``(manoeuvre, uncertain)``: the disk turned by -0.6..-1.1 pi in T = 7..10 on a floor of
+    slope -0.03..0.03, or the ball moved 0.5..1.2 r in a random direction in T = 6..9 on a level
+    floor, mu 0.22..0.35 and N >= 0.5; the uncertain mu +-10..25 %, masses +-1..4 % (the
+    ball's rails too, +-0.5..2 %) and the floor's slope +-0.005..0.02 about its own (each of
+    the ball's two components)."""
     rng = np.random.default_rng([59, seed, 0 if body == "disk" else 1])
     mu = float(rng.uniform(0.22, 0.35))
     uncertain: dict = {
@@ -23,7 +25,7 @@ def robust_case(seed: int, body: str):
     if body == "disk":
         man = disk_manoeuvre(
             phi_T=-math.pi * float(rng.uniform(0.6, 1.1)), T=float(rng.uniform(7.0, 10.0)),
-            mu=mu, n_min=0.5,
+            mu=mu, n_min=0.5, slope=float(rng.uniform(-0.03, 0.03)),
         )  # fmt: skip
     else:
         r, a = float(rng.uniform(0.5, 1.2)), float(rng.uniform(0, 2 * math.pi))
@@ -32,4 +34,6 @@ def robust_case(seed: int, body: str):
             n_min=0.5,
         )  # fmt: skip
         uncertain["rails"] = float(rng.uniform(0.005, 0.02))
+    s0, w = float(np.ravel(man.model.slope)[0]), float(rng.uniform(0.005, 0.02))
+    uncertain["slope"] = (s0 - w, s0 + w)
     return man, uncertain

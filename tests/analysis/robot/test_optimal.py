@@ -45,8 +45,9 @@ def _bound_T(mu):
     return 2.0 * math.sqrt((math.pi - 0.4) / mu - 1.6)
 
 
-def _resimulate(opt, n=2001):
-    """SciPy DOP853 on the model's rolling equations, u from SciPy's natural spline."""
+def _resimulate(opt, n=2001, ts=None):
+    """SciPy DOP853 on the model's rolling equations, u from SciPy's natural spline: the final
+    state, and N and |f_s| / N on about ``n`` times (or at the sorted times ``ts``)."""
     man = opt.manoeuvre
     T = float(man.T)
     V = np.asarray(opt.control.values())
@@ -72,7 +73,10 @@ def _resimulate(opt, n=2001):
             atol=1e-11,
             dense_output=True,
         )
-        tt = np.linspace(a, b, n // V.shape[0] + 2)
+        if ts is None:
+            tt = np.linspace(a, b, n // V.shape[0] + 2)
+        else:  # each time once, in the first interval that holds it
+            tt = ts[(ts >= a) & ((ts < b) | (b == knots[-1]))]
         ts_all.append(tt)
         ys_all.append(sol.sol(tt).T)
         y = sol.y[:, -1]

@@ -54,6 +54,14 @@ def test_the_box_holds_each_uncertain_number_and_puts_it_in():
     assert box.names == ("inertia", "radius") and isinstance(disk.model, Disk)
     m = box.apply(disk, jnp.asarray([0.5, 1.005]))
     assert float(m.model.d2) == 0.5 and float(m.model.radius) == 1.005
+    # the floor's slope: one coordinate for the disk, two for the ball, negative allowed
+    box = parameter_box(disk_manoeuvre(slope=0.01), {"slope": (-0.02, 0.03)})
+    assert box.names == ("slope",) and box.nominal.tolist() == [0.01]
+    assert float(box.apply(disk, jnp.asarray([-0.015])).model.slope) == -0.015
+    box = parameter_box(man, {"slope": (-0.02, 0.02), "mu": 0.1})
+    assert box.names == ("slope[0]", "slope[1]", "mu") and box.nominal[:2].tolist() == [0, 0]
+    m = box.apply(man, jnp.asarray([0.01, -0.02, 0.3]))
+    assert np.asarray(m.model.slope).tolist() == [0.01, -0.02] and float(m.mu) == 0.3
 
 
 def test_a_normal_uncertainty_is_sampled_normally_inside_its_box():
@@ -78,7 +86,8 @@ def test_a_normal_uncertainty_is_sampled_normally_inside_its_box():
     "spec, msg",
     [
         ({}, "give a dict"),
-        ({"slope": 0.1}, "level floor"),
+        ({"slope": 0.1}, "as a range (lo, hi)"),
+        ({"slope": "normal:5%"}, "as a range (lo, hi)"),
         ({"foo": 0.1}, "'foo'"),
         ({"mu": 1.5}, "relative size"),
         ({"mu": "ten%"}, "'ten%'"),
@@ -138,14 +147,21 @@ def _check_robust(man, uncertain, *, knots, n_grid, samples, fresh, scipy=False)
     if v_nom.failures["any"]:  # a violation exists: the search finds it
         w_nom = worst_case(nom, box, seed=5, **fine)
         assert w_nom.found and w_nom.violation >= -v_nom.margins["friction_min"] - 1e-9
-    if scipy:  # SciPy under the worst set found: the contact constraints hold to 1e-6
+    if scipy:  # SciPy under the worst set found: the contact constraints hold to 1e-6 at the
+        # times they were imposed and searched on; between them (a control sitting on its
+        # constraints) by less than 2e-5 (measured 1.5e-6 with an uncertain slope)
         import equinox as eqx
 
         worst = rob.robust["box_object"].apply(rob.manoeuvre, jnp.asarray(w_rob.p))
-        y, N, ratio = _resimulate(eqx.tree_at(lambda o: o.manoeuvre, rob, worst))
+        grid = np.linspace(0.0, float(worst.T), fine["n_grid"])
+        ts = np.union1d(grid, np.linspace(0.0, float(worst.T), 2001))
+        y, N, ratio = _resimulate(eqx.tree_at(lambda o: o.manoeuvre, rob, worst), ts=ts)
         W = float(worst.weight)
-        assert N.min() >= float(worst.n_min) - 1e-6 * W
-        assert np.max(ratio * N - float(worst.mu) * N) <= 1e-6 * W
+        excess = np.maximum(float(worst.n_min) - N, ratio * N - float(worst.mu) * N) / W
+        on = np.isin(ts, grid)
+        print(f"SciPy under the worst set: excess {excess[on].max():.2e} on the grid, "
+              f"{excess.max():.2e} anywhere (per unit weight)")  # fmt: skip
+        assert excess[on].max() <= 1e-6 and excess.max() <= 2e-5
     return rob, v_rob, v_nom
 
 

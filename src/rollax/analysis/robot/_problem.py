@@ -5,6 +5,7 @@ Private: the public names are re-exported by :mod:`rollax.robot`."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import Any
@@ -98,8 +99,9 @@ class Manoeuvre(eqx.Module):
 
     @property
     def weight(self):
-        """The static weight ``M g`` (the mean of N over any rest-to-rest manoeuvre)."""
-        return self.model.total_mass * self.model.g
+        """The static weight ``M g_n`` (the mean of N over any rest-to-rest manoeuvre;
+        ``g_n``, gravity's component normal to the floor, is g on a level floor)."""
+        return self.model.total_mass * self.model.gravity()[-1]
 
     @property
     def y0(self) -> Float[Array, " d"]:
@@ -107,25 +109,53 @@ class Manoeuvre(eqx.Module):
 
 
 def disk_manoeuvre(
-    phi_T: float = -math.pi, T: float = 5.0, mu: float = 0.3, n_min: float = 0.5
+    phi_T: float = -math.pi,
+    T: float = 5.0,
+    mu: float = 0.3,
+    n_min: float = 0.5,
+    slope: float = 0.0,
 ) -> Manoeuvre:
     """The disk of Sect. 5 (r = m0 = d2 = g = 1, four unit masses on circles of radii 0.9,
-    0.6333, 0.3667, 0.1) at rest with ``theta_i = -pi/2`` (5.6), turned to ``phi_T`` in ``T``."""
+    0.6333, 0.3667, 0.1) at rest with ``theta_i = -pi/2`` (5.6), turned to ``phi_T`` in ``T``;
+    ``slope``: the floor's rise over run along e1 (:class:`rollax.robot.Disk`)."""
     from rollax.models.robot.examples import paper_disk
 
     ex = paper_disk()
-    return Manoeuvre(ex.model, ex.y0[: ex.model.n], T, (phi_T,), mu, n_min)
+    return Manoeuvre(_with_slope(ex.model, slope), ex.y0[: ex.model.n], T, (phi_T,), mu, n_min)
 
 
 def ball_manoeuvre(
-    target=(1.0, 0.5), T: float = 5.0, mu: float = 0.3, n_min: float = 0.5
+    target=(1.0, 0.5),
+    T: float = 5.0,
+    mu: float = 0.3,
+    n_min: float = 0.5,
+    slope=(0.0, 0.0),
 ) -> Manoeuvre:
     """The ball of Sect. 6 (r = m0 = g = 1, d = (0.9, 1, 1.1), zeta0 = (0, 0, -0.05), three unit
-    masses on the rails (6.8)-(6.10)) at rest at the angles of Table 6.2, moved to ``target``."""
+    masses on the rails (6.8)-(6.10)) at rest at the angles of Table 6.2, moved to ``target``;
+    ``slope``: the floor's gradient (rise over run along e1 and e2, :class:`rollax.robot.Ball`)."""
     from rollax.models.robot.examples import paper_ball
 
     ex = paper_ball()
-    return Manoeuvre(ex.model, ex.y0[: ex.model.n], T, target, mu, n_min)
+    return Manoeuvre(_with_slope(ex.model, slope), ex.y0[: ex.model.n], T, target, mu, n_min)
+
+
+def _with_slope(model, slope):
+    """``model`` on a floor of ``slope``, validated like the model's own fields."""
+    shape = np.shape(model.slope)
+    try:
+        same = np.array_equal(np.asarray(slope, float), np.asarray(model.slope))
+    except (TypeError, ValueError):
+        same = False
+    if same:
+        return model
+    if np.shape(slope) != shape:
+        what = "one number" if shape == () else "two numbers (s1, s2)"
+        raise ValueError(
+            f"slope = {slope!r} is not allowed: the {type(model).__name__.lower()}'s floor "
+            f"slope is {what} (rise over run)"
+        )
+    return dataclasses.replace(model, slope=slope)
 
 
 def _rolling(model, control):

@@ -30,6 +30,11 @@ g`` the static weight, the body and the masses at rest at 0 and T, no external f
 * **Rails with ends.** A start outside a :class:`SegmentRail` or :class:`CurveRail`'s
   domain violates the rail limit at ``t = 0`` whatever the control.
 
+On a sloping floor (the model's ``slope``) both bounds hold with g replaced by ``g_n``,
+gravity's component normal to the floor: the tangential part of the weight drops out of the
+friction impulse bound, pushing the CM as much during the first half as it holds it back
+during the second.
+
 Every bound is loosened by the tolerance ``tol`` that the optimiser allows on the
 constraints (``|f_s| <= mu N + tol M g``, ``N >= n_min - tol M g``, the terminal conditions to
 ``tol``), so a request feasible within the optimiser's tolerances is never refused. The
@@ -174,13 +179,16 @@ def necessary_conditions(
     Plain NumPy: microseconds to milliseconds, nothing compiled."""
     man = manoeuvre
     model = man.model
-    if not _concrete(man) or any(
-        np.ndim(x) != 0 for x in (model.radius, model.m0, model.g, man.T, man.mu, man.n_min)
+    if (
+        not _concrete(man)
+        or any(np.ndim(x) != 0 for x in (model.radius, model.m0, model.g, man.T, man.mu, man.n_min))
+        or np.ndim(model.slope) > (0 if isinstance(model, Disk) else 1)
     ):
         return []  # traced, or one value per start: not checked here
     out: list[str] = []
     M = _f(model.total_mass)
-    g = _f(model.g)
+    slope = np.asarray(model.slope, dtype=float)
+    g = _f(model.g) / math.sqrt(1.0 + float(np.sum(slope**2)))  # g_n
     W = M * g
     n_min = _f(man.n_min)
     T = _f(man.T)
@@ -201,8 +209,8 @@ def necessary_conditions(
     # the mean normal force
     if math.isfinite(n_min) and n_min > W * (1.0 + tol):
         out.append(
-            f"needs n_min <= M g = {W:.6g} (N averages M g over any rest-to-rest "
-            f"manoeuvre); got n_min = {n_min:.6g}"
+            f"needs n_min <= M g{'_n' if slope.any() else ''} = {W:.6g} (N averages it over "
+            f"any rest-to-rest manoeuvre); got n_min = {n_min:.6g}"
         )
     # the friction impulse
     mu = _f(man.mu)

@@ -184,6 +184,7 @@ class Optimum(eqx.Module):
             target=np.asarray(man.target).tolist(),
             mu=float(self.mu),
             n_min=float(man.n_min),
+            slope=np.asarray(man.model.slope).tolist(),
             knots=self.control.K,
             theta0=np.asarray(man.theta0).tolist(),
             t=s["t"],

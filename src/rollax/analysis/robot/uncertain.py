@@ -9,7 +9,10 @@ known to perhaps +-30 %, the internal masses and their rails to a few per cent. 
 * ``masses``: each internal mass ``m_i`` (independently);
 * ``rails``: the radius of each circular rail (independently);
 * ``m0``: the body's mass; ``inertia``: the disk's ``d2`` or the ball's ``(d1, d2, d3)``;
-* ``radius``: the body's radius.
+* ``radius``: the body's radius;
+* ``slope``: the floor's slope, rise over run (the disk's along its plane of motion; the ball's
+  two components, along e1 and e2, each in the range): a range ``(lo, hi)`` only, since a
+  level floor's nominal slope is 0 and a relative size of it is nothing.
 
 Each is given as ``(lo, hi)`` (absolute: every element of the parameter in that range) or as a
 relative size ``r`` (a float, or a string such as ``"2%"``): each element within ``(1 +- r)``
@@ -17,8 +20,7 @@ times its nominal value, drawn uniformly. Or as a distribution: ``("normal", r)`
 ``"normal:5%"``, each element normal about its nominal value with the relative standard
 deviation ``r``, truncated at :data:`TRUNCATE` standard deviations (the box that the
 every-sample constraints and the worst-case search hold over; the samples, the chance
-constraints and the validation draw from the distribution). The floor's slope is not modelled (the models roll on a level floor)
-and is refused by name.
+constraints and the validation draw from the distribution).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 
 #: The names :func:`parameter_box` accepts (``inertia``: the disk's ``d2``, the ball's
 #: ``inertia``; ``rails``: the radii of circular rails).
-UNCERTAIN = ("mu", "masses", "rails", "m0", "inertia", "radius")
+UNCERTAIN = ("mu", "masses", "rails", "m0", "inertia", "radius", "slope")
 #: A normal distribution's truncation, in standard deviations (99.7 % of its mass per
 #: coordinate): a box is needed for the worst case, and physical values stay > 0
 TRUNCATE = 3.0
@@ -176,17 +178,18 @@ def parameter_box(manoeuvre, uncertain: dict) -> ParameterBox:
     model = manoeuvre.model
     names, paths, lo, hi, nominal, sds = [], [], [], [], [], []
     for name, value in uncertain.items():
-        if name == "slope":
-            raise ValueError(
-                "uncertain['slope'] is not allowed: the robots roll on a level floor (no "
-                f"slope is modelled); allowed: {', '.join(UNCERTAIN)}"
-            )
         if name not in UNCERTAIN:
             raise ValueError(
                 f"uncertain has the name {name!r}, which is not allowed: allowed: "
                 f"{', '.join(UNCERTAIN)}"
             )
         kind, size = _size(name, value)
+        if name == "slope" and kind != "abs":
+            raise ValueError(
+                f"uncertain['slope'] = {value!r} is not allowed: give the floor's slope (rise "
+                "over run) as a range (lo, hi), e.g. (-0.02, 0.02); a relative size of a "
+                "level floor's slope 0 is 0"
+            )
         if name == "mu":
             values = [float(manoeuvre.mu)]
             if not math.isfinite(values[0]) and kind in ("rel", "normal"):
@@ -214,7 +217,7 @@ def parameter_box(manoeuvre, uncertain: dict) -> ParameterBox:
                 a, b = v - TRUNCATE * sd, v + TRUNCATE * sd
             else:
                 a, b = (v * (1 - size), v * (1 + size)) if kind == "rel" else size
-            if name != "mu" and a <= 0.0:
+            if name not in ("mu", "slope") and a <= 0.0:
                 raise ValueError(
                     f"uncertain[{name!r}] = {value!r} is not allowed: it reaches {a:g}, and "
                     f"{name} must stay > 0"

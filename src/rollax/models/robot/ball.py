@@ -7,6 +7,13 @@ actuated by internal point masses*. A ball of radius r, mass m0, principal inert
 GC) with prescribed ``theta_i''(t) = u_i(t)``. It rolls without slipping on a horizontal plane
 under gravity g and an external force F_e(t) at the GC.
 
+The floor may slope (not in the paper): ``slope = (s1, s2)`` is its gradient, rise over run
+along the floor's e1 and e2, so that in the floor's frame (e3 its normal) gravity is ``-G``
+with ``G = g (s1, s2, 1) / sqrt(1 + s1^2 + s2^2)``; the paper's ``g Gamma`` (gravity in the
+body frame) becomes ``Lambda^T G``, the weight in N (3.3) ``M G_3`` and the friction (3.4)
+gains ``M (G_1, G_2)``. Checked against an independent Newton-Euler re-simulation in SciPy
+(``tests/ball_robot_reference.py``) and energy conservation (``tests/models/robot/test_slope.py``).
+
 State (6.1): ``y = [theta (n), theta' (n), q (4), Omega (3), z (2)]`` with the versor q (scalar
 first), body angular velocity Omega and the GC's horizontal position z. Dynamics (6.4) with
 Omega' from (3.2); normal force N (3.3); static friction (3.4).
@@ -101,7 +108,8 @@ class Ball(eqx.Module):
 
     ``inertia = (d1, d2, d3)``: principal moments of the ball without the point masses about
     its CM; ``zeta0``: CM offset from the GC (body frame); ``masses[i]`` rides on ``rails[i]``;
-    ``F_e(t)``: external force at the GC (spatial frame), default zero.
+    ``F_e(t)``: external force at the GC (spatial frame), default zero; ``slope = (s1, s2)``: the
+    floor's gradient, rise over run along e1 and e2 (default level; module docstring).
     """
 
     radius: float = parameter()
@@ -113,6 +121,7 @@ class Ball(eqx.Module):
     g: float = parameter(9.81)
     F_e: Callable = _zero_force
     quat_gain: float = eqx.field(static=True, default=1.0)
+    slope: Float[Array, "2"] = parameter((0.0, 0.0), shape=(2,), units="1")
 
     def __check_init__(self):
         check_parameters(self)
@@ -150,6 +159,12 @@ class Ball(eqx.Module):
     def all_masses(self) -> Float[Array, " n1"]:
         """``(m0, m1, ..., mn)``."""
         return jnp.concatenate([jnp.reshape(self.m0, (1,)), self.masses])
+
+    def gravity(self) -> Float[Array, "3"]:
+        """``G = g (s1, s2, 1) / sqrt(1 + s1^2 + s2^2)``: gravity is ``-G`` in the floor's frame
+        (a floor rising along e1, ``s1 > 0``, pulls towards -e1)."""
+        sl = jnp.asarray(self.slope, float)
+        return self.g * jnp.concatenate([sl, jnp.ones(1)]) / jnp.sqrt(1.0 + sl @ sl)
 
     def rail_geometry(self, theta: Float[Array, " n"]):
         """``zeta_i, zeta_i', zeta_i''`` for i = 0..n stacked as ``(n+1, 3)`` arrays (3.1);
@@ -197,6 +212,7 @@ class Ball(eqx.Module):
         u = control(t)
         Lam = rotation_matrix(q)
         Gam = Lam.T @ E3
+        Gg = Lam.T @ self.gravity()  # g Gamma on a level floor
         Fe = jnp.asarray(self.F_e(t), dtype=float)
         Gt = Lam.T @ Fe
         zeta, zp, zpp = self.rail_geometry(theta)
@@ -214,7 +230,7 @@ class Ball(eqx.Module):
         rhs = (
             jnp.cross(Om, Id * Om)
             + self.radius * jnp.cross(Gt, Gam)
-            + jnp.einsum("i,ij->j", m, jnp.cross(s, self.g * Gam + b))
+            + jnp.einsum("i,ij->j", m, jnp.cross(s, Gg + b))
         )
         Omd = jnp.linalg.solve(A, rhs)
         a = jnp.cross(Omd, s) + b
@@ -234,8 +250,9 @@ class Ball(eqx.Module):
         _, a, Lam, Gam, Fe = self.accelerations(t, y, control)
         m = self.all_masses()
         acc = jnp.einsum("i,ij->j", m, a)
-        N = self.total_mass * self.g + acc @ Gam - Fe[2]
-        F_h = (Lam @ acc - Fe)[:2]
+        G = self.gravity()
+        N = self.total_mass * G[2] + acc @ Gam - Fe[2]
+        F_h = (Lam @ acc - Fe)[:2] + self.total_mass * G[:2]
         return N, F_h
 
     def friction_ratio(self, t, y, control: Control) -> Float[Array, ""]:
@@ -254,26 +271,29 @@ class Ball(eqx.Module):
 
     def energy(self, y) -> Float[Array, ""]:
         """Kinetic plus potential energy of the ball and the masses while rolling
-        (velocities from (2.7): ``z_i' = Lambda (Omega x s_i + zeta_i' theta_i')``)."""
-        theta, thd, q, Om, _ = self.split(y)
+        (velocities from (2.7): ``z_i' = Lambda (Omega x s_i + zeta_i' theta_i')``); on a slope
+        the potential counts the GC's travel along the floor from ``z = 0``."""
+        theta, thd, q, Om, z = self.split(y)
         Lam = rotation_matrix(q)
         Gam = Lam.T @ E3
+        G = self.gravity()
         zeta, zp, _ = self.rail_geometry(theta)
         m = self.all_masses()
         thd1 = jnp.concatenate([jnp.zeros(1), thd])
         v = jnp.cross(Om, self.radius * Gam + zeta) + thd1[:, None] * zp
         T = 0.5 * Om @ (self.inertia * Om) + 0.5 * jnp.sum(m * jnp.sum(v * v, axis=1))
-        V = self.g * jnp.sum(m * (zeta @ Gam))
+        V = jnp.sum(m * (zeta @ (Lam.T @ G))) + jnp.sum(m) * (z @ G[:2])
         return T + V
 
     def actuator_power(self, t, y, control: Control) -> Float[Array, ""]:
         """Power delivered to the system: by the rail actuators,
-        ``sum_i m_i (Lambda^{-1} z_i'' + g Gamma) . zeta_i' theta_i'``, plus that of F_e at the GC.
+        ``sum_i m_i (Lambda^{-1} z_i'' + Lambda^T G) . zeta_i' theta_i'`` (``g Gamma`` on a
+        level floor), plus that of F_e at the GC.
         While rolling, dE/dt equals this (the contact force does no work)."""
         theta, thd, _, Om, _ = self.split(y)
         _, a, Lam, Gam, Fe = self.accelerations(t, y, control)
         _, zp, _ = self.rail_geometry(theta)
         m = self.all_masses()[1:]
-        P_act = jnp.sum(m * thd * jnp.sum((a[1:] + self.g * Gam) * zp[1:], axis=1))
+        P_act = jnp.sum(m * thd * jnp.sum((a[1:] + Lam.T @ self.gravity()) * zp[1:], axis=1))
         v_gc = Lam @ jnp.cross(Om, self.radius * Gam)
         return P_act + Fe @ v_gc

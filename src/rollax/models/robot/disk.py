@@ -8,6 +8,14 @@ by ``z = z_a - r (phi - phi_a)``.
 
 State (5.1): ``y = [theta (n), theta' (n), phi, phi']``. Dynamics (4.1)-(4.2), normal force
 (4.3), friction (4.4) (``F_h`` below is its e1-component ``pi f_s``).
+
+The floor may slope (not in the paper): ``slope`` is its rise over run along e1, so that in the
+floor's frame (e1 along the floor, e3 its normal) gravity is ``-(g_t, 0, g_n)`` with
+``(g_t, g_n) = g (slope, 1) / sqrt(1 + slope^2)``. The paper's g is then g_n, and the
+tangential part adds ``g_t`` times each mass's height above the contact to the torque
+(4.2), ``M g_t`` to the friction (4.4) and ``g_t`` times the distance along the floor to the
+potential energy. Checked against the ball's 3-D equations, energy conservation and the
+closed form of a uniform disk rolling down (``tests/models/robot/test_slope.py``).
 """
 
 from __future__ import annotations
@@ -69,7 +77,8 @@ class Disk(eqx.Module):
 
     ``d2``: polar moment of inertia of the disk without the point masses about its CM;
     ``zeta0``: CM offset from the GC as a 3-vector ``(x, 0, z)``; ``F_e(t)``: external force at
-    the GC (spatial 3-vector; its e1 and e3 components act).
+    the GC (spatial 3-vector; its e1 and e3 components act); ``slope``: the floor's rise over
+    run along e1 (default 0, level; module docstring).
     """
 
     radius: float = parameter()
@@ -80,6 +89,7 @@ class Disk(eqx.Module):
     rails: tuple[Rail, ...] = eqx.field(converter=tuple)  # pyright: ignore[reportGeneralTypeIssues]  (the parameters above have no default)
     g: float = parameter(9.81)
     F_e: Callable = _zero_force
+    slope: float = parameter(0.0, units="1")
 
     def __check_init__(self):
         check_parameters(self)
@@ -99,6 +109,12 @@ class Disk(eqx.Module):
     @property
     def n(self) -> int:
         return len(self.rails)
+
+    def gravity(self):
+        """``(g_t, g_n) = g (slope, 1) / sqrt(1 + slope^2)``: gravity is ``-(g_t e1 + g_n e3)``
+        in the floor's frame (a floor rising along e1, ``slope > 0``, pulls towards -e1)."""
+        k = self.g / jnp.sqrt(1.0 + self.slope**2)
+        return k * self.slope, k
 
     @property
     def total_mass(self):
@@ -149,11 +165,14 @@ class Disk(eqx.Module):
         """phi'' from (4.1)-(4.2)."""
         phi, phid, z1, z3, P, Q, Fe = self._terms(t, y, control)
         r, m = self.radius, self.all_masses()
+        g_t, g_n = self.gravity()
         s, c = jnp.sin(phi), jnp.cos(phi)
         S1, S3 = r * s + z1, r * c + z3
-        # K_i (4.2): the (r phi'^2) part with the phi'^2 pieces of P, Q regroups to (g + r phi'^2)
+        # K_i (4.2): the (r phi'^2) part with the phi'^2 pieces of P, Q regroups to (g + r phi'^2);
+        # a slope's g_t acts on each mass's height above the contact, r + z1 s + z3 c
         K = (
-            (self.g + r * phid**2) * (z3 * s - z1 * c)
+            (g_n + r * phid**2) * (z3 * s - z1 * c)
+            + g_t * (r + z1 * s + z3 * c)
             + S3 * (Q + phid**2 * z1)
             - S1 * (P + phid**2 * z3)
         )
@@ -173,8 +192,10 @@ class Disk(eqx.Module):
         s, c = jnp.sin(phi), jnp.cos(phi)
         X = -phdd * z3 + Q  # e1-like body component (A.9) without -r phi'' cos
         Z = phdd * z1 + P
-        N = self.total_mass * self.g + m @ (X * s + Z * c) - Fe[2]
-        pif = -(self.total_mass * r * phdd + m @ (-X * c + Z * s) + Fe[0])
+        g_t, g_n = self.gravity()
+        M = self.total_mass
+        N = M * g_n + m @ (X * s + Z * c) - Fe[2]
+        pif = M * g_t - (M * r * phdd + m @ (-X * c + Z * s) + Fe[0])
         return N, jnp.stack([pif, jnp.zeros(())])
 
     def friction_ratio(self, t, y, control: Control):
@@ -199,6 +220,7 @@ class Disk(eqx.Module):
             rails=self.rails,
             g=self.g,
             F_e=self.F_e,
+            slope=jnp.stack([_arr(self.slope), jnp.zeros_like(_arr(self.slope))], axis=-1),
         )
 
     def ball_state(self, y, z_a=0.0, phi_a=0.0):
@@ -215,7 +237,8 @@ class Disk(eqx.Module):
         return z_a - self.radius * (self.split(y)[2] - phi_a)
 
     def energy(self, y):
-        """Kinetic plus potential energy while rolling (planar form of the ball's)."""
+        """Kinetic plus potential energy while rolling (planar form of the ball's); on a slope
+        the potential counts the distance along the floor from ``x_GC = 0``."""
         theta, thd, phi, phid = self.split(y)
         zeta, zp, _ = self.rail_geometry(theta)
         m = self.all_masses()
@@ -226,5 +249,7 @@ class Disk(eqx.Module):
         v1 = -phid * S3 + thd1 * zp[:, 0]
         v3 = phid * S1 + thd1 * zp[:, 2]
         T = 0.5 * self.d2 * phid**2 + 0.5 * m @ (v1**2 + v3**2)
-        V = self.g * m @ (zeta[:, 0] * s + zeta[:, 2] * c)
+        g_t, g_n = self.gravity()
+        x = self.gc_position(y) + zeta[:, 0] * c - zeta[:, 2] * s  # each mass along the floor
+        V = g_n * m @ (zeta[:, 0] * s + zeta[:, 2] * c) + g_t * m @ x
         return T + V

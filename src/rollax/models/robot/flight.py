@@ -17,6 +17,9 @@ the rolling state after it. At detachment the GC's velocity is continuous,
 ``z_GC' = Lambda (Omega x r Gamma)`` (2.3).
 
 The control's kinks are declared to the solver (``jump_ts``), so no step straddles one.
+
+On a sloping floor (the model's ``slope``) the flight falls at ``-G``, the model's
+:meth:`~rollax.models.robot.ball.Ball.gravity` in the floor's frame (``g e3`` when level).
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ class BallFlight(eqx.Module):
             "i,ij->j", m, jnp.cross(zeta, Gt / M - (cbar - c))
         )
         Omd = jnp.linalg.solve(A, rhs)
-        acc = Fe / M - b.g * E3 - Lam @ (m @ (jnp.cross(Omd, zeta) + c)) / M
+        acc = Fe / M - b.gravity() - Lam @ (m @ (jnp.cross(Omd, zeta) + c)) / M
         return Omd, acc
 
     def vector_field(self, t, y, control):
@@ -151,9 +154,9 @@ class BallFlight(eqx.Module):
         b = self.ball
         theta, _, q, _, x, _ = self.split(y)
         zeta, _, _ = b.rail_geometry(theta)
-        return self.kinetic_energy(y) + b.g * b.all_masses() @ (
-            x[2] + zeta @ (rotation_matrix(q).T @ E3)
-        )
+        # (a level floor: g times the height; a slope's G also counts the travel along it)
+        G = b.gravity()
+        return self.kinetic_energy(y) + b.all_masses() @ (x @ G + zeta @ (rotation_matrix(q).T @ G))
 
     def land(self, y) -> "Landing":
         """Plastic no-slip touchdown at the flight state ``y`` (``z_GC,3 = 0``): see
@@ -211,8 +214,9 @@ class DiskFlight(eqx.Module):
         pair = jnp.outer(m, m) * (jnp.outer(z1, z1) + jnp.outer(z3, z3))
         den = M * d.d2 - m @ ((m - M) * (z1**2 + z3**2)) - 2 * jnp.sum(jnp.triu(pair, 1))
         phdd = num / den
-        ax = (F1 - m @ (c * (-phdd * z3 + Q) - s * (phdd * z1 + P))) / M
-        az = (F3 - M * d.g - m @ (s * (-phdd * z3 + Q) + c * (phdd * z1 + P))) / M
+        g_t, g_n = d.gravity()
+        ax = (F1 - M * g_t - m @ (c * (-phdd * z3 + Q) - s * (phdd * z1 + P))) / M
+        az = (F3 - M * g_n - m @ (s * (-phdd * z3 + Q) + c * (phdd * z1 + P))) / M
         return phdd, jnp.stack([ax, az])
 
     def vector_field(self, t, y, control):
@@ -267,8 +271,12 @@ class DiskFlight(eqx.Module):
         theta, _, phi, _, x, _ = self.split(y)
         zeta, _, _ = d.rail_geometry(theta)
         s, c = jnp.sin(phi), jnp.cos(phi)
-        return self.kinetic_energy(y) + d.g * d.all_masses() @ (
-            x[1] + s * zeta[:, 0] + c * zeta[:, 2]
+        g_t, g_n = d.gravity()
+        m = d.all_masses()
+        return (
+            self.kinetic_energy(y)
+            + g_n * m @ (x[1] + s * zeta[:, 0] + c * zeta[:, 2])
+            + g_t * m @ (x[0] + c * zeta[:, 0] - s * zeta[:, 2])
         )
 
     def land(self, y) -> "Landing":
