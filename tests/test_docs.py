@@ -96,6 +96,13 @@ def test_optimal_control_example():
     miss, n_min, ratio = _numbers(out[1])
     assert abs(miss) < 1e-4 and n_min >= 0.5 - 1e-3 and ratio <= 0.2 + 1e-3
     assert out[2].startswith("infeasible needs mu >= 0.555 for phi_T = -6.28319 in T = 6 ")
+    up = ns["uphill"]  # the sloping floor's example
+    assert (
+        out[3].split()[0] == "converged"
+        and up.converged
+        and float(up.manoeuvre.model.slope) == 0.02
+    )
+    assert float(out[3].split()[1]) == round(up.cost, 3) and abs(up.cost - 1.562) < 0.01
 
 
 @pytest.mark.slow  # ~2 min: a robust optimisation, its validation and search (CI budget)
