@@ -160,6 +160,10 @@ def test_an_optimize_option_on_an_example_is_refused_in_one_line(capsys):
         (["--cost", "time", "--phi-T", "-60", "--T", "3", "--mu", "0.1"], "needs T >= 48.76"),
         (["--n-min", "6"], "needs n_min <= M g = 5"),
         (["--n-min", "6", "--least-mu"], "needs n_min <= M g = 5"),
+        (  # robust: the box's vertex at mu 0.5 fails the bound the nominal 0.6 meets
+            ["--phi-T", "-6.2832", "--T", "6", "--mu", "0.6", "--uncertain", "mu=0.5:0.7"],
+            "at the uncertain box's vertex mu 0.5: ",
+        ),
     ],
 )
 def test_an_infeasible_request_is_answered_at_once_exit_1(argv, message, capsys, tmp_path):

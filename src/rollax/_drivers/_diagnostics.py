@@ -145,8 +145,10 @@ def profile(
     report: Callable | None = None,
 ) -> dict:
     """Profile likelihoods of the fitted quantities ``which`` (indices into ``x``), all points
-    as lanes of one batched LM (:mod:`rollax._drivers._lm`). Each point starts from the linear
-    prediction of the conditional optimum, ``x + cov[:, i] / cov[i, i] (v - x_i)``.
+    as lanes of one batched LM (:mod:`rollax._drivers._lm`). Each point is fitted from two
+    starts, the linear prediction of the conditional optimum, ``x + cov[:, i] / cov[i, i] (v -
+    x_i)``, and the optimum with only ``x_i`` moved, and keeps the lower chi^2 (a cost with a
+    step, e.g. a filmed spin that jumps at an impact, can hold the first beyond the step).
 
     Returns ``{name: {"values", "delta_chi2", "interval": (lo, hi), "closed": (bool, bool)}}``;
     an end of the interval is ``None`` (and not ``closed``) where delta chi^2 stayed below 3.84
@@ -167,8 +169,15 @@ def profile(
                     start = x + cov[:, i] / cov[i, i] * (v - x[i])
                     start = np.clip(start, lo, hi)
                     start[i] = v
-                    lanes.append(start)
-                    meta.append(i)
+                    # and a second start with the others held at the optimum: the linear
+                    # prediction can cross a step of the cost that the optimum lies against
+                    # (a filmed spin jumps at the impact, so chi^2 steps where the impact
+                    # time crosses a sample time), and a lane started beyond the step stays
+                    # there (a profile point 10-170 too high: an interval end far too near)
+                    held = x.copy()
+                    held[i] = v
+                    lanes += [start, held]
+                    meta += [i, i]
         if not lanes:
             return False
         xs = np.stack(lanes)
@@ -189,8 +198,12 @@ def profile(
             report=report,
             stage="profile",
         )
-        for lane, i in enumerate(meta):
-            pts[i].append((float(out.x[lane, i]), 2.0 * (float(out.cost[lane]) - cost_min)))
+        # each point is the better of its two lanes (a profile is a minimum over the others)
+        for lane in range(0, len(meta), 2):
+            i = meta[lane]
+            c = [float(out.cost[k]) for k in (lane, lane + 1)]
+            c = [v if math.isfinite(v) else math.inf for v in c]
+            pts[i].append((float(out.x[lane, i]), 2.0 * (min(c) - cost_min)))
         return True
 
     run(lambda i: ((-1, _GRID), (1, _GRID)))

@@ -241,3 +241,70 @@ def _fields(model):
     import dataclasses
 
     return {f.name: getattr(model, f.name) for f in dataclasses.fields(model)}
+
+
+def _least_mu(man, cost):
+    """The friction bound's least mu for ``man`` (from the refusal of mu = 1e-9)."""
+    import equinox as eqx
+
+    fails = necessary_conditions(eqx.tree_at(lambda m: m.mu, man, 1e-9), cost=cost)
+    return float(re.search(r"needs mu >= ([0-9.e+-]+)", fails[0])[1])
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in INSIDE if c[2] == "mu"], ids=lambda c: f"{c[0]}-{c[1]}"
+)
+def test_a_robust_request_failing_a_bound_at_a_vertex_is_refused_at_once(case, monkeypatch):
+    """With every sample required, a box whose low mu fails the friction bound (the nominal
+    mu meets it) is refused before any solve, naming the vertex; a box just inside the bound,
+    or a chance constraint over the failing box, reaches the solver."""
+    i, body, kind, man, cost, k = case
+    mu, least = k["mu"], _least_mu(man, cost)
+    assert least < mu
+    failing = {"mu": (least * 0.98, mu * 1.1)}
+    trap = pytest.MonkeyPatch()
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("a solve was started")
+
+    trap.setattr(optimal._nlp, "minimize", no_solve)
+    trap.setattr(optimal, "solve", no_solve)
+    try:
+        opt = optimize(man, cost=cost, knots=4, uncertain=failing, samples=4)
+    finally:
+        trap.undo()
+    assert opt.status == "infeasible" and opt.iterations == 0 and not opt.feasible
+    lo = re.search(r"vertex mu ([0-9.e+-]+)", opt.message)
+    assert lo and float(lo[1]) == pytest.approx(least * 0.98, rel=1e-3), opt.message
+    assert "needs mu >= " in opt.message and "\n" not in opt.message
+
+    class Reached(Exception):
+        pass
+
+    def reached(*args, **kwargs):
+        raise Reached
+
+    monkeypatch.setattr(optimal._nlp, "minimize", reached)
+    inside = {"mu": ((least + mu) / 2, mu * 1.1)}
+    with pytest.raises(Reached):
+        optimize(man, cost=cost, knots=4, uncertain=inside, samples=4)
+    with pytest.raises(Reached):  # a chance constraint: some samples may fail
+        optimize(man, cost=cost, knots=4, uncertain=failing, samples=4, probability=0.9)
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in INSIDE if c[2] == "n_min"], ids=lambda c: f"{c[0]}-{c[1]}"
+)
+def test_a_robust_request_whose_light_vertex_cannot_press_n_min_is_refused(case, no_solve):
+    """Lighter masses lower the mean normal force M g below n_min at the box's light vertex."""
+    i, body, kind, man, cost, k = case
+    model = man.model
+    m = np.asarray(model.masses, float)
+    n_min = float(man.n_min)
+    # the relative size at which the light vertex's weight is n_min, and 1.5x that
+    r = (k["W"] - n_min) / (float(np.sum(m)) * float(model.g))
+    if r * 1.5 >= 0.9:
+        pytest.skip("n_min too far below the weight for a mass uncertainty under 90 %")
+    opt = optimize(man, cost=cost, knots=4, uncertain={"masses": 1.5 * r}, samples=4)
+    assert opt.status == "infeasible" and opt.iterations == 0, opt.message
+    assert "vertex" in opt.message and "needs n_min <= M g" in opt.message

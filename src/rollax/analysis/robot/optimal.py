@@ -553,6 +553,10 @@ def _run(
     failed = necessary_conditions(
         man, cost=cost, free_mu=free_mu, tol=float(tol), time_range=TIME_RANGE
     )
+    if not failed and box is not None and probability is None:  # every sample required
+        from rollax.analysis.robot.robust import box_necessary
+
+        failed = box_necessary(man, box, cost=cost, free_mu=free_mu, tol=float(tol))
     if failed:
         return _refused(man, cost, K, free_mu, "; ".join(failed), time.perf_counter() - t_start)
     deadline = None if time_limit is None else t_start + float(time_limit)
@@ -673,8 +677,11 @@ def optimize(
     constraint); the end conditions at the nominal values, in the mean or for every sample
     (``terminal``). It starts from the nominal optimum (found first, as without
     ``uncertain``). ``Optimum.robust`` holds the box, the samples, the rounds, the worst case
-    found and the ``price``: the robust cost over the nominal one. Check the result on fresh
-    samples with :func:`rollax.robot.validate` and :func:`rollax.robot.worst_case`.
+    found and the ``price``: the robust cost over the nominal one. With every sample
+    required, a box holding a parameter set that no control serves is answered
+    ``infeasible`` naming the set: at once where a vertex fails a necessary condition, else
+    when a worst set found cannot be solved for alone. Check the result on fresh samples with
+    :func:`rollax.robot.validate` and :func:`rollax.robot.worst_case`.
 
     **Continuation** (``continuation=True``): two more starts, the optima of easier problems
     mapped back (:func:`_continued`): the friction envelope widened (``mu`` x

@@ -15,7 +15,12 @@ of :mod:`rollax.analysis.robot.uncertain` (row 0: the nominal values), evaluated
   finds a violation, its parameter set replaces the sample with the most slack and the
   problem is solved again from the last control (an outer approximation; at most ``rounds``
   times). The rounds, the worst case found and the cost against the nominal optimum's are in
-  ``Optimum.robust``.
+  ``Optimum.robust``. A box may hold parameter sets that no control serves (a low mu on a
+  steep floor): the necessary conditions of :mod:`rollax.analysis.robot.feasibility` are
+  checked at the box's vertices before any solve, and each worst set, before it goes in, is
+  solved for alone (from the last control and the nominal optimum); where it fails a
+  condition or the SQP finds no control for it, the answer is ``infeasible``, naming the set,
+  instead of rounds that chase it.
 * **a chance constraint** (``probability=p``): with ``G_s`` a smooth maximum of sample s's
   path constraints (log-sum-exp, ``CHANCE_TAU``: above the maximum, so conservative), the
   mean of the ``k = ceil((1 - p) S)`` largest ``G_s`` (the samples' CVaR) is required
@@ -44,7 +49,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from rollax._core._validate import check_integer
-from rollax.analysis.robot._problem import _NLPProblem, _one
+from rollax.analysis.robot._problem import TIME_RANGE, _NLPProblem, _one
+from rollax.analysis.robot.feasibility import necessary_conditions
 from rollax.analysis.robot.uncertain import ParameterBox, apply_paths, parameter_box
 
 #: Sharpness of the smooth maximum the worst-case search climbs (per unit weight): its
@@ -316,6 +322,66 @@ def validate(
     )
 
 
+def _fmt(v) -> str:
+    a = np.asarray(v, float)
+    return (
+        f"{float(a):.4g}" if a.ndim == 0 else "(" + ", ".join(f"{u:.4g}" for u in a.ravel()) + ")"
+    )
+
+
+def _necessary(rp, p, tol) -> list[str]:
+    """The necessary conditions (:mod:`rollax.analysis.robot.feasibility`) that the manoeuvre
+    with the parameter set ``p`` fails: each holds for every control, so one that fails
+    proves that no control serves ``p``."""
+    man = apply_paths(rp.paths, rp.man, jnp.asarray(p))
+    return necessary_conditions(
+        man, cost=rp.cost, free_mu=rp.free_mu, tol=tol, time_range=TIME_RANGE
+    )
+
+
+def box_necessary(man, box: ParameterBox, *, cost: str, free_mu: bool, tol: float) -> list[str]:
+    """The necessary conditions that fail at a vertex of ``box`` (the first such vertex,
+    named; empty: none fails): with every sample required, a robust request that fails one
+    cannot be done, and :func:`rollax.robot.optimize` answers it before any solve."""
+    paths = box.paths
+    for p in _corners(box):
+        failed = necessary_conditions(
+            apply_paths(paths, man, jnp.asarray(p)), cost=cost, free_mu=free_mu, tol=tol,
+            time_range=TIME_RANGE,
+        )  # fmt: skip
+        if failed:
+            named = ", ".join(f"{k} {_fmt(v)}" for k, v in box.to_dict(p).items())
+            return [f"at the uncertain box's vertex {named}: {line}" for line in failed]
+    return []
+
+
+def _corners(box: ParameterBox, limit: int = 1024) -> np.ndarray:
+    """The box's vertices (none past ``limit``): where a necessary condition's bound moves
+    monotonically with each parameter (mu, the slope; the masses nearly so), its worst lies
+    at one. (Sets inside the box are checked too, as the rounds' worst cases.)"""
+    d = len(box.lo)
+    if 2**d > limit:
+        return np.zeros((0, d))
+    bits = (np.arange(2**d)[:, None] >> np.arange(d)[None]) & 1
+    return np.where(bits == 1, box.hi, box.lo)
+
+
+def _alone_fails(rp, p, X, solve, phase, tol, grid) -> str | None:
+    """Why no control serves the parameter set ``p`` alone: a necessary condition it fails,
+    or the SQP, from the rows of ``X`` (the last robust control and the nominal optimum),
+    finding none (a time limit that stops it is not a failure: nothing is known). ``None``:
+    a control was found."""
+    failed = _necessary(rp, p, tol)
+    if failed:
+        return "; ".join(failed)
+    alone = dataclasses.replace(rp, P=jnp.asarray(np.asarray(p)[None]), probability=None)
+    res, stopped = solve(alone, X, phase, tol, grid)
+    if stopped or any(r.feasible for r in res):
+        return None
+    best = min(res, key=lambda r: r.violation)
+    return f"the SQP found none from 2 starts (least violation {best.violation:.2e})"
+
+
 def _robust_rounds(
     prob, nominal, results, box: ParameterBox, phase, solve, optimum_of, *, samples, seed,
     probability, terminal, rounds, tol, n_grid, t_start, progress,
@@ -330,6 +396,8 @@ def _robust_rounds(
     feasible = [i for i, r in enumerate(results) if r.feasible]
     start = min(feasible, key=lambda i: results[i].f)
     x = np.asarray(results[start].x)
+    x_nominal = x
+    refused = None
     log: list[dict[str, Any]] = []
     opt = nominal
     worst = None
@@ -390,6 +458,12 @@ def _robust_rounds(
                 break
             grid = min(fine, 2 * (grid - 1) + 1)
             continue
+        if not prob.free_mu:
+            why = _alone_fails(rp, worst.p, np.stack([x, x_nominal]), solve, phase, tol, grid)
+            log[-1]["alone"] = "served" if why is None else why
+            if why is not None:  # no control serves the worst set alone, so none the box
+                refused = (worst.params, why)
+                break
         # the sample with the most slack (never the nominal, row 0) makes way for the worst
         _, g = _rows(dataclasses.replace(prob, n_grid=grid), opt.control, box.paths, jnp.asarray(P))
         slack = np.nan_to_num(np.max(np.asarray(g), axis=1), nan=np.inf)
@@ -420,7 +494,14 @@ def _robust_rounds(
         f"{worst.violation:.2e} ({worst.what})"
     )
     status = opt.status
-    if status == "converged" and not held:
+    if refused is not None:
+        status = "infeasible"
+        named = ", ".join(f"{k} {_fmt(v)}" for k, v in refused[0].items())
+        note += (
+            f"; no control serves the parameter set {named} alone ({refused[1]}), so none "
+            "holds over the whole box: narrow the uncertainty, or ask for a probability"
+        )
+    elif status == "converged" and not held:
         status = "not converged"  # the samples did not cover the box in the rounds given
         note += f": not robust after {rounds} rounds (rounds > {rounds} may remove it)"
     return dataclasses.replace(
