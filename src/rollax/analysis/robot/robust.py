@@ -322,35 +322,38 @@ def validate(
     )
 
 
-def _fmt(v) -> str:
-    a = np.asarray(v, float)
-    return (
-        f"{float(a):.4g}" if a.ndim == 0 else "(" + ", ".join(f"{u:.4g}" for u in a.ravel()) + ")"
-    )
+def _named(params: dict) -> str:
+    """``"mu 0.198, slope -0.0373"``: a parameter set (name -> value) in one line."""
+
+    def fmt(v) -> str:
+        a = np.asarray(v, float)
+        return (
+            f"{float(a):.4g}"
+            if a.ndim == 0
+            else "(" + ", ".join(f"{u:.4g}" for u in a.ravel()) + ")"
+        )
+
+    return ", ".join(f"{k} {fmt(v)}" for k, v in params.items())
 
 
-def _necessary(rp, p, tol) -> list[str]:
-    """The necessary conditions (:mod:`rollax.analysis.robot.feasibility`) that the manoeuvre
-    with the parameter set ``p`` fails: each holds for every control, so one that fails
-    proves that no control serves ``p``."""
-    man = apply_paths(rp.paths, rp.man, jnp.asarray(p))
+def _necessary(man, paths, p, *, cost: str, free_mu: bool, tol: float) -> list[str]:
+    """The necessary conditions (:mod:`rollax.analysis.robot.feasibility`) that ``man`` with
+    the parameter set ``p`` fails: each holds for every control, so one that fails proves
+    that no control serves ``p``."""
     return necessary_conditions(
-        man, cost=rp.cost, free_mu=rp.free_mu, tol=tol, time_range=TIME_RANGE
-    )
+        apply_paths(paths, man, jnp.asarray(p)), cost=cost, free_mu=free_mu, tol=tol,
+        time_range=TIME_RANGE,
+    )  # fmt: skip
 
 
 def box_necessary(man, box: ParameterBox, *, cost: str, free_mu: bool, tol: float) -> list[str]:
     """The necessary conditions that fail at a vertex of ``box`` (the first such vertex,
     named; empty: none fails): with every sample required, a robust request that fails one
     cannot be done, and :func:`rollax.robot.optimize` answers it before any solve."""
-    paths = box.paths
     for p in _corners(box):
-        failed = necessary_conditions(
-            apply_paths(paths, man, jnp.asarray(p)), cost=cost, free_mu=free_mu, tol=tol,
-            time_range=TIME_RANGE,
-        )  # fmt: skip
+        failed = _necessary(man, box.paths, p, cost=cost, free_mu=free_mu, tol=tol)
         if failed:
-            named = ", ".join(f"{k} {_fmt(v)}" for k, v in box.to_dict(p).items())
+            named = _named(box.to_dict(p))
             return [f"at the uncertain box's vertex {named}: {line}" for line in failed]
     return []
 
@@ -371,7 +374,7 @@ def _alone_fails(rp, p, X, solve, phase, tol, grid) -> str | None:
     or the SQP, from the rows of ``X`` (the last robust control and the nominal optimum),
     finding none (a time limit that stops it is not a failure: nothing is known). ``None``:
     a control was found."""
-    failed = _necessary(rp, p, tol)
+    failed = _necessary(rp.man, rp.paths, p, cost=rp.cost, free_mu=rp.free_mu, tol=tol)
     if failed:
         return "; ".join(failed)
     alone = dataclasses.replace(rp, P=jnp.asarray(np.asarray(p)[None]), probability=None)
@@ -379,7 +382,7 @@ def _alone_fails(rp, p, X, solve, phase, tol, grid) -> str | None:
     if stopped or any(r.feasible for r in res):
         return None
     best = min(res, key=lambda r: r.violation)
-    return f"the SQP found none from 2 starts (least violation {best.violation:.2e})"
+    return f"the SQP found none from {len(X)} starts (least violation {best.violation:.2e})"
 
 
 def _robust_rounds(
@@ -496,9 +499,8 @@ def _robust_rounds(
     status = opt.status
     if refused is not None:
         status = "infeasible"
-        named = ", ".join(f"{k} {_fmt(v)}" for k, v in refused[0].items())
         note += (
-            f"; no control serves the parameter set {named} alone ({refused[1]}), so none "
+            f"; no control serves the parameter set {_named(refused[0])} alone ({refused[1]}), so none "
             "holds over the whole box: narrow the uncertainty, or ask for a probability"
         )
     elif status == "converged" and not held:
