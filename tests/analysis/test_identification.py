@@ -222,6 +222,71 @@ def test_profile_of_a_linear_problem_is_the_gauss_newton_interval():
     assert out["b"]["interval"][0] == pytest.approx(lo_b[1]) and out["b"]["closed"][0]
 
 
+def _line_fit(t, y, sigma):
+    """y = a + b t weighted by ``sigma``: (x, cov, cost at x, rj, cost)."""
+    A = np.stack([np.ones_like(t), t], 1) / sigma
+
+    def rj(xs):
+        xs = np.asarray(xs)
+        return (xs @ A.T) - y / sigma, np.repeat(A[None], xs.shape[0], 0)
+
+    def cost(xs):
+        return 0.5 * np.sum(rj(xs)[0] ** 2, axis=1)
+
+    x, *_ = np.linalg.lstsq(A, y / sigma, rcond=None)
+    return x, np.linalg.inv(A.T @ A), float(cost(x[None])[0]), rj, cost
+
+
+def test_profile_level_with_estimated_noise_is_the_t_interval():
+    assert _diagnostics.profile_level(None) == _diagnostics.CHI2_95
+    for nu in (3, 8, 20, 45, 400):
+        t = stats.t.ppf(0.975, nu)
+        assert _diagnostics.profile_level(nu) == pytest.approx(t**2, rel=1e-10)
+    # a line through n points of unknown noise: with sigma estimated (n - 2 dof) the profile
+    # interval at F(1, n - 2)'s level is the textbook t-interval, on generated lines
+    rng = np.random.default_rng(5)
+    inf = np.array([np.inf, np.inf])
+    for _ in range(6):
+        n = int(rng.integers(6, 40))
+        t = np.sort(rng.uniform(0, 2, n))
+        y = rng.normal() + rng.normal() * t + rng.uniform(0.01, 1) * rng.normal(size=n)
+        x, _, _, _, _ = _line_fit(t, y, 1.0)
+        s = math.sqrt(np.sum((y - x[0] - x[1] * t) ** 2) / (n - 2))
+        x, cov, c0, rj, cost = _line_fit(t, y, s)
+        level = _diagnostics.profile_level(n - 2)
+        out = _diagnostics.profile(x, c0, cov, -inf, inf, [0, 1], ("a", "b"), rj, cost, level=level)
+        for i, name in enumerate(("a", "b")):
+            half = stats.t.ppf(0.975, n - 2) * math.sqrt(cov[i, i])
+            assert out[name]["interval"][0] == pytest.approx(x[i] - half, rel=1e-6, abs=1e-9)
+            assert out[name]["interval"][1] == pytest.approx(x[i] + half, rel=1e-6, abs=1e-9)
+            assert out[name]["level"] == level
+
+
+def test_profile_intervals_with_estimated_noise_cover_at_their_level():
+    # 400 small generated records (n = 8: 6 dof), sigma estimated from each: the F level's
+    # intervals cover the slope ~95 %, chi^2_1's about 90 % (P(|t_6| < 1.96) = 0.902)
+    rng = np.random.default_rng(11)
+    inf = np.array([np.inf, np.inf])
+    hits = {"F": 0, "chi2": 0}
+    n_rec, n = 400, 8
+    for _ in range(n_rec):
+        t = np.linspace(0, 1, n)
+        b = rng.normal()
+        y = 0.3 + b * t + 0.1 * rng.normal(size=n)
+        x, _, _, _, _ = _line_fit(t, y, 1.0)
+        s = math.sqrt(np.sum((y - x[0] - x[1] * t) ** 2) / (n - 2))
+        x, cov, c0, rj, cost = _line_fit(t, y, s)
+        for key, level in (("F", _diagnostics.profile_level(n - 2)), ("chi2", None)):
+            kw = {} if level is None else {"level": level}
+            out = _diagnostics.profile(x, c0, cov, -inf, inf, [1], ("a", "b"), rj, cost, **kw)
+            lo, hi = out["b"]["interval"]
+            hits[key] += lo <= b <= hi
+    # binomial sd at 0.95 over 400: 0.011
+    assert 0.925 <= hits["F"] / n_rec <= 0.975, hits
+    assert hits["chi2"] < hits["F"], hits
+    print(hits)
+
+
 def test_the_camera_guess_reads_the_state_off_the_data():
     # cubic fits over 0.2 s and w2 from eq. (33) with the observed beta'': close on clean
     # data; on noisy data (beta'' is the noisiest) the candidates bracket the true w2

@@ -1,6 +1,8 @@
 """The shot's contact parameters from filmed bounces (issue 58): rollax.analysis.identification's
 fit_bounce on generated records (tests/bounce_records.py, numpy + SciPy, no rollax): the 95 %
-intervals cover the truth, what a record cannot tell is flagged, bad records are refused."""
+intervals cover the truth, what a record cannot tell is flagged, bad records are refused; and
+the drag coefficient, which a bounce's short flights cannot tell, from filmed flights
+(fit_flight)."""
 
 import math
 import sys
@@ -15,13 +17,14 @@ from rollax.analysis.identification import (
     bounce_contact,
     bounce_observations,
     fit_bounce,
+    fit_flight,
     read_bounce_csv,
     write_bounce_csv,
 )
 from rollax.systems import Shot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bounce_records import make_record  # noqa: E402
+from bounce_records import make_flight, make_record  # noqa: E402
 
 
 def _params(kind, truth):
@@ -70,6 +73,11 @@ def _coverage(seeds):
         said = " ".join(str(w.message) for w in caught)
         row = dict(seed=seed, kind=kind, stuck=rec.stuck, filmed=rec.spin is not None,
                    status=f.status)  # fmt: skip
+        # the noise levels are estimated (none given): the intervals' level is F(1, nu)'s
+        # 95 % quantile, above chi^2_1's 3.84 (20-60 degrees of freedom: 4.0-4.35)
+        levels = {p["level"] for p in f.profile.values() if "level" in p}
+        assert all(3.9 < v <= 4.4 for v in levels), levels
+        row["level"] = min(levels, default=None)
         for key, name in (("e", f"e_{kind}"), ("mu", f"mu_{kind}")):
             # (a poor or unconverged fit has no profile: an open interval, failed below)
             lo, hi = f.profile.get(name, {"interval": (None, None)})["interval"]
@@ -109,6 +117,62 @@ def test_bounce_intervals_cover_the_truth():
 @pytest.mark.slow  # (40 records, about 60 s after the compile)
 def test_bounce_intervals_cover_the_truth_on_40_records():
     _check(_coverage(range(100, 140)), 0.85)
+
+
+def _drag(seeds):
+    rows = []
+    for seed in seeds:
+        rec = make_flight(seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f = fit_flight(bounce_observations(rec.t, rec.centre), progress=False)
+        lo, hi = f.profile["c_d"]["interval"]
+        c_d, se = f["c_d"]
+        row = dict(seed=seed, truth=rec.truth["c_d"], fit=c_d, se=se, lo=lo, hi=hi,
+                   status=f.status, said=[str(w.message) for w in caught])  # fmt: skip
+        print(row)
+        assert f.status == "converged" and lo is not None and hi is not None, row
+        assert (hi - lo) < 0.4 * c_d, row  # a flight measures it (+-3-20 %), unflagged
+        assert not any("c_d" in m for m in row["said"]), row
+        rows.append(row)
+    return rows
+
+
+def test_drag_from_filmed_flights():
+    # 0.53-0.8 s of a three-point shot's flight, 120-180 Hz, 2-4 mm: c_d to 3-20 %
+    rows = _drag(range(3))
+    assert all(r["lo"] <= r["truth"] <= r["hi"] for r in rows), rows
+
+
+@pytest.mark.slow  # (30 records, about 5 s each after the compile)
+def test_drag_intervals_cover_the_truth_on_30_flights():
+    rows = _drag(range(100, 130))
+    cover = np.mean([r["lo"] <= r["truth"] <= r["hi"] for r in rows])
+    print(f"c_d covered in {cover:.3f} of {len(rows)} flights")
+    assert 0.85 <= cover <= 1.0
+
+
+def test_a_bounce_cannot_tell_the_drag_and_says_so():
+    # c_d fitted with the contact's parameters from a bounce record (0.2-0.5 s of flight):
+    # its interval covers the truth but is wide, and a warning names it; e is still answered
+    for seed in (200, 203):
+        kind = "rim" if seed % 2 == 0 else "board"
+        rec = make_record(seed, kind)
+        obs = bounce_observations(rec.t, rec.centre, rec.spin)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f = fit_bounce(obs, fit=(f"e_{kind}", f"mu_{kind}", "c_d"), progress=False)
+        lo, hi = f.profile["c_d"]["interval"]
+        assert lo <= rec.truth["c_d"] <= hi and hi - lo > 0.5, (lo, hi)
+        assert any(str(w.message).startswith("c_d") for w in caught)
+        lo, hi = f.profile[f"e_{kind}"]["interval"]
+        assert lo <= rec.truth["e"] <= hi
+
+
+def test_a_flight_record_with_a_bounce_is_refused():
+    rec = make_record(201, "board")
+    with pytest.raises(ValueError, match="reaches the board at t = "):
+        fit_flight(bounce_observations(rec.t, rec.centre), progress=False)
 
 
 def test_a_head_on_bounce_cannot_tell_mu():
@@ -185,3 +249,21 @@ def test_rollax_identify_shot_on_a_filmed_bounce(tmp_path, capsys):
     assert main(["identify", "shot", "--data", str(data), "--fit", "k_d"]) == 2
     assert main(["identify", "shot", "--data", str(data), "--sigma-d", "0.1"]) == 2
     assert "--sigma-d: for the rim" in capsys.readouterr().err
+
+
+def test_rollax_identify_shot_fits_a_flights_drag(tmp_path, capsys):
+    import json
+
+    from rollax.cli import main
+
+    rec = make_flight(1)
+    data = tmp_path / "flight.csv"
+    write_bounce_csv(data, rec.t, rec.centre)
+    code = main(["identify", "shot", "--data", str(data), "--fit", "c_d", "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert code == 0 and res["status"] == "converged" and list(res["parameters"])[0] == "c_d"
+    lo, hi = res["profile"]["c_d"]["interval"]
+    assert lo <= rec.truth["c_d"] <= hi and res["units"]["profile.*.level"] == "1"
+    # the default --fit (a bounce's e and mu) on a flight: refused in one line, exit 2
+    assert main(["identify", "shot", "--data", str(data)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

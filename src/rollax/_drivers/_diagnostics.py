@@ -12,7 +12,11 @@ residuals, and profile-likelihood intervals.
   ``theta_i`` fixed at values ``v`` around its estimate, the other fitted quantities are
   fitted again; ``delta chi^2(v) = chi^2(v) - chi^2_min``; the 95 % interval is where it stays
   below 3.84 (the chi^2 quantile with one degree of freedom). Unlike ``+- 1.96`` Gauss-Newton
-  standard errors it follows curved, strongly correlated valleys and stops at bounds.
+  standard errors it follows curved, strongly correlated valleys and stops at bounds. Where the
+  noise levels were estimated from the same residuals, ``delta chi^2`` is ``F(1, nu)``
+  rather than ``chi^2_1`` distributed (``nu`` the degrees of freedom of each noise level's
+  estimate), and the level is its 95 % quantile (:func:`profile_level`): 4.35 at ``nu = 20``,
+  the t-interval of a linear fit; with 3.84 such intervals cover 93.6 % there.
 """
 
 from __future__ import annotations
@@ -25,6 +29,20 @@ import numpy as np
 from rollax._drivers import _lm
 
 CHI2_95 = 3.841458820694124  # the 95 % quantile of chi^2 with 1 degree of freedom
+
+
+def profile_level(noise_dof: float | None = None) -> float:
+    """The rise of chi^2 that ends a 95 % profile interval: 3.84 with the noise levels given,
+    the 95 % quantile of ``F(1, noise_dof)`` with them estimated from the residuals (each with
+    ``noise_dof`` degrees of freedom; ``t_nu(0.975)^2``, so a linear fit's interval is the
+    t-interval)."""
+    if noise_dof is None or not math.isfinite(noise_dof):
+        return CHI2_95
+    from scipy import stats
+
+    return float(stats.f.ppf(0.95, 1, max(float(noise_dof), 1.0)))
+
+
 POOR_CHI2 = 2.0  # chi^2 per degree of freedom above which a fit with given noise is poor
 POOR_LAG1 = 0.5  # |lag-1 autocorrelation| above which residuals are not noise
 
@@ -143,6 +161,7 @@ def profile(
     tol: float = 1e-10,
     cost_atol: float = 0.0,
     report: Callable | None = None,
+    level: float = CHI2_95,
 ) -> dict:
     """Profile likelihoods of the fitted quantities ``which`` (indices into ``x``), all points
     as lanes of one batched LM (:mod:`rollax._drivers._lm`). Each point is fitted from two
@@ -150,9 +169,11 @@ def profile(
     x_i)``, and the optimum with only ``x_i`` moved, and keeps the lower chi^2 (a cost with a
     step, e.g. a filmed spin that jumps at an impact, can hold the first beyond the step).
 
-    Returns ``{name: {"values", "delta_chi2", "interval": (lo, hi), "closed": (bool, bool)}}``;
-    an end of the interval is ``None`` (and not ``closed``) where delta chi^2 stayed below 3.84
-    over the points tried, and is the bound where the profile reaches a bound first."""
+    Returns ``{name: {"values", "delta_chi2", "interval": (lo, hi), "closed": (bool, bool),
+    "estimate", "level"}}``; an end of the interval is ``None`` (and not ``closed``) where delta
+    chi^2 stayed below ``level`` (3.84, or :func:`profile_level` of the noise's degrees of
+    freedom where the noise was estimated) over the points tried, and is the bound where the
+    profile reaches a bound first."""
     x = np.asarray(x, float)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     pts: dict[int, list] = {i: [] for i in which}
@@ -213,7 +234,7 @@ def profile(
     # Gauss-Newton error says)
     refined: set = set()
     for _ in range(2):
-        res = {i: _interval(x[i], pts[i], lo[i], hi[i]) for i in which}
+        res = {i: _interval(x[i], pts[i], lo[i], hi[i], level) for i in which}
 
         def more(i):
             (a, b), closed = res[i]
@@ -235,7 +256,7 @@ def profile(
             break
     out = {}
     for i in which:
-        (a, b), closed = _interval(x[i], pts[i], lo[i], hi[i])
+        (a, b), closed = _interval(x[i], pts[i], lo[i], hi[i], level)
         p = sorted(pts[i] + [(float(x[i]), 0.0)])
         out[names[i]] = {
             "values": [v for v, _ in p],
@@ -243,12 +264,14 @@ def profile(
             "interval": (a, b),
             "closed": closed,
             "estimate": float(x[i]),
+            "level": float(level),
         }
     return out
 
 
-def _interval(xi, pts, lo, hi):
-    """The 95 % interval from profile points ``[(v, delta chi^2)]`` around the estimate."""
+def _interval(xi, pts, lo, hi, level=CHI2_95):
+    """The 95 % interval from profile points ``[(v, delta chi^2)]`` around the estimate: where
+    delta chi^2 reaches ``level``."""
     ends, closed = [], []
     for side, bound in ((-1, lo), (1, hi)):
         if xi == bound:  # the estimate on a bound: the interval ends there
@@ -261,9 +284,9 @@ def _interval(xi, pts, lo, hi):
         for v, d in seq:
             if not math.isfinite(d):
                 break
-            if d >= CHI2_95:
+            if d >= level:
                 # linear in sqrt(delta chi^2), exact for a quadratic profile
-                q0, q1, q = math.sqrt(prev_d), math.sqrt(d), math.sqrt(CHI2_95)
+                q0, q1, q = math.sqrt(prev_d), math.sqrt(d), math.sqrt(level)
                 f = (q - q0) / (q1 - q0) if q1 > q0 else 1.0
                 end, ok = prev_v + f * (v - prev_v), True
                 break

@@ -176,8 +176,9 @@ class Fit:
     ``lag1_expected``, what the fit alone gives white noise, and ``runs_z``):
     :mod:`rollax._drivers._diagnostics`. ``noise_estimated``: the noise levels were
     estimated from the residuals (the covariance is scaled by them). ``profile``: per fitted
-    parameter ``{"values", "delta_chi2", "interval": (lo, hi), "closed", "estimate"}``, its
-    profile likelihood and 95 % interval (an end ``None`` where the data do not bound it).
+    parameter ``{"values", "delta_chi2", "interval": (lo, hi), "closed", "estimate", "level"}``,
+    its profile likelihood and 95 % interval, where delta chi^2 reaches ``level`` (an end
+    ``None`` where the data do not bound it).
     ``windows``: the window lengths [s] the fit was continued over.
     """
 
@@ -247,6 +248,7 @@ class Fit:
                     "estimate": f(p["estimate"]),
                     "values": [f(v) for v in p["values"]],
                     "delta_chi2": [f(v) for v in p["delta_chi2"]],
+                    "level": f(p.get("level", _diagnostics.CHI2_95)),
                 }
                 for k, p in self.profile.items()
             },
@@ -699,7 +701,9 @@ def identify(
     given are estimated from the residuals (``noise_estimated``; the covariance is then scaled
     by them). ``std_errors``: Gauss-Newton. ``profile`` (``profile=True``): for each named
     parameter the profile likelihood (the other quantities refitted at fixed values of it) and
-    its 95 % interval, where chi^2 rises by 3.84; it holds where the Gauss-Newton bars do not
+    its 95 % interval, where chi^2 rises by 3.84 (with the noise levels estimated, by the 95 %
+    quantile of ``F(1, nu)``, ``nu`` their degrees of freedom: ``profile[name]["level"]``);
+    it holds where the Gauss-Newton bars do not
     (curved, strongly correlated valleys; a bound). ``status``: ``"converged"``,
     ``"poor_fit"`` or ``"not_converged"``; ``converged`` is true only for the first.
     Warns (:class:`IdentifiabilityWarning`) where the data do not determine a fitted quantity.
@@ -954,6 +958,11 @@ def identify(
             tol=tol,
             cost_atol=_FINAL_ATOL,
             report=rec,
+            # each noise level estimated from its own column's residuals (see above) has
+            # rows * (1 - n_fit / n_res) degrees of freedom: the profile's level is F(1, nu)'s
+            level=_diagnostics.profile_level(
+                obs.values.shape[0] * max(1.0 - n_fit / n_res, 1e-3) if noise_estimated else None
+            ),
         )
         for name, p in prof.items():
             if not (p["closed"][0] and p["closed"][1]):

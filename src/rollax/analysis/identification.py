@@ -9,6 +9,9 @@ Built on :func:`rollax.identify` (``rollax._drivers._identify``):
   and the initial state ``(beta, w1, w2, w3, alpha)``;
 * :func:`fit_slide`: mu and the contact-pressure model (uniform (56) or Hertz (61), friction
   paper) of a disc or ball sliding and spinning on a plane, from its slip speed and spin rate.
+* :func:`fit_bounce`: the shot's contact parameters (restitution, friction) from a filmed
+  bounce on the rim or the board; :func:`fit_flight`: its drag coefficient from a filmed free
+  flight (a bounce's short flights do not determine it).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
 from rollax._drivers._identify import (
@@ -392,7 +396,8 @@ def bounce_contact(observations: Observations, shot=None) -> dict:
             f"data: the bounce at t = {t_c:.4g} s is at ({centre[0]:.3f}, {centre[1]:.3f}, "
             f"{centre[2]:.3f}) m, {100 * gaps[kind]:.1f} cm from the {kind}, the nearer "
             f"contact: the centre must be in m in the hoop's frame (origin at the hoop's "
-            f"centre in the rim plane, x towards the board, z up)"
+            f"centre in the rim plane, x towards the board, z up); a free flight has no "
+            f"contact parameters (its drag: fit_flight, or rollax identify shot --fit c_d)"
         )
     if kind == "rim":
         n = np.asarray(_model.rim_normal(cj, R))
@@ -489,8 +494,13 @@ def fit_bounce(
         # (two runs that met at one optimum are one answer)
         ses = [float(g.std_errors[i]) for g in (f, other) if math.isfinite(g.std_errors[i])]
         apart = abs(float(other.values[i] - f.values[i])) > 3 * min(ses, default=1e-4)
+        # (the profiles' 95 % level: 3.84, more with the noise estimated)
+        level = next((p["level"] for p in f.profile.values() if "level" in p), 3.84)
         both = (
-            len(runs) == 2 and other.status != "poor_fit" and chi2(other) - chi2(f) < 3.84 and apart
+            len(runs) == 2
+            and other.status != "poor_fit"
+            and chi2(other) - chi2(f) < level
+            and apart
         )
         prof = f.profile.get(mu_name)
         lowers = [
@@ -543,3 +553,52 @@ def fit_bounce(
         f.warnings.append(m)
         warnings.warn(m, IdentifiabilityWarning, stacklevel=2)
     return f
+
+
+def nearest_contact(observations: Observations, shot=None) -> tuple[str, int, float]:
+    """Where a filmed ball comes nearest to a contact of :class:`rollax.systems.Shot`: the
+    contact (``"rim"`` or ``"board"``), the sample's index and the gap (m) between the ball
+    and it (negative: overlapping)."""
+    from rollax.models import shot as _model
+    from rollax.systems.shot import Shot
+
+    shot = Shot() if shot is None else shot
+    c = jnp.asarray(observations.values[:, :3])
+    R, a, r = shot.R, shot.a, shot.r
+    x_b, w, z_lo, z_hi = shot._board()
+    gaps = {
+        "rim": np.asarray(jax.vmap(lambda p: _model.rim_gap(p, R, a, r))(c)),
+        "board": np.asarray(jax.vmap(lambda p: _model.board_gap(p, x_b, w, z_lo, z_hi, r))(c)),
+    }
+    kind = min(gaps, key=lambda k_: float(gaps[k_].min()))
+    k = int(np.argmin(gaps[kind]))
+    return kind, k, float(gaps[kind][k])
+
+
+def fit_flight(observations: Observations, *, shot=None, progress=True, **kw) -> Fit:
+    """The drag coefficient ``c_d`` of :class:`rollax.systems.Shot` from a filmed free flight
+    (the ball's centre, and its spin where filmed, with no contact in the record).
+
+    A bounce record's 0.2-0.5 s of flight does not determine ``c_d``: fitted with the
+    contact's parameters, its 95 % interval spans about +-0.7-1.3 around 0.5 and includes 0,
+    and :func:`fit_bounce` says so. A flight of half a second or more measures it: +-3-6 %
+    from 0.5-0.8 s at 120-240 Hz and 2-4 mm (``tests/analysis/test_shot_identify.py``). The
+    fit is :func:`rollax.identify` on ``Shot(rim_modes=False)`` with the flight state at the
+    first sample fitted too (from :meth:`Shot.guess_state`); the shot's other parameters
+    (``c_m`` of the Magnus lift among them) are held. A ``ValueError`` if the ball comes
+    within 2 cm of the rim or the board: a bounce's parameters are :func:`fit_bounce`'s.
+    Returns the :class:`rollax.Fit`."""
+    from rollax.systems.shot import Shot
+
+    shot = Shot() if shot is None else shot
+    if not isinstance(shot, Shot):
+        raise ValueError(f"shot = {type(shot).__name__}: it must be a rollax.systems.Shot")
+    kind, k, gap = nearest_contact(observations, shot)
+    if gap < 0.02:  # (a few noise levels)
+        raise ValueError(
+            f"data: the ball reaches the {kind} at t = {observations.t[k]:.4g} s "
+            f"({100 * gap:.1f} cm); a flight record has no contact (fit_bounce fits a "
+            f"bounce's contact parameters, and c_d with them: fit=(..., 'c_d'))"
+        )
+    shot = dataclasses.replace(shot, rim_modes=False)
+    return identify(shot, observations, ["c_d"], progress=progress, **kw)

@@ -6,9 +6,11 @@ bounce on the rim or the board. The CSV has the header ``t,x,y,z`` (s, m, m, m: 
 centre in the hoop's frame, origin at the hoop's centre in the rim plane, x towards the board,
 z up) or ``t,x,y,z,omega_x,omega_y,omega_z`` (the spin too, rad/s, where the film shows it).
 The contact is read off the record; ``--fit`` defaults to its restitution and friction
-(``e_rim mu_rim`` or ``e_board mu_board``; ``c_d`` may be added). Friction that the record
-bounds from below only (a stuck impact, an unfilmed spin) is said so, with the bound, not
-answered. Noise levels: ``--sigma`` (m) and ``--sigma-spin`` (rad/s), default estimated.
+(``e_rim mu_rim`` or ``e_board mu_board``; ``c_d`` may be added, but a bounce's short
+flights do not determine it). Friction that the record bounds from below only (a stuck impact,
+an unfilmed spin) is said so, with the bound, not answered. ``--fit c_d`` alone on a record
+that comes within 2 cm of neither the rim nor the board fits a free flight's drag coefficient
+(``fit_flight``: half a second of flight measures it to a few per cent). Noise levels: ``--sigma`` (m) and ``--sigma-spin`` (rad/s), default estimated.
 
 ``--data obs.csv`` has the header ``t,d,z,alpha`` (s, m, m, rad): the ball centre's horizontal
 distance from the rim axis, its height above the rim plane and its unwrapped angle around the
@@ -55,7 +57,15 @@ def units_of(names, body: str = "rim") -> dict[str, str]:
     out["initial_state"] = "(" + ", ".join(state.values()) + ")"
     out.update({f"sigma.{k}": u for k, u in observed.items() if k != "t_event"})
     out.update({f"residual_rms.{k}": u for k, u in observed.items()})
-    for k in ("cost", "chi2", "chi2_per_dof", "p_value", "correlation", "profile.*.delta_chi2"):
+    for k in (
+        "cost",
+        "chi2",
+        "chi2_per_dof",
+        "p_value",
+        "correlation",
+        "profile.*.delta_chi2",
+        "profile.*.level",
+    ):
         out[k] = "1"
     out.update(windows_s="s", wall_time_s="s")
     return out
@@ -91,7 +101,8 @@ def register(subparsers) -> None:
         choices=RIM_FIELDS + SHOT_FIELDS,
         metavar="NAME",
         help=f"parameters to fit (repeatable; rim, required: {', '.join(RIM_FIELDS)}; shot, "
-        f"default the contact's e and mu: {', '.join(SHOT_FIELDS)})",
+        f"default the contact's e and mu: {', '.join(SHOT_FIELDS)}; c_d alone on a flight "
+        f"with no contact: its drag)",
     )
     p.add_argument(
         "--sigma",
@@ -250,10 +261,19 @@ def _finish(args, fit, obs, res, notes, n_params, units) -> int:
 
 
 def _run_shot(args) -> int:
-    """``rollax identify shot``: :func:`rollax.analysis.identification.fit_bounce`."""
+    """``rollax identify shot``: :func:`rollax.analysis.identification.fit_bounce`, or
+    :func:`~rollax.analysis.identification.fit_flight` for ``--fit c_d`` on a record with no
+    contact."""
+    import functools
     import warnings
 
-    from rollax.analysis.identification import bounce_observations, fit_bounce, read_bounce_csv
+    from rollax.analysis.identification import (
+        bounce_observations,
+        fit_bounce,
+        fit_flight,
+        nearest_contact,
+        read_bounce_csv,
+    )
 
     t, centre, spin = read_bounce_csv(args.data)
     if spin is not None and (args.sigma is None) != (args.sigma_spin is None):
@@ -266,7 +286,10 @@ def _run_shot(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         obs = bounce_observations(t, centre, spin, sigma=args.sigma, sigma_spin=args.sigma_spin)
-        fit = fit_bounce(obs, fit=args.fit or None, progress=not args.json, robust=args.robust)
+        # --fit c_d alone on a record that touches nothing: a free flight's drag
+        flight = list(args.fit or []) == ["c_d"] and nearest_contact(obs)[2] >= 0.02
+        fitter = fit_flight if flight else functools.partial(fit_bounce, fit=args.fit or None)
+        fit = fitter(obs, progress=not args.json, robust=args.robust)
     notes = list(dict.fromkeys(str(w.message) for w in caught))
     res = fit.to_dict()
     res["names"] = list(fit.names)

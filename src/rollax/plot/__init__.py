@@ -565,7 +565,8 @@ def plot_profiles(
     profile: dict, path: str | os.PathLike, caption: str = "", units: dict | None = None
 ) -> None:
     """Profile likelihoods of :attr:`rollax.Fit.profile`: delta chi^2 against each parameter,
-    the 95 % level (3.84) and the interval it gives; the Gauss-Newton parabola for comparison
+    the 95 % level (``level``: 3.84, or F(1, nu)'s quantile with estimated noise) and the
+    interval it gives; the Gauss-Newton parabola for comparison
     is left out on purpose: the profile is what the interval is read from."""
     names = list(profile)
     k = max(1, len(names))
@@ -576,7 +577,8 @@ def plot_profiles(
         v = np.asarray(p["values"], float)
         d = np.asarray(p["delta_chi2"], float)
         ax.plot(v, d, "o-", ms=3, lw=1.0, color="#1f77b4", label="profile")
-        ax.axhline(3.841, color="#d62728", lw=0.8, ls="--", label="95 % (3.84)")
+        level = float(p.get("level", 3.841))
+        ax.axhline(level, color="#d62728", lw=0.8, ls="--", label=f"95 % ({level:.3g})")
         lo, hi = p["interval"]
         for end in (lo, hi):
             if end is not None:
