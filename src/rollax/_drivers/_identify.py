@@ -23,7 +23,8 @@ loop runs on the host so that it can report progress and its history.
 Error bars are the Gauss-Newton ones: ``cov = (J_w^T J_w)^-1`` with the residuals weighted by
 the noise levels; noise levels not given are estimated from the residuals (per observable,
 the RMS with the degrees of freedom taken out) and the fit is repeated with them. A parameter
-whose 95 % interval (+- 1.96 standard errors) includes 0, or an information matrix that is
+whose 95 % interval (+- 1.96 standard errors; with the noise estimated, +- t_nu(0.975), nu
+the degrees of freedom of each noise level's estimate) includes 0, or an information matrix that is
 numerically singular (condition number of its correlation form above 1e10), raises an
 :class:`IdentifiabilityWarning` that names what the data cannot tell.
 """
@@ -918,7 +919,11 @@ def identify(
     # the residuals of the observations (and the event time), without the padding rows
     r_obs = np.concatenate([r[: obs.values.size], r[-1:] if obs.t_event is not None else []])
     diag = _diagnostics.goodness(r_obs, obs.values.shape, obs.names, n_fit, J=J)
-    msgs = _identifiability(fitted, x, se, cond, at_bound, len(params))
+    # the 95 % level: chi^2_1's, or F(1, nu)'s with each noise level estimated from its own
+    # column's residuals (rows * (1 - n_fit / n_res) degrees of freedom)
+    nu = obs.values.shape[0] * max(1.0 - n_fit / n_res, 1e-3) if noise_estimated else None
+    level = _diagnostics.profile_level(nu)
+    msgs = _identifiability(fitted, x, se, cond, at_bound, len(params), math.sqrt(level))
     status = "converged" if converged else "not_converged"
     poor = _diagnostics.poor_fit(diag, sigma_given=not noise_estimated)
     if poor:
@@ -958,11 +963,7 @@ def identify(
             tol=tol,
             cost_atol=_FINAL_ATOL,
             report=rec,
-            # each noise level estimated from its own column's residuals (see above) has
-            # rows * (1 - n_fit / n_res) degrees of freedom: the profile's level is F(1, nu)'s
-            level=_diagnostics.profile_level(
-                obs.values.shape[0] * max(1.0 - n_fit / n_res, 1e-3) if noise_estimated else None
-            ),
+            level=level,
         )
         for name, p in prof.items():
             if not (p["closed"][0] and p["closed"][1]):
@@ -1190,7 +1191,9 @@ def _covariance(J):
     return cov, corr, se, cond
 
 
-def _identifiability(names, x, se, cond, at_bound, n_params) -> list[str]:
+def _identifiability(names, x, se, cond, at_bound, n_params, z=1.96) -> list[str]:
+    """What the data cannot tell, from the Gauss-Newton errors: ``z`` standard errors make the
+    95 % interval (1.96, or the t quantile with the noise estimated)."""
     out = []
     if not math.isfinite(cond) or cond > 1e10:
         out.append(
@@ -1200,15 +1203,15 @@ def _identifiability(names, x, se, cond, at_bound, n_params) -> list[str]:
     for i, (n, v, s) in enumerate(zip(names, x, se)):
         if not math.isfinite(s):
             out.append(f"{n} is not identifiable from these data (standard error undefined)")
-        elif 1.96 * s > abs(v) and i < n_params:  # (zero means nothing special for a state)
+        elif z * s > abs(v) and i < n_params:  # (zero means nothing special for a state)
             out.append(
                 f"{n} = {v:.6g} +- {s:.3g}: the data cannot tell it from 0 (its 95 % "
                 f"interval includes 0)"
             )
-        elif 1.96 * s > 0.5 * abs(v) and i < n_params:
+        elif z * s > 0.5 * abs(v) and i < n_params:
             out.append(
                 f"{n} = {v:.6g} +- {s:.3g}: poorly determined by these data (its 95 % "
-                f"interval is +-{100 * 1.96 * s / abs(v):.0f} % of it; a longer or "
+                f"interval is +-{100 * z * s / abs(v):.0f} % of it; a longer or "
                 f"less noisy record would tell more)"
             )
     return out
