@@ -169,10 +169,25 @@ def test_a_bounce_cannot_tell_the_drag_and_says_so():
         assert lo <= rec.truth["e"] <= hi
 
 
-def test_a_flight_record_with_a_bounce_is_refused():
+def test_a_flight_record_with_a_bounce_or_in_other_units_is_refused():
+    # before any solve: a contact, too few samples, times in ms or positions in mm
     rec = make_record(201, "board")
-    with pytest.raises(ValueError, match="reaches the board at t = "):
+    with pytest.raises(
+        ValueError, match="(within .* cm of|reaches) the board at t = .* --fit e_board"
+    ):
         fit_flight(bounce_observations(rec.t, rec.centre), progress=False)
+    fl, ts = make_flight(4), np.arange(40) / 100.0
+    for t, c, match in (
+        (fl.t[:7], fl.centre[:7], "at least 8 samples, got 7"),
+        (1e3 * fl.t, fl.centre, "moves at 0.0"),
+        (fl.t, 1e3 * fl.centre, "moves at [0-9.e+]+ m/s"),
+        (fl.t, fl.centre + [40.0, 0.0, 0.0], "m from the hoop"),
+        # down through the plane where the shot ends (made or missed), and to the floor
+        (ts, np.stack([-5 + 5 * ts, 0 * ts, 0.3 - 5 * ts**2], 1), "passes down through z = "),
+        (ts, np.stack([-5 + 5 * ts, 0 * ts, -2.0 - 10 * ts], 1), "reaches the floor"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            fit_flight(bounce_observations(t, c), progress=False)
 
 
 def test_a_head_on_bounce_cannot_tell_mu():
@@ -264,6 +279,12 @@ def test_rollax_identify_shot_fits_a_flights_drag(tmp_path, capsys):
     assert code == 0 and res["status"] == "converged" and list(res["parameters"])[0] == "c_d"
     lo, hi = res["profile"]["c_d"]["interval"]
     assert lo <= rec.truth["c_d"] <= hi and res["units"]["profile.*.level"] == "1"
-    # the default --fit (a bounce's e and mu) on a flight: refused in one line, exit 2
+    # the default --fit (a bounce's e and mu) on a flight, and --fit c_d alone on a bounce
+    # (its e and mu would be held at their defaults): refused in one line, exit 2
     assert main(["identify", "shot", "--data", str(data)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    rec = make_record(208, "rim")
+    write_bounce_csv(data, rec.t, rec.centre)
+    assert main(["identify", "shot", "--data", str(data), "--fit", "c_d"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--fit e_rim mu_rim c_d" in err

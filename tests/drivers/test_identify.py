@@ -283,7 +283,12 @@ def test_non_finite_values_are_dropped_with_a_warning():
         (dict(params=["k_x"]), "'k_x' of RimTracked is not a parameter; allowed: .*k_d"),
         (dict(params=["k_d", "k_d"]), "twice"),
         (dict(params=["k_d"], fit_y0=["gamma"]), "'gamma' is not a state component"),
-        (dict(params=["k_d"], bounds={"j": (0, 1)}), "'j' is not among params"),
+        (dict(params=["k_d"], bounds={"j": (0, 1)}), "'j' is not among the fitted quantities"),
+        # a fitted state component takes bounds too (here one its start is outside)
+        (
+            dict(params=["k_d"], bounds={"y0.beta": (10.0, 11.0)}),
+            r"starting value y0.beta = .* is outside its bounds \[10.0, 11.0\]",
+        ),
         (dict(params=["k_d"], max_iter=0), "max_iter = 0"),
     ],
 )

@@ -677,7 +677,8 @@ def identify(
     ``system.guess_state(observations)`` where the system has one, which also gives further
     starts); ``fit_y0``: fit all state components (``True``), none, or the named ones;
     ``y0_candidates``: further guesses ``(m, d)``. ``bounds``: ``{name: (lo, hi)}`` added to
-    the bounds the models declare (rates >= 0, 0 < j <= 1). The model is integrated by
+    the bounds the models declare (rates >= 0, 0 < j <= 1), for a parameter or a fitted state
+    component (``"y0.<state name>"``). The model is integrated by
     :func:`rollax.solve` at ``rtol``/``atol`` from the first observation time.
 
     **How the fit works** (``robust=True``, the default). A long record of a nearly periodic
@@ -781,12 +782,15 @@ def identify(
     hi = np.full(n_fit, np.inf)
     for i, (p, path) in enumerate(zip(params, paths)):
         lo[i], hi[i] = _bounds_of(system, path)
-        if bounds and p in bounds:
-            lo[i], hi[i] = max(lo[i], float(bounds[p][0])), min(hi[i], float(bounds[p][1]))
+    for i, name in enumerate(fitted):  # (a fitted state component too: "y0.<name>")
+        if bounds and name in bounds:
+            lo[i], hi[i] = max(lo[i], float(bounds[name][0])), min(hi[i], float(bounds[name][1]))
     if bounds:
-        extra = [k for k in bounds if k not in params]
+        extra = [k for k in bounds if k not in fitted]
         if extra:
-            raise ValueError(f"bounds: {extra[0]!r} is not among params {list(params)!r}")
+            raise ValueError(
+                f"bounds: {extra[0]!r} is not among the fitted quantities {list(fitted)!r}"
+            )
     x0 = np.concatenate([[float(_get(system, p)) for p in paths], y0[list(y0_index)]])
     if np.any(x0 < lo) or np.any(x0 > hi):
         i = int(np.argmax((x0 < lo) | (x0 > hi)))

@@ -584,21 +584,89 @@ def fit_flight(observations: Observations, *, shot=None, progress=True, **kw) ->
     and :func:`fit_bounce` says so. A flight of half a second or more measures it: +-3-6 %
     from 0.5-0.8 s at 120-240 Hz and 2-4 mm (``tests/analysis/test_shot_identify.py``). The
     fit is :func:`rollax.identify` on ``Shot(rim_modes=False)`` with the flight state at the
-    first sample fitted too (from :meth:`Shot.guess_state`); the shot's other parameters
-    (``c_m`` of the Magnus lift among them) are held. A ``ValueError`` if the ball comes
-    within 2 cm of the rim or the board: a bounce's parameters are :func:`fit_bounce`'s.
-    Returns the :class:`rollax.Fit`."""
+    first sample fitted too (from :meth:`Shot.guess_state`), over windows from a third of the
+    record (``windows``), with ``c_d >= 0``, from the shot's ``c_d`` and, where that fit is
+    poor or unconverged (an unfilmed spin's Magnus lift can trade against the drag), from 0.2
+    and 1.0 too; the shot's other parameters (``c_m`` among them) are held. A ``ValueError`` if the record has fewer than 8 samples, if its
+    units are off (a median speed above 40 m/s or almost no motion: t in ms, x in mm; a
+    sample over 30 m from the hoop), if the ball passes down through the plane ``r + a``
+    below the rim or reaches the floor (the shot ends there), or if it comes within 2 cm of
+    the rim or the board (a bounce's parameters are :func:`fit_bounce`'s). Returns the :class:`rollax.Fit`."""
     from rollax.systems.shot import Shot
 
     shot = Shot() if shot is None else shot
     if not isinstance(shot, Shot):
         raise ValueError(f"shot = {type(shot).__name__}: it must be a rollax.systems.Shot")
+    t, c = np.asarray(observations.t, float), np.asarray(observations.values[:, :3], float)
+    if t.shape[0] < 8:
+        raise ValueError(f"data: a flight record needs at least 8 samples, got {t.shape[0]}")
+    # units: a thrown ball moves at about 1-20 m/s (times in ms, or positions in mm, are
+    # 1000 times off) and stays within a court's reach of the hoop
+    ok = np.all(np.isfinite(c), axis=1)
+    speed = np.linalg.norm(np.diff(c[ok], axis=0), axis=1) / np.diff(t[ok])
+    far = float(np.max(np.linalg.norm(c[ok], axis=1)))
+    if not (0.3 <= float(np.percentile(speed, 90)) and float(np.median(speed)) <= 40.0):
+        raise ValueError(
+            f"data: the ball moves at {float(np.median(speed)):.3g} m/s (median between "
+            f"samples): a thrown ball moves at about 1-20 m/s; t must be in s and x, y, z in m"
+        )
+    if far > 30.0:
+        raise ValueError(
+            f"data: the ball is {far:.3g} m from the hoop: x, y, z must be in m in the hoop's "
+            f"frame (origin at the hoop's centre in the rim plane, x towards the board, z up)"
+        )
+    # the shot ends where its centre passes down through the plane r + a below the rim
+    # plane (made or missed) or reaches the floor: a record beyond that is another model's
+    z_end = -(float(shot.r) + float(shot.a))
+    z = c[:, 2]
+    down = np.flatnonzero((z[:-1] > z_end) & (z[1:] <= z_end))
+    floor = np.flatnonzero(z <= float(shot.r) - float(shot.rim_height))
+    if down.size or floor.size:
+        k = int(down[0] + 1 if down.size else floor[0])
+        where = (
+            f"passes down through z = {z_end:.3g} m (r + a below the rim plane)"
+            if down.size
+            else "reaches the floor"
+        )
+        raise ValueError(
+            f"data: the ball {where} at t = {observations.t[k]:.4g} s, where the shot ends "
+            f"(made or missed): cut the record before then"
+        )
     kind, k, gap = nearest_contact(observations, shot)
     if gap < 0.02:  # (a few noise levels)
         raise ValueError(
-            f"data: the ball reaches the {kind} at t = {observations.t[k]:.4g} s "
-            f"({100 * gap:.1f} cm); a flight record has no contact (fit_bounce fits a "
-            f"bounce's contact parameters, and c_d with them: fit=(..., 'c_d'))"
+            "data: the ball "
+            + (f"comes within {100 * gap:.1f} cm of" if gap > 0 else "reaches")
+            + f" the {kind} at t = {observations.t[k]:.4g} s, and a flight record has no "
+            f"contact: cut the record before then, or fit the bounce's parameters with c_d "
+            f"(fit_bounce(obs, fit=('e_{kind}', 'mu_{kind}', 'c_d')), --fit e_{kind} "
+            f"mu_{kind} c_d)"
         )
     shot = dataclasses.replace(shot, rim_modes=False)
-    return identify(shot, observations, ["c_d"], progress=progress, **kw)
+    kw.setdefault("bounds", {"c_d": (0.0, math.inf)})
+    # windows from a third of the record: a flight has no phase slips to guard against, and
+    # identify's default first window (1/32 of it) let an unfilmed spin run off to 2e4 rad/s
+    # (a poor fit at c_d = 0; from a third: converged, the truth inside the interval)
+    span = float(t[-1] - t[0])
+    kw.setdefault("windows", [span / 3, 2 * span / 3])
+    # from the shot's c_d; where that ends in a local minimum (a poor or unconverged fit:
+    # an unfilmed spin can trade its Magnus lift against the drag), from a low and a high one
+    # too, and the best on one scale (chi^2 with the first run's noise levels)
+    runs = []
+    for c_d0 in (float(shot.c_d), 0.2, 1.0):
+        start = eqx.tree_at(lambda s_: s_.c_d, shot, jnp.asarray(c_d0))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", IdentifiabilityWarning)
+            runs.append((identify(start, observations, ["c_d"], progress=progress, **kw), caught))
+        if runs[-1][0].status == "converged":
+            break
+    ref = runs[0][0].sigma
+    n_obs = observations.t.shape[0]
+
+    def chi2(g):
+        return sum(n_obs * g.residual_rms[k_] ** 2 / ref[k_] ** 2 for k_ in ref)
+
+    f, caught = min(runs, key=lambda fc: (fc[0].status != "converged", chi2(fc[0])))
+    for w in caught:  # (identify's own, of the run kept)
+        warnings.warn(w.message, w.category, stacklevel=2)
+    return f

@@ -8,9 +8,10 @@ z up) or ``t,x,y,z,omega_x,omega_y,omega_z`` (the spin too, rad/s, where the fil
 The contact is read off the record; ``--fit`` defaults to its restitution and friction
 (``e_rim mu_rim`` or ``e_board mu_board``; ``c_d`` may be added, but a bounce's short
 flights do not determine it). Friction that the record bounds from below only (a stuck impact,
-an unfilmed spin) is said so, with the bound, not answered. ``--fit c_d`` alone on a record
-that comes within 2 cm of neither the rim nor the board fits a free flight's drag coefficient
-(``fit_flight``: half a second of flight measures it to a few per cent). Noise levels: ``--sigma`` (m) and ``--sigma-spin`` (rad/s), default estimated.
+an unfilmed spin) is said so, with the bound, not answered. ``--fit c_d`` alone fits a free
+flight's drag coefficient (``fit_flight``: half a second of flight measures it to a few per
+cent); a record that comes within 2 cm of the rim or the board is refused there. Noise
+levels: ``--sigma`` (m) and ``--sigma-spin`` (rad/s), default estimated.
 
 ``--data obs.csv`` has the header ``t,d,z,alpha`` (s, m, m, rad): the ball centre's horizontal
 distance from the rim axis, its height above the rim plane and its unwrapped angle around the
@@ -262,8 +263,7 @@ def _finish(args, fit, obs, res, notes, n_params, units) -> int:
 
 def _run_shot(args) -> int:
     """``rollax identify shot``: :func:`rollax.analysis.identification.fit_bounce`, or
-    :func:`~rollax.analysis.identification.fit_flight` for ``--fit c_d`` on a record with no
-    contact."""
+    :func:`~rollax.analysis.identification.fit_flight` for ``--fit c_d`` alone."""
     import functools
     import warnings
 
@@ -271,7 +271,6 @@ def _run_shot(args) -> int:
         bounce_observations,
         fit_bounce,
         fit_flight,
-        nearest_contact,
         read_bounce_csv,
     )
 
@@ -286,8 +285,9 @@ def _run_shot(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         obs = bounce_observations(t, centre, spin, sigma=args.sigma, sigma_spin=args.sigma_spin)
-        # --fit c_d alone on a record that touches nothing: a free flight's drag
-        flight = list(args.fit or []) == ["c_d"] and nearest_contact(obs)[2] >= 0.02
+        # --fit c_d alone: a free flight's drag (a record with a contact is refused: with the
+        # contact's own parameters held at their defaults, c_d alone would fit the bounce)
+        flight = list(args.fit or []) == ["c_d"]
         fitter = fit_flight if flight else functools.partial(fit_bounce, fit=args.fit or None)
         fit = fitter(obs, progress=not args.json, robust=args.robust)
     notes = list(dict.fromkeys(str(w.message) for w in caught))
