@@ -568,6 +568,10 @@ def test_fit_to_dict_is_strict_json(record):
         fit = fit_rim(rim_observations(t[keep], v[keep, 0], v[keep, 1], v[keep, 2]))
     json.dumps(fit.to_dict(), allow_nan=False)
     assert math.isfinite(fit.wall_time)
+    # print(fit): a summary of a few lines (the dataclass's repr holds every array)
+    text = str(fit)
+    assert text.splitlines()[0].strip().startswith(fit.names[0] + " = ")
+    assert f"status {fit.status}" in text and len(text.splitlines()) < 3 * len(fit.names) + 6
 
 
 @pytest.mark.slow  # 144 s in the suite (CI budget); the rim and sliding-disc fits stay in CI

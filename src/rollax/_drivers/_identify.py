@@ -220,6 +220,29 @@ class Fit:
         """The fitted model's observables at the times ``t`` (default: the observation times)."""
         return predict(self, observations, t)
 
+    def __str__(self) -> str:
+        """One line per fitted quantity (value +- standard error), the residuals' RMS, each
+        profile interval, chi^2 and whiteness, and the status: what ``print(fit)`` shows (the
+        dataclass's ``repr`` holds every array)."""
+        lines = []
+        for n, v, s, b in zip(self.names, self.values, self.std_errors, self.at_bound):
+            err = f"+- {s:.3g}" if math.isfinite(s) else "(undetermined by these data)"
+            lines.append(f"{n:>14s} = {v:.8g} {err}" + ("  (at bound)" if b else ""))
+        lines.append(
+            "residual RMS: " + ", ".join(f"{k} {v:.3g}" for k, v in self.residual_rms.items())
+        )
+        for name, p in self.profile.items():
+            iv = ", ".join("open" if e is None else f"{e:.8g}" for e in p["interval"])
+            lines.append(f"{name:>14s}: 95 % profile-likelihood interval [{iv}]")
+        lines.append(
+            f"chi^2/dof {self.chi2_per_dof:.4g} (dof {self.dof}, p = {self.p_value:.3g}"
+            + (", noise estimated from the residuals" if self.noise_estimated else "")
+            + "); residual lag-1 autocorrelation: "
+            + ", ".join(f"{k} {w['lag1']:.2f}" for k, w in self.whiteness.items())
+        )
+        lines.append(f"status {self.status}, iterations {self.iterations}, {self.wall_time:.1f} s")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict:
         """A JSON-ready summary (non-finite numbers become ``None``)."""
         f = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731

@@ -237,23 +237,9 @@ DECISIVE_DCHI2 = 4.0
 
 
 def fit_summary(fit: Fit) -> str:
-    """One line per fitted quantity: value +- standard error."""
-    lines = []
-    for n, v, s, b in zip(fit.names, fit.values, fit.std_errors, fit.at_bound):
-        err = f"+- {s:.3g}" if math.isfinite(s) else "(undetermined by these data)"
-        lines.append(f"{n:>14s} = {v:.8g} {err}" + ("  (at bound)" if b else ""))
-    lines.append("residual RMS: " + ", ".join(f"{k} {v:.3g}" for k, v in fit.residual_rms.items()))
-    for name, p in fit.profile.items():
-        iv = ", ".join("open" if e is None else f"{e:.8g}" for e in p["interval"])
-        lines.append(f"{name:>14s}: 95 % profile-likelihood interval [{iv}]")
-    lines.append(
-        f"chi^2/dof {fit.chi2_per_dof:.4g} (dof {fit.dof}, p = {fit.p_value:.3g}"
-        + (", noise estimated from the residuals" if fit.noise_estimated else "")
-        + "); residual lag-1 autocorrelation: "
-        + ", ".join(f"{k} {w['lag1']:.2f}" for k, w in fit.whiteness.items())
-    )
-    lines.append(f"status {fit.status}, iterations {fit.iterations}, {fit.wall_time:.1f} s")
-    return "\n".join(lines)
+    """One line per fitted quantity (value +- standard error), then the profile intervals,
+    chi^2 and the status: ``str(fit)`` (:meth:`rollax.Fit.__str__`)."""
+    return str(fit)
 
 
 def simulate_camera(
