@@ -396,6 +396,19 @@ def bounce_contact(observations: Observations, shot=None) -> dict:
     return dict(kind=kind, t=t_c, centre=centre, n=n, e=e, mu_min=mu_min, split=k)
 
 
+def _chi2_on_one_scale(fits, n_obs: int):
+    """chi^2 of each of ``fits`` (fits of one record from several starts) on one scale: with
+    the first fit's noise levels (each fit's own cost is weighted by the levels it estimated);
+    inf where a fit's residuals are not finite."""
+    ref = fits[0].sigma
+
+    def chi2(g) -> float:
+        v = sum(n_obs * g.residual_rms[k] ** 2 / ref[k] ** 2 for k in ref)
+        return v if math.isfinite(v) else math.inf
+
+    return chi2
+
+
 def fit_bounce(
     observations: Observations,
     *,
@@ -462,12 +475,7 @@ def fit_bounce(
             runs.append((identify(start, observations, list(fit), progress=progress, **kw), caught))
     # the runs compared on one scale: chi^2 with the first run's noise levels (each run's own
     # cost is weighted by the noise levels it estimated); a poor fit comes last
-    ref = runs[0][0].sigma
-    n_obs = observations.t.shape[0]
-
-    def chi2(g):
-        return sum(n_obs * g.residual_rms[k] ** 2 / ref[k] ** 2 for k in ref)
-
+    chi2 = _chi2_on_one_scale([f_ for f_, _ in runs], observations.t.shape[0])
     runs.sort(key=lambda fc: (fc[0].status == "poor_fit", chi2(fc[0])))
     f, caught = runs[0]
     added: list[str] = []
@@ -646,12 +654,7 @@ def fit_flight(observations: Observations, *, shot=None, progress=True, **kw) ->
             runs.append((identify(start, observations, ["c_d"], progress=progress, **kw), caught))
         if runs[-1][0].status == "converged":
             break
-    ref = runs[0][0].sigma
-    n_obs = observations.t.shape[0]
-
-    def chi2(g):
-        return sum(n_obs * g.residual_rms[k_] ** 2 / ref[k_] ** 2 for k_ in ref)
-
+    chi2 = _chi2_on_one_scale([f_ for f_, _ in runs], observations.t.shape[0])
     f, caught = min(runs, key=lambda fc: (fc[0].status != "converged", chi2(fc[0])))
     for w in caught:  # (identify's own, of the run kept)
         warnings.warn(w.message, w.category, stacklevel=2)
