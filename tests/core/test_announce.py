@@ -59,6 +59,20 @@ def test_a_long_compile_of_a_solve_is_announced_with_its_system(quick, caplog):
     assert not [r for r in caplog.records if r.name == "rollax"]
 
 
+def test_a_long_compile_is_said_again_while_it_lasts(quick, monkeypatch, caplog):
+    monkeypatch.setattr(_announce, "EVERY", 0.1)
+    with caplog.at_level(logging.INFO, logger="rollax"):
+        rollax.solve(Slow(terms=403), jnp.array([1.0, 0.0]), 0.0, 1.0)
+        time.sleep(0.5)
+    said = [r.getMessage() for r in caplog.records if r.name == "rollax"]
+    again = [m for m in said if m.startswith("still compiling rollax.solve for Slow (")]
+    # between the first line and the end: with the seconds so far, growing
+    assert again and said.index(again[0]) > 0, said
+    assert [m for m in said if m.startswith("compiled ")], said
+    secs = [int(m.split("(")[1].split(" s")[0]) for m in again]
+    assert secs == sorted(secs), secs
+
+
 def test_a_compile_outside_rollax_is_named_by_the_callers_line(quick, caplog):
     def f(x):
         for i in range(3000):

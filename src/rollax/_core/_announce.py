@@ -1,4 +1,5 @@
-"""No silent waits: a compile that takes longer than :data:`AFTER` seconds is announced once.
+"""No silent waits: a compile that takes longer than :data:`AFTER` seconds is announced once, and
+said again every :data:`EVERY` seconds while it lasts.
 
 JAX gives no signal when it *starts* to trace or compile a program, only when it has finished,
 so rollax watches instead: a daemon thread (started by the first solve, ensemble or sweep)
@@ -9,7 +10,9 @@ on the ``rollax`` logger::
     rollax: compiling rollax.solve for WallPendulum: the first call with these shapes and
     options; later calls reuse it (compile cache: ~/.cache/rollax/jax)
 
-and, when it is done, ``rollax: compiled rollax.solve for WallPendulum in 12.4 s``. What is
+while it lasts, every :data:`EVERY` seconds, ``rollax: still compiling rollax.solve for
+WallPendulum (20 s so far)``, and, when it is done, ``rollax: compiled rollax.solve for
+WallPendulum in 12.4 s``. What is
 compiled is named after the outermost public rollax function on the stack (and the type of its
 ``system``); a compile with no rollax frame on the stack (the reverse pass of a ``jax.grad``
 through a solve, compiled after the solve has returned) is named after the user's line.
@@ -44,6 +47,9 @@ AFTER = 1.5
 PERIOD = 0.25
 #: Seconds outside a compile that end it (one call's programs are compiled one after another)
 QUIET = 1.5
+#: Seconds between the "still compiling" lines of a long compile (a first gradient through
+#: impacts, or an identification's programs one after another, compile for 20-60 s)
+EVERY = 10.0
 
 _SEP = os.sep
 _JAX = f"{_SEP}jax{_SEP}_src{_SEP}"
@@ -194,6 +200,7 @@ def _watch() -> None:
     since: dict[int, float] = {}
     said: dict[int, tuple[str, float]] = {}
     seen_at: dict[int, float] = {}  # the last look that found the thread compiling
+    told: dict[int, float] = {}  # when a thread's compile was last said
     while not _stop.wait(PERIOD):
         now = time.monotonic()
         try:
@@ -205,6 +212,7 @@ def _watch() -> None:
                 if ident not in frames:
                     since.pop(ident, None)
                     said.pop(ident, None)
+                    told.pop(ident, None)
             for ident, frame in frames.items():
                 if ident == me or ident in quiet_threads:
                     continue
@@ -214,10 +222,14 @@ def _watch() -> None:
                     if ident not in said and now - start >= AFTER:
                         label = _label(frame)
                         said[ident] = (label, start)
+                        told[ident] = now
                         LOG.info(
                             f"compiling {label}: the first call with these shapes and "
                             f"options; later calls reuse it ({_cache_note()})"
                         )
+                    elif ident in said and now - told.get(ident, now) >= EVERY:
+                        told[ident] = now
+                        LOG.info(f"still compiling {said[ident][0]} ({now - start:.0f} s so far)")
                 elif ident in since:
                     # the gaps between the programs of one call (Python work between them,
                     # under load up to about a second) do not end it
@@ -228,6 +240,7 @@ def _watch() -> None:
                     seen_at.pop(ident, None)
                     if ident in said:
                         label, start = said.pop(ident)
+                        told.pop(ident, None)
                         LOG.info(f"compiled {label} in {last - start:.1f} s")
             del frames
         except Exception:  # a sample that failed: the next one will do
