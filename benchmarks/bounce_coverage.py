@@ -10,6 +10,7 @@ test's 34 of 40 is the estimator's or its noise's. Each record is fitted as
 ``tests/analysis/test_shot_identify.py`` fits it (``fit_bounce``, noise levels estimated).
 
     python benchmarks/bounce_coverage.py --seeds 100 140 --draws 0 1 2 [--out DIR]
+    python benchmarks/bounce_coverage.py --smoke --out DIR   # one record, draws 0 and 1
 
 Writes ``bounce_coverage.json`` (per record and draw: truth, estimate, interval, covered,
 the profile's level) and ``bounce_coverage.png`` (coverage per draw with binomial 95 % bars).
@@ -62,7 +63,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", nargs=2, type=int, default=(100, 140), metavar=("FIRST", "END"))
     ap.add_argument("--draws", nargs="+", type=int, default=(0, 1, 2))
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "runs" / "bounce_coverage")
+    ap.add_argument("--smoke", action="store_true", help="one record and two draws (tests)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.seeds, args.draws = (100, 101), (0, 1)
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "analysis")]
     import bounce_records
     import test_shot_identify

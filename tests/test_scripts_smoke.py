@@ -47,6 +47,7 @@ SLOW = {
     "benchmarks/bench_shot.py": "46 s: the shot's maps compile",
     "benchmarks/bench_solve.py": "30 s: rollax.solve and plain diffrax compile",
     "experiments/friction/run.py": "51 s: the friction laws' tables and fits compile",
+    "benchmarks/bounce_coverage.py": "35 s (cache off): two bounce fits and their profiles compile",
     "benchmarks/bench_bounce_fit.py": "about 100 s: the full shot's Jacobian compiles (measured)",
     "benchmarks/bench_design.py": "about 60 s: the batched information compiles per width, and its gradient",
     "benchmarks/bench_dask.py": "38 s: a local Dask cluster's workers each compile the map",

@@ -88,6 +88,28 @@ def test_a_compile_outside_rollax_is_named_by_the_callers_line(quick, caplog):
     ), said
 
 
+def test_the_caller_is_the_line_that_called_jax_not_a_callback_inside_it():
+    # CI once named hypothesis' gc callback (it ran during the compile) as "the caller"
+    from types import SimpleNamespace as F
+
+    def frame(path):
+        return F(f_code=F(co_filename=path))
+
+    jax_dir = os.path.dirname(jax.__file__)
+    user, traced, gc_hook = "/home/me/run.py", "/home/me/model.py", "/x/hypothesis/junk.py"
+    innermost_first = [
+        frame(gc_hook),
+        frame(os.path.join(jax_dir, "_src", "interpreters", "mlir.py")),
+        frame(traced),
+        frame(os.path.join(jax_dir, "_src", "pjit.py")),
+        frame(user),
+        frame(os.path.join(os.path.dirname(os.__file__), "runpy.py")),
+    ]
+    assert _announce._caller(innermost_first) is innermost_first[4]  # pyright: ignore
+    # no frame outside JAX's: the innermost one that is not a library's
+    assert _announce._caller(innermost_first[:4]) is innermost_first[0]  # pyright: ignore
+
+
 def test_the_callers_line_skips_the_libraries_jax_calls_while_tracing():
     # CI once named numpy's np.ndim (called by jnp while tracing) as "the caller"
     import contextlib

@@ -38,6 +38,7 @@ import sys
 import sysconfig
 import threading
 import time
+import types
 
 LOG = logging.getLogger("rollax")
 #: Seconds a thread must stand in a compile before it is announced: the issue's "about 2 s",
@@ -147,6 +148,22 @@ def _public(module: str, func: str) -> str | None:
     return None if func.startswith("_") else f"{module}.{func}"
 
 
+def _caller(stack: list[types.FrameType]) -> types.FrameType | None:
+    """The user's frame that called into JAX: the last non-library frame outside the outermost
+    JAX frame. Frames inside it (a traced function, or a gc callback that ran during the compile,
+    as hypothesis' timer once did in CI) are not the caller."""
+    user = None
+    for f in reversed(stack):  # outermost first
+        path = f.f_code.co_filename
+        if _JAX in path:
+            break
+        if not _library(path):
+            user = f
+    if user is None:
+        user = next((f for f in stack if not _library(f.f_code.co_filename)), None)
+    return user
+
+
 def _label(frame) -> str:
     """What the stack is compiling: the outermost public rollax function, with its system."""
     stack = []
@@ -165,10 +182,7 @@ def _label(frame) -> str:
             best = (name, f)
             break
     if best is None:
-        user = next(
-            (f for f in stack if not _library(f.f_code.co_filename)),
-            None,
-        )
+        user = _caller(stack)
         where = (
             ""
             if user is None
