@@ -39,6 +39,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from rollax._core import _eventlog
 from rollax._core._solution import Solution, Status
+from rollax._integrate import _ulp
 from rollax._core.events import CROSSING, locate_in_step, near_theta, scan, unresolved_in
 
 _RUNNING = -1
@@ -130,9 +131,8 @@ def run(
     events = system.event_set
     n = events.n
     t1c = jnp.where(jnp.isfinite(t1), t1, jnp.finfo(dtype).max)
-    floor = t1c
-    for _ in range(100):
-        floor = eqxi.prevbefore(floor)
+    # (diffrax's threshold for rounding a step's end to t1: t1 less 100 ulps)
+    floor = _ulp.prevbefore_k(t1c, 100)
 
     kind, bound = _loop_kind(opts)
     solver = opts.solver

@@ -66,7 +66,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 
 from rollax._core import _announce, _eventlog
 
-from rollax._integrate import _loop, _traced, dopri5
+from rollax._integrate import _loop, _traced, _ulp, dopri5
 from rollax._integrate.queue import size_class
 from rollax._core._eventlog import SAVE_EVENTS_MAX
 from rollax._core._solution import Solution, Status
@@ -132,8 +132,9 @@ def _checks_without_callbacks():
 
 
 def _diffeqsolve(*args, **kw):
-    """``diffrax.diffeqsolve``, traced with :func:`_checks_without_callbacks`."""
-    with _checks_without_callbacks():
+    """``diffrax.diffeqsolve``, traced with :func:`_checks_without_callbacks` and with its
+    chain of 100 ``prevbefore`` calls as one (:func:`rollax._integrate._ulp.composed_prevbefore`)."""
+    with _checks_without_callbacks(), _ulp.composed_prevbefore():
         return diffrax.diffeqsolve(*args, **kw)
 
 
@@ -269,7 +270,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         vals, times = _step_samples(system, mode, interp, y1, t0, t1 - t0, self.n_samples)
         vals = jax.lax.stop_gradient(vals)
         count = ev.count.astype(jnp.int32)
-        sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero)
+        sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero, unroll=True)
         if self.events.n and not isinstance(self.solver, _ExactFlowSolver):
             # samples that may hide a pair of crossings: rejected (shrunk to 0.2 h) as a step
             # with a non-finite error, as in the ensemble kernel (events.unresolved)
@@ -479,11 +480,20 @@ def _step_samples(system, mode, interp, y1, t0, h, n: int):
     thetas = jnp.linspace(0.0, 1.0, n + 1, dtype=dtype)[1:]
     times = t0 + thetas * h
 
+    if n > 1 and isinstance(interp, _Contd5):
+        # the interpolated states at once (the same arithmetic, elementwise: the same bits),
+        # and the event functions vmapped over them: the forward program about 7 % quicker
+        # to compile than one evaluation per sample, warm the same with or without an outer
+        # jax.vmap (benchmarks/RESULTS.md, stop 70)
+        states = jnp.concatenate([interp.at_theta(thetas[:-1, None]), y1[None]])
+        return jax.vmap(system.event_values, in_axes=(0, 0, None))(times, states, mode), times
+
     def state(k):
         return y1 if k == n - 1 else _interp_at(interp, t0, h, thetas[k])
 
-    # unrolled, not a vmap over the samples: under jax.vmap of solve on a CPU the nested
-    # vmap made a step 3.9x plain diffrax's (1.3x unrolled; benchmarks/RESULTS.md)
+    # unrolled, not a vmap of the interpolation and events over the samples: under jax.vmap
+    # of solve on a CPU the nested vmap made a step 3.9x plain diffrax's (1.3x unrolled;
+    # benchmarks/RESULTS.md)
     return jnp.stack([system.event_values(times[k], state(k), mode) for k in range(n)]), times
 
 
