@@ -270,7 +270,7 @@ class _Sampled(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedSolver):
         vals, times = _step_samples(system, mode, interp, y1, t0, t1 - t0, self.n_samples)
         vals = jax.lax.stop_gradient(vals)
         count = ev.count.astype(jnp.int32)
-        sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero, unroll=True)
+        sc = scan(self.events, vals, times, ev.sign, count, ev.t_zero)
         if self.events.n and not isinstance(self.solver, _ExactFlowSolver):
             # samples that may hide a pair of crossings: rejected (shrunk to 0.2 h) as a step
             # with a non-finite error, as in the ensemble kernel (events.unresolved)
@@ -480,20 +480,13 @@ def _step_samples(system, mode, interp, y1, t0, h, n: int):
     thetas = jnp.linspace(0.0, 1.0, n + 1, dtype=dtype)[1:]
     times = t0 + thetas * h
 
-    if n > 1 and isinstance(interp, _Contd5):
-        # the interpolated states at once (the same arithmetic, elementwise: the same bits),
-        # and the event functions vmapped over them: the forward program about 7 % quicker
-        # to compile than one evaluation per sample, warm the same with or without an outer
-        # jax.vmap (benchmarks/RESULTS.md, stop 70)
-        states = jnp.concatenate([interp.at_theta(thetas[:-1, None]), y1[None]])
-        return jax.vmap(system.event_values, in_axes=(0, 0, None))(times, states, mode), times
-
     def state(k):
         return y1 if k == n - 1 else _interp_at(interp, t0, h, thetas[k])
 
-    # unrolled, not a vmap of the interpolation and events over the samples: under jax.vmap
-    # of solve on a CPU the nested vmap made a step 3.9x plain diffrax's (1.3x unrolled;
-    # benchmarks/RESULTS.md)
+    # unrolled, not a vmap over the samples: under jax.vmap of solve on a CPU the nested vmap
+    # made a step 3.9x plain diffrax's (1.3x unrolled; benchmarks/RESULTS.md). Nor the states
+    # interpolated at once (a broadcast over theta): 7 % less forward compile, but the values
+    # differ by an ulp from one theta at a time, the ensemble kernel's (stop 70)
     return jnp.stack([system.event_values(times[k], state(k), mode) for k in range(n)]), times
 
 
