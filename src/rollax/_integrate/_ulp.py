@@ -2,10 +2,10 @@
 
 diffrax's loop computes ``t1`` less 100 ulps (the threshold at which it rounds a step's end to
 ``t1``) as 100 chained ``eqxi.prevbefore`` calls. Where ``t1`` is a constant XLA folds them;
-where it is traced (the segment loop's end, which skips a solve that needs none; a vmapped
-``t1``) every call stays in the program: 100 ``nextafter`` expansions, about 1,400 of the
-oscillator's 4,460 optimised HLO instructions and 15-20 % of its forward compile (measured,
-``benchmarks/RESULTS.md``, stop 70). :func:`prevbefore_k` gives the same bits with about twenty
+where it is traced (the segment loop's end, which skips a solve that needs none; ``t1`` inside
+``rollax.solve``'s jit) every call stays in the program: 100 ``nextafter`` expansions, 1,700 of
+the oscillator's 5,970 optimised HLO instructions and 10-15 % of its forward compile (12-23 %
+on the hybrid ball and pendulum; measured, ``benchmarks/RESULTS.md``, stop 70). :func:`prevbefore_k` gives the same bits with about twenty
 operations, and :func:`composed_prevbefore` makes diffrax's chain use it while diffrax is traced.
 """
 
