@@ -67,8 +67,7 @@ class _Composing:
     """``prevbefore`` that, called on its own last output, returns ``prevbefore_k`` of the
     chain's start: so the chain's intermediate values are unused and vanish from the program."""
 
-    def __init__(self, original):
-        self.original = original
+    def __init__(self):
         self.local = threading.local()
 
     def __call__(self, x):
@@ -101,7 +100,7 @@ def composed_prevbefore():
     with _LOCK:
         if _depth == 0:
             _saved = eqxi.prevbefore
-            eqxi.prevbefore = _Composing(_saved)
+            eqxi.prevbefore = _Composing()
         _depth += 1
     try:
         yield
