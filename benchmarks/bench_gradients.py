@@ -17,7 +17,13 @@ differentiated with respect to a parameter or the start:
   count does not fire here);
 * ``robot``: ``rollax.systems.RollingRobot`` with ``rollax.robot.paper_disk()`` on [0, 20], the
   ramp control's kinks as jump times; d(phi(T) + phi'(T)) / d amplitude; plain diffrax with
-  ``ClipStepSizeController(jump_ts=...)``.
+  ``ClipStepSizeController(jump_ts=...)``;
+* ``robot_flight``: issue 57's robot with detachment, ``rollax.systems.Robot`` (the ball of
+  ``paper_ball()``, masses at rest, spun at Omega = (w, 0, 0.5), w = 3): it flies from t = 0,
+  lands at 0.667 (the touchdown's reset map) and rolls until it detaches again at 1.500, where it
+  cannot lift off and the run ends; d(t + Omega_1) / d w. ``--impacts 0``: the same system
+  without a reset map, ended at the touchdown (the reference with one terminal event). Plain
+  diffrax has no modes: not run.
 
 Plain diffrax: ``diffrax.Dopri5`` with ``PIDController`` (integral only, as rollax's controller) at
 the same tolerances, ``diffrax.Event`` located by ``optimistix.Newton``. rollax takes its own
@@ -55,7 +61,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-CASES = ("oscillator", "oscillator6", "ball", "pendulum", "rim", "robot")
+CASES = ("oscillator", "oscillator6", "ball", "pendulum", "rim", "robot", "robot_flight")
 # "rollax": the default (the one step loop for systems with a reset map, issue 57); "loop": the
 # one loop for every system (ROLLAX_LOOP=one); "segments": the segment loop for every system
 # (ROLLAX_LOOP=segments, the default before issue 57)
@@ -66,8 +72,9 @@ MAX_STEPS = 16_384
 
 
 # ---------------------------------------------------------------------------------- the cases
-def build(case: str, smoke: bool, impacts: int = 4):
-    """``(p0, dp, rollax_fn, diffrax_fn)``: ``fn(p, adjoint) -> (scalar, steps)``."""
+def build(case: str, smoke: bool, impacts: int = 4, written: bool = False):
+    """``(p0, dp, rollax_fn, diffrax_fn)``: ``fn(p, adjoint) -> (scalar, steps)``. ``written``:
+    plain diffrax's hybrid segments as a Python loop (written out) instead of a ``lax.scan``."""
     import diffrax
     import jax
     import jax.numpy as jnp
@@ -99,22 +106,30 @@ def build(case: str, smoke: bool, impacts: int = 4):
         return sol.ts[-1], sol.ys[-1], sol.stats["num_steps"]
 
     def segments(n, vf, reset, y0, t1, args, adjoint):
-        """``n`` event-ended solves, the reset map between them (a ``lax.scan``). Each segment
-        ends where ``s x`` comes down to 0, ``s`` the sign of ``x'`` at its start (of ``x`` from
-        rest), so that a segment that starts on (or a rounding error off) ``x = 0`` does not end
-        at once."""
+        """``n`` event-ended solves, the reset map between them (a ``lax.scan``; with
+        ``written``, a Python loop: the segments written out, as issue 57's baseline). Each
+        segment ends where ``s x`` comes down to 0, ``s`` the sign of ``x'`` at its start (of
+        ``x`` from rest), so that a segment that starts on (or a rounding error off) ``x = 0``
+        does not end at once."""
 
         def cond(t, y, args, **kw):
             return args[1] * y[0]
 
+        def field(t, y, a):  # (one function object: a written-out loop reuses diffrax's jit)
+            return vf(t, y, a[0])
+
         def body(carry, _):
             t, y = carry
             s = jnp.where(y[1] != 0, jnp.sign(y[1]), jnp.sign(y[0]))
-            te, ye, k = plain(
-                lambda t, y, a: vf(t, y, a[0]), y, t, t1, (args, s), cond, False, adjoint
-            )
+            te, ye, k = plain(field, y, t, t1, (args, s), cond, False, adjoint)
             return (te, reset(ye, args)), k
 
+        if written:
+            carry, ks = (jnp.asarray(0.0), y0), []
+            for _ in range(n):
+                carry, k = body(carry, None)
+                ks.append(k)
+            return carry[0], carry[1], sum(ks)
         (t, y), ks = jax.lax.scan(body, (jnp.asarray(0.0), y0), None, length=n)
         return t, y, jnp.sum(ks)
 
@@ -267,6 +282,26 @@ def build(case: str, smoke: bool, impacts: int = 4):
         a0 = ex.control.amplitude
         return a0, jnp.ones_like(a0), ours, theirs
 
+    if case == "robot_flight":
+        from rollax.models.robot.examples import BALL_THETA0
+        from rollax.robot import RampControl, paper_ball
+        from rollax.systems import Robot
+
+        ball, still = paper_ball().model, RampControl(jnp.zeros(3))
+
+        class ToTouchdown(Robot):  # no reset map: the touchdown ends the run
+            reset = rollax.AbstractSystem.reset
+
+        robot = (Robot if impacts else ToTouchdown)(ball, still)
+
+        def ours(w, adjoint):
+            spin = jnp.stack([w, jnp.zeros_like(w), 0.5 + jnp.zeros_like(w)])
+            y0 = robot.from_rolling(ball.initial_state(BALL_THETA0, Omega=spin))
+            sol, k = rollax_run(robot, y0, 10.0, adjoint, mode="flying")
+            return sol.t + sol.y[2 * ball.n + 4], k
+
+        return jnp.asarray(3.0), jnp.asarray(1.0), ours, None
+
     raise ValueError(f"case = {case!r} is not one of {CASES}")
 
 
@@ -315,6 +350,8 @@ def child(case: str, impl: str, repeat: int, smoke: bool, impacts: int = 4) -> d
     load0 = os.getloadavg()
     p0, dp, ours, theirs = build(case, smoke, impacts)
     fn = theirs if impl == "diffrax" else ours
+    if fn is None:
+        return {"case": case, "impl": impl, "error": f"plain diffrax cannot express {case}"}
 
     def forward(p):
         return fn(p, None)[0]
@@ -533,7 +570,8 @@ def main() -> None:
         "--impacts",
         type=int,
         default=4,
-        help="ball and pendulum: the impact that ends the run (0: no reset map, the first)",
+        help="ball and pendulum: the impact that ends the run (0: no reset map, the first); "
+        "robot_flight: 0 for the same robot without a reset map, ended at its touchdown",
     )
     a = p.parse_args()
     repeat = 2 if a.smoke else a.repeat

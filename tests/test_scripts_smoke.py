@@ -50,6 +50,7 @@ SLOW = {
     "benchmarks/bounce_coverage.py": "35 s (cache off): two bounce fits and their profiles compile",
     "benchmarks/bench_bounce_fit.py": "about 100 s: the full shot's Jacobian compiles (measured)",
     "benchmarks/bench_design.py": "about 60 s: the batched information compiles per width, and its gradient",
+    "benchmarks/bench_event_cost.py": "about 40 s (cache off): a solve and its gradient compile twice",
     "benchmarks/bench_dask.py": "38 s: a local Dask cluster's workers each compile the map",
     "benchmarks/bench_dask_scale.py": "90 s: three local Dask clusters and two one-process maps",
     "benchmarks/bench_entry_points.py": "about 40 s: two fresh processes, each compiling a solve",
