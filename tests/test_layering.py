@@ -272,6 +272,8 @@ MEASURE_INTERNALS = {
     "benchmarks/bench_robot_infeasible.py",
     # switches the tail's move off (queue._NARROW_MIN_PER_LANE) to time the code before it
     "benchmarks/bench_slip_tail.py",
+    # switches the solve's pair test off (_solve.unresolved_in) to split the event route's cost
+    "benchmarks/bench_event_cost.py",
 }
 
 
