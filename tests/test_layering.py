@@ -274,6 +274,8 @@ MEASURE_INTERNALS = {
     "benchmarks/bench_slip_tail.py",
     # switches the solve's pair test off (_solve.unresolved_in) to split the event route's cost
     "benchmarks/bench_event_cost.py",
+    # replaces the fused kernel by a stand-in (--stub) to time the host path alone on a CPU
+    "benchmarks/gpu/host_path.py",
 }
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU measurements in one device call (rollax installed without deps over the image's CUDA jax).
 # Each step has its own time limit so that the whole call ends inside the device's 10 minutes;
-# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|fused18|shot1|shot2|sizes|compile|big|bench|tests]
+# logs and JSON go to $OUT. Usage: bash benchmarks/gpu/measure.sh [fused|fused2|fused3|fused4|fused5|fused6|fused7|fused8|fused9|fused10|fused11|fused12|fused13|fused14|fused15|fused16|fused17|fused18|shot1|shot2|issue62|sizes|compile|big|bench|tests]
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false ROLLAX_CACHE_DIR=off
 OUT=${OUT:-/tmp/rollax-gpu}; mkdir -p "$OUT"
@@ -197,6 +197,28 @@ elif [ "$what" = shot2 ]; then
   # CPU's reference; then the queue's compile alone, on a 36 x 24 map
   step 250 python3 benchmarks/gpu/shot_gpu.py --backend fused --ref benchmarks/gpu/runs/stop43/shot_ref.npz --json "$OUT/shot_fused.json"
   step 130 python3 benchmarks/gpu/shot_gpu.py --backend queue --grid 36 24 --repeat 2 --json "$OUT/shot_queue_small.json"
+  rm -f "$OUT/pip.log"
+elif [ "$what" = issue62 ]; then
+  # prepared in stop 72 for issue 62, one call of about 8 minutes (NOTES.md, "issue62"):
+  # (1) the host path: the 1000 x 1000 no-slip map and a direct solve_ensemble on its starts,
+  #     the code after and before (.base, carried) alternating, each warm (best of 5); then
+  #     the code after once more under cProfile (--profile);
+  # (2) the device's view of the map (profile_fused.py: kernels against the wall time);
+  # (3) the shot: first call (the four kernels' compile) and warm 360 x 240 map against the
+  #     CPU's reference (runs/stop72/shot_ref.npz, made with this physics);
+  # (4) conformance of every system on the GPU, in the background from the start (it shares
+  #     the GPU with (1)-(3): their times are the device's while it runs, so (1) goes first
+  #     and (4) waits 20 s for the first compile of (1) to start)
+  ( sleep 20; timeout 420 python3 benchmarks/gpu/conformance_fused.py --n 256 >"$OUT/conformance.log" 2>&1; echo "   (rc $?)" >>"$OUT/conformance.log" ) &
+  step 100 python3 benchmarks/gpu/host_path.py --grid 1000 1000 --repeat 5 --json "$OUT/host_after.json"
+  if [ -d .base/src ]; then
+    step 100 env PYTHONPATH=.base/src python3 benchmarks/gpu/host_path.py --grid 1000 1000 --repeat 5 --json "$OUT/host_before.json"
+  fi
+  step 80 python3 benchmarks/gpu/host_path.py --grid 1000 1000 --repeat 3 --profile --json "$OUT/host_profile.json"
+  step 70 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
+  step 200 python3 benchmarks/gpu/shot_gpu.py --backend fused --repeat 3 --ref benchmarks/gpu/runs/stop72/shot_ref.npz --json "$OUT/shot_fused.json"
+  wait
+  cat "$OUT/conformance.log"
   rm -f "$OUT/pip.log"
 elif [ "$what" = sizes ]; then
   # prepared in stop 44: the fused path's chunks padded to at least 4096 rows on a GPU, so the

@@ -226,3 +226,17 @@ def test_every_built_in_system_names_its_aux_numbers_and_their_units():
         for a, u in zip(cls.aux_names, cls.aux_units):
             assert (u == "s") == a.startswith("t_"), (name, a, u)
     assert found >= 4  # the rim, the shot, the penny and the robot
+
+
+def test_versions_are_read_once_and_handed_out_as_copies():
+    # the packages' metadata read once per process (13 ms of every warm map: issue 62); a
+    # caller that changes its dict changes nobody else's
+    from rollax._drivers._labels import versions
+
+    a = versions()
+    a["rollax"] = "changed"
+    b = versions()
+    assert b["rollax"] != "changed" and b is not a
+    import importlib.metadata
+
+    assert b["jax"] == importlib.metadata.version("jax")

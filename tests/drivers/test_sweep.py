@@ -412,3 +412,29 @@ def test_a_sweep_into_an_object_store_url_is_the_sweep_in_memory_and_resumes(see
     np.testing.assert_array_equal(again.solution["t"], mem.solution["t"])
     with xr.open_zarr(url) as ds:
         np.testing.assert_array_equal(ds["t"].values, mem.solution["t"])
+
+
+def test_the_summary_s_size_is_traced_once_per_system_shape():
+    # the bytes per run of a summary are traced abstractly once per summary, system class,
+    # static fields and parameter shapes (80 ms of every warm map before: issue 62), and a
+    # change of any of them traces again; the size is the summary's own
+    from rollax._drivers import _sweep
+
+    traced = []
+
+    def summary(system, sol):
+        traced.append(type(system).__name__)
+        return {"t": sol.t, "y": sol.y, "n": sol.counts}
+
+    _sweep._SUMMARY_BYTES.clear()
+    rng = np.random.default_rng(62)
+    for _ in range(3):
+        ball = BouncingBall(g=float(rng.uniform(5, 12)), e=float(rng.uniform(0.3, 0.9)))
+        size = _sweep._summary_bytes(ball, summary)
+        assert size == 8 + 8 * ball.state_dim + 4 * ball.event_set.n
+    assert traced == ["BouncingBall"]  # (other parameter values: the same shapes)
+    _sweep._summary_bytes(BouncingBall(n_bounces=3), summary)  # another static field
+    _sweep._summary_bytes(BouncingBall(e=jnp.full(4, 0.5)), summary)  # another shape
+    assert len(traced) == 3
+    _sweep._summary_bytes(BouncingBall(), lambda system, sol: {"t": sol.t})
+    assert len(traced) == 3  # (another summary: its own trace, not this one's)

@@ -538,7 +538,7 @@ def sweep(
         dict(
             kind="rollax.sweep",
             system=type(system).__qualname__,
-            static=repr(eqx.filter(system, eqx.is_array, inverse=True)),
+            static=_static_repr(eqx.filter(system, eqx.is_array, inverse=True)),
             params={
                 jax.tree_util.keystr(k): np.asarray(v).tolist()
                 for k, v in jax.tree_util.tree_leaves_with_path(eqx.filter(system, eqx.is_array))
@@ -887,9 +887,47 @@ def _row_bytes(
     return row + log + 8 * n_ts * d + (_summary_bytes(system, summary) if summary else 0)
 
 
+def _static_repr(static) -> str:
+    """``repr`` of a system's static part (its key in a store), kept per value: equinox's
+    pretty printer took 3 ms of every warm map (benchmarks/gpu/host_path.py)."""
+    try:
+        return _static_repr_kept(static)
+    except TypeError:  # (unhashable)
+        return repr(static)
+
+
+@functools.lru_cache(maxsize=64)
+def _static_repr_kept(static) -> str:
+    return repr(static)
+
+
 def _summary_bytes(system: AbstractSystem, summary) -> int:
     """Bytes per run of what ``summary`` returns (its shapes and dtypes, traced abstractly on
-    one run); 128 when it cannot be traced so."""
+    one run); 128 when it cannot be traced so. Kept per summary, system class, static fields
+    and parameter shapes: the trace took 80 ms of every warm 1000 x 1000 map on this 2-core
+    CPU (``benchmarks/gpu/host_path.py``), a third of the map's time beside an H100's kernel."""
+    dyn, static = eqx.partition(system, eqx.is_array)
+    try:
+        key = (
+            summary,
+            static,
+            jax.tree.structure(dyn),
+            tuple((np.shape(x), str(x.dtype)) for x in jax.tree.leaves(dyn)),
+        )
+        hash(key)
+    except TypeError:  # (unhashable static fields: traced each time)
+        return _summary_bytes_traced(system, summary)
+    if key not in _SUMMARY_BYTES:
+        if len(_SUMMARY_BYTES) >= 64:
+            _SUMMARY_BYTES.clear()
+        _SUMMARY_BYTES[key] = _summary_bytes_traced(system, summary)
+    return _SUMMARY_BYTES[key]
+
+
+_SUMMARY_BYTES: dict = {}
+
+
+def _summary_bytes_traced(system: AbstractSystem, summary) -> int:
     from rollax._core._solution import Solution
 
     n, d, p = system.event_set.n, system.state_dim, system.n_aux

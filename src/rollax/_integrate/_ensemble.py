@@ -280,7 +280,7 @@ def solve_ensemble(
     )
     d = system.state_dim
     # starts already on the device stay there on the fused path (a sweep's grid, built there)
-    keep = on_device and backend == "fused" and isinstance(y0s, jax.Array)
+    keep = backend == "fused" and isinstance(y0s, jax.Array)
     y0s = system.check_state(y0s, "y0s", _valid_rows(valid, y0s), host=True)
     y0s = y0s if keep else np.asarray(y0s, dtype=np.float64)
     if y0s.ndim != 2 or y0s.shape[1] != d or y0s.shape[0] < 1:
@@ -347,9 +347,9 @@ def solve_ensemble(
         )
     try:
         return _solve_ensemble(
-            system, y0s, N, d, p, ad, hybrid, marks, dyn, modes, aux, keep, on_device,
-            t0, t1, ts, rtol, atol, dt_max, max_steps, max_resets, n_samples, solver, lanes,
-            devices, valid, progress, jump_ts, save_events, backend,
+            system, y0s, N, d, p, ad, hybrid, marks, dyn, modes, aux, keep, t0, t1, ts, rtol,
+            atol, dt_max, max_steps, max_resets, n_samples, solver, lanes, devices, valid,
+            progress, jump_ts, save_events, backend,
         )  # fmt: skip
     finally:
         if bar is not None:
@@ -357,7 +357,7 @@ def solve_ensemble(
 
 
 def _solve_ensemble(
-    system, y0s, N, d, p, ad, hybrid, marks, dyn, modes, aux, keep, on_device, t0, t1, ts,
+    system, y0s, N, d, p, ad, hybrid, marks, dyn, modes, aux, keep, t0, t1, ts,
     rtol, atol, dt_max, max_steps, max_resets, n_samples, solver, lanes, devices, valid,
     progress, jump_ts, save_events, backend,
 ) -> Solution:  # fmt: skip
@@ -413,18 +413,25 @@ def _solve_ensemble(
         solver=solver,
         jump_ts=system.jump_times() if jump_ts is None else jump_ts,
         runner=_RUNNER.get()
-        or (functools.partial(_fused.run, device=on_device) if backend == "fused" else None),
+        or (functools.partial(_fused.run, device=True) if backend == "fused" else None),
     )
-    # the fused path's results on the device stay there, unless event logs are read (host)
-    xp = jnp if isinstance(res.y, jax.Array) and not (ad.K or save_events) else np
-    if xp is np:
+    # the fused path's results stay on the device, unless event logs are read (host): a sweep
+    # classifies them there, and a direct call pays no transfer of fields it does not read
+    # (the 1000 x 1000 panel's starts: 122-136 ms through solve_ensemble against 39-50 ms
+    # through the sweep on an H100, stop 38; issue 62)
+    on_gpu = isinstance(res.y, jax.Array) and not (ad.K or save_events)
+    if on_gpu:
+        mode_end, status, y_end, counts, steps, resets, rejected = _device_fields(res, d)
+    else:
         res = jax.device_get(res)
-    mode_end = xp.rint(res.y[:, d]).astype(np.int32)
-    status = res.status.astype(np.int32)
-    # y contiguous: a strided view is transposed on the host whenever it goes to a device
-    # (35 ms of the 1000 x 1000 panel's classification on an H100 host)
-    y_end = res.y[:, :d] if xp is jnp else np.ascontiguousarray(res.y[:, :d])
-    aux_end = res.aux if hybrid else xp.asarray(aux)
+        mode_end = np.rint(res.y[:, d]).astype(np.int32)
+        status = res.status.astype(np.int32)
+        # y contiguous: a strided view is transposed on the host whenever it goes to a device
+        # (35 ms of the 1000 x 1000 panel's classification on an H100 host)
+        y_end = np.ascontiguousarray(res.y[:, :d])
+        counts, steps = res.counts.astype(np.int32), res.steps.astype(np.int32)
+        resets, rejected = res.resets.astype(np.int32), res.rejected.astype(np.int32)
+    aux_end = res.aux if hybrid else (jnp if on_gpu else np).asarray(aux)
     log = None
     if ad.K:
         log = _eventlog.read(aux_end[:, p], np.ascontiguousarray(aux_end[:, p + 1 :]), d)
@@ -440,14 +447,30 @@ def _solve_ensemble(
         aux=aux_end,
         status=status,
         event=res.event,
-        counts=res.counts.astype(np.int32),
+        counts=counts,
         t_first=res.t_first,
-        steps=res.steps.astype(np.int32),
-        resets=res.resets.astype(np.int32),
-        rejected=res.rejected.astype(np.int32),
+        steps=steps,
+        resets=resets,
+        rejected=rejected,
         events=log,
     )
-    return sol if on_device else jax.device_get(sol)  # (NumPy, in one transfer)
+    return sol if on_gpu else jax.device_get(sol)  # (NumPy, in one transfer)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _device_fields(res, d: int) -> tuple:
+    """The fused path's Solution fields made on the device in one program, not one dispatch
+    each: the end modes, statuses, states (the first ``d`` columns) and the int32 counters."""
+    i32 = jnp.int32
+    return (
+        jnp.rint(res.y[:, d]).astype(i32),
+        res.status.astype(i32),
+        res.y[:, :d],
+        res.counts.astype(i32),
+        res.steps.astype(i32),
+        res.resets.astype(i32),
+        res.rejected.astype(i32),
+    )
 
 
 #: Starts from which :func:`solve_ensemble` shows a progress bar by default (``progress=None``):
@@ -549,8 +572,7 @@ OPTIONS = tuple(
     if p.kind is inspect.Parameter.KEYWORD_ONLY
 )
 
-# set by rollax.sweep around its solves: the fused path's results stay on the device as JAX
-# arrays (the sweep classifies them there and fetches only what it keeps)
+# set by rollax.sweep around its solves, which report their own progress (no bar here)
 _ON_DEVICE: contextvars.ContextVar = contextvars.ContextVar(
     "rollax_ensemble_on_device", default=False
 )
