@@ -419,8 +419,8 @@ def _solve_ensemble(
     # classifies them there, and a direct call pays no transfer of fields it does not read
     # (the 1000 x 1000 panel's starts: 122-136 ms through solve_ensemble against 39-50 ms
     # through the sweep on an H100, stop 38; issue 62)
-    on_gpu = isinstance(res.y, jax.Array) and not (ad.K or save_events)
-    if on_gpu:
+    kept = isinstance(res.y, jax.Array) and not (ad.K or save_events)
+    if kept:
         mode_end, status, y_end, counts, steps, resets, rejected = _device_fields(res, d)
     else:
         res = jax.device_get(res)
@@ -431,7 +431,7 @@ def _solve_ensemble(
         y_end = np.ascontiguousarray(res.y[:, :d])
         counts, steps = res.counts.astype(np.int32), res.steps.astype(np.int32)
         resets, rejected = res.resets.astype(np.int32), res.rejected.astype(np.int32)
-    aux_end = res.aux if hybrid else (jnp if on_gpu else np).asarray(aux)
+    aux_end = res.aux if hybrid else (jnp if kept else np).asarray(aux)
     log = None
     if ad.K:
         log = _eventlog.read(aux_end[:, p], np.ascontiguousarray(aux_end[:, p + 1 :]), d)
@@ -454,7 +454,7 @@ def _solve_ensemble(
         rejected=rejected,
         events=log,
     )
-    return sol if on_gpu else jax.device_get(sol)  # (NumPy, in one transfer)
+    return sol if kept else jax.device_get(sol)  # (NumPy, in one transfer)
 
 
 @functools.partial(jax.jit, static_argnums=1)
