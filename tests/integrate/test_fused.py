@@ -302,3 +302,53 @@ def test_chunk_rows_are_classes_with_a_gpu_floor():
             assert on == max(off, SIZE_FLOOR)
     # one kernel for every GPU ensemble up to the floor
     assert {_fused.rows(n, 32, "gpu") for n in range(1, SIZE_FLOOR + 1)} == {SIZE_FLOOR}
+
+
+def test_a_kernel_moves_only_what_it_computes():
+    # _pruned (issue 62): an output that is a lane input unchanged passes by the kernel, one
+    # that depends on no input is made outside it, and a lane input no computed output needs
+    # is not loaded; pallas_map then gives what the per-start function gives, on random inputs
+    import jax.numpy as jnp
+
+    def per_start(a, b, c, s):  # three lane leaves, one shared
+        return a, jnp.zeros(3), b * s[0] + c[1], jnp.full((2,), 7.0), b
+
+    ex = (jnp.float64(1.0), jnp.float64(2.0), jnp.zeros(2))
+    closed = jax.make_jaxpr(per_start)(*ex, jnp.zeros(1))
+    _, through, consts, used = _fused._pruned(closed, 3)
+    assert through == [0, None, None, None, 1]
+    assert sorted(consts) == [1, 3] and consts[3].tolist() == [7.0, 7.0]
+    assert [bool(u) for u in used[:3]] == [False, True, True]
+    rng = np.random.default_rng(62)
+    for n in (32, 64):
+        a, b, c = rng.normal(size=n), rng.normal(size=n), rng.normal(size=(n, 2))
+        s = rng.normal(size=1)
+        run = _fused.pallas_map(
+            lambda a_, b_, c_, s_: per_start(a_, b_, c_, s_), ex, (jnp.zeros(1),), 32,
+            interpret=True,
+        )  # fmt: skip
+        got = run((jnp.asarray(a), jnp.asarray(b), jnp.asarray(c)), (jnp.asarray(s),))
+        want = jax.vmap(per_start, (0, 0, 0, None))(a, b, c, s)
+        for k, (g, w) in enumerate(zip(got, want)):
+            if k == 2:  # (computed in the kernel: a fused multiply-add may round once less)
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-14, atol=0)
+            else:  # passed by, or made outside: exactly
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.slow  # the shot's per-start program: minutes of compile on 2 cores
+def test_the_shot_on_the_fused_path_agrees_with_the_queue(monkeypatch):
+    # generated releases (speeds, angles, backspins): the fused path against the queue, the
+    # records of the first crossings kept per event (issue 62)
+    from rollax.analysis.shot import release
+    from rollax.systems.shot import Shot
+
+    monkeypatch.setattr(_fused, "CPU_MODE", "vmap")
+    rng = np.random.default_rng(72)
+    rel = zip(rng.uniform(6.6, 8.0, 24), rng.uniform(40, 64, 24), rng.uniform(0, 4, 24))
+    y0s = np.stack([np.asarray(release(v, a, w)) for v, a, w in rel])
+    opts = dict(rtol=1e-9, atol=1e-9, progress=False)
+    a = rollax.solve_ensemble(Shot(), y0s, 0.0, 4.0, lanes=32, backend="queue", **opts)
+    b = rollax.solve_ensemble(Shot(), y0s, 0.0, 4.0, backend="fused", **opts)
+    _compare("shot", a, b)
+    assert len(np.unique(np.asarray(a.event))) > 1  # (releases that end differently)

@@ -30,6 +30,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import core as jcore
 
 from rollax._integrate import _soa
 from rollax._integrate import queue as E
@@ -155,8 +156,18 @@ def pallas_map(
     closed, out_shape = _soa.trace(per_start, *example)
     out_leaves = jax.tree.leaves(out_shape)
     out_tree = jax.tree.structure(out_shape)
-    out_shapes = [tuple(o.shape) for o in out_leaves]
-    true_dtypes = [np.dtype(o.dtype) for o in out_leaves]
+    all_shapes = [tuple(o.shape) for o in out_leaves]
+    all_dtypes = [np.dtype(o.dtype) for o in out_leaves]
+    # Only what the kernel computes travels through it (_pruned): an output that is a lane
+    # input unchanged is that input, one that depends on no input is made outside, and a lane
+    # input that no computed output needs is not loaded.
+    closed, through, consts, used = _pruned(closed, len(lane_leaves))
+    computed = [i for i in range(len(out_leaves)) if through[i] is None and i not in consts]
+    out_shapes = [all_shapes[i] for i in computed]
+    true_dtypes = [all_dtypes[i] for i in computed]
+    in_keep = [j for j in range(len(lane_leaves)) if used[j]]
+    lane_shapes = [lane_shapes[j] for j in in_keep]
+    lane_dtypes = [lane_dtypes[j] for j in in_keep]
     t_in = _Tiles.of(lane_shapes, lane_dtypes)
     t_out = _Tiles.of(out_shapes, true_dtypes)
     # shared leaves: each one input read whole (padded to a power of two), its elements
@@ -193,11 +204,11 @@ def pallas_map(
     def run(lane_inputs, shared_inputs=None):
         from jax.experimental.pallas import triton as plgpu
 
-        lane_inputs = jax.tree.leaves(lane_inputs)
-        N = lane_inputs[0].shape[0]
+        every_input = jax.tree.leaves(lane_inputs)
+        N = every_input[0].shape[0]
         if N % B:
             raise ValueError(f"{N} starts is not a multiple of the block of {B}")
-        flat_l = t_in.pack(lane_inputs, N)
+        flat_l = t_in.pack([every_input[j] for j in in_keep], N)
         sh = (
             [np.asarray(x) for x in jax.tree.leaves(shared)]
             if shared_inputs is None
@@ -229,10 +240,59 @@ def pallas_map(
             interpret=interpret,
             **kw,
         )(*flat_l, *flat_s)
-        outs = t_out.unpack(tiles, out_shapes, true_dtypes, N)
+        got = iter(t_out.unpack(tiles, out_shapes, true_dtypes, N))
+        outs = []
+        for i, (shp, dt) in enumerate(zip(all_shapes, all_dtypes)):
+            j = through[i]
+            if j is not None:
+                outs.append(every_input[j])
+            elif i in consts:
+                outs.append(jnp.broadcast_to(jnp.asarray(consts[i], dt), (N,) + shp))
+            else:
+                outs.append(next(got))
         return jax.tree.unflatten(out_tree, outs)
 
     return run
+
+
+def _pruned(closed, n_lane: int):
+    """What of the per-start program ``closed`` (a closed jaxpr of the lane leaves, then the
+    shared ones) a kernel must compute: ``(closed', through, consts, used)``. ``through[i]``:
+    the lane input that output ``i`` is, unchanged (else None); ``consts``: the value of each
+    output that depends on no input (blank records); ``closed'``: the program of the other
+    outputs only, of the lane inputs ``used`` (and every shared one). Such outputs and inputs
+    cost the kernel a row of its tile each, in its load's tree of splits and its store's tree
+    of joins (Triton operations per row, and Triton's compile time grows faster than the
+    kernel's size: measured, docs/fused.md); the set-up's blank records and the serve's
+    first-crossing records, which it neither reads nor changes, were most of their tiles."""
+    from jax._src.interpreters import partial_eval as pe
+
+    jaxpr = closed.jaxpr
+    n_out = len(jaxpr.outvars)
+    where_in = {v: j for j, v in enumerate(jaxpr.invars[:n_lane])}
+    through = [where_in.get(v) if isinstance(v, jcore.Var) else None for v in jaxpr.outvars]
+    known, _, unknown, _ = pe.partial_eval_jaxpr_nounits(
+        closed, [True] * len(jaxpr.invars), instantiate=False
+    )
+    from jax._src import core as _core
+
+    with jax.ensure_compile_time_eval():  # (concrete, also inside a traced program)
+        vals = iter(_core.eval_jaxpr(known.jaxpr, known.consts))
+    consts = {}
+    for i, u in enumerate(unknown):
+        if not u:
+            v = next(vals)
+            if through[i] is None:
+                consts[i] = np.asarray(v)
+    keep = [through[i] is None and i not in consts for i in range(n_out)]
+    body, used_consts, used = pe.dce_jaxpr_consts(
+        jaxpr,
+        keep,
+        instantiate=[False] * (len(jaxpr.constvars) + n_lane)
+        + [True] * (len(jaxpr.invars) - n_lane),
+    )
+    cvals = [c for c, u in zip(closed.consts, used_consts) if u]
+    return jcore.ClosedJaxpr(body, cvals), through, consts, used
 
 
 class Phases(NamedTuple):
@@ -304,33 +364,27 @@ def phases(pb, sargs: tuple, sc) -> Phases:
             )
         )
 
-    def serve_(ln):
-        names = E._SERVED
-        res = ops.serve_block(
-            ln.t,
-            ln.y,
-            ln.h,
-            ln.k1,
-            ln.sign,
-            ln.count,
-            ln.t_zero,
-            ln.steps,
-            ln.resets,
-            ln.aux,
-            ln.fc_t,
-            ln.hit_y1,
-            ln.hit_coef,
-            ln.hit_vals,
-            *ln.bargs,
-        )
-        # the queue's serve: the new segment counts its steps from here
-        return ln._replace(**dict(zip(names, res)))
-
     def serve(lane):
         if reset is None:
             return lane
-        ln = jax.tree.map(one_, lane)
-        return lane1(jax.lax.cond(ln.status[0] == E._PARKED, serve_, lambda l_: l_, ln))
+        names = E._SERVED
+        ins = tuple(
+            one_(getattr(lane, k))
+            for k in ("t", "y", "h", "k1", "sign", "count", "t_zero", "steps", "resets", "aux")
+            + ("fc_t", "hit_y1", "hit_coef", "hit_vals")
+        ) + tuple(one_(b) for b in lane.bargs)
+        now = tuple(one_(getattr(lane, k)) for k in names)
+        # the queue's serve (the new segment counts its steps from here); only the fields it
+        # reads go in and only those it changes come out, the rest of the lane passes by
+        # untouched (so that the serve kernel neither loads nor stores them: _pruned)
+        res = jax.lax.cond(
+            lane.status == E._PARKED,
+            lambda xs, _: tuple(ops.serve_block(*xs)),
+            lambda _, cur: cur,
+            ins,
+            now,
+        )
+        return lane._replace(**{k: r[0] for k, r in zip(names, res)})
 
     def run(lane):
         ln = jax.lax.while_loop(lambda l_: l_.live[0], ops.step_lanes, jax.tree.map(one_, lane))

@@ -150,7 +150,7 @@ class _Lanes(NamedTuple):
     # with a reset map and DOPRI5, that step as the hot loop computed it (as hit_*, below)
     fc_y1: Float[Array, "L c d"]
     fc_coef: Float[Array, "L c 4 d"]
-    fc_vals: Float[Array, "L c K n"]
+    fc_vals: Float[Array, "L c K"]  # its own event's samples (the others are masked out)
     bargs: tuple  # the lane's own values of the per-start leaves of args (L, ...)
     # with a reset map and DOPRI5: the step that fired, as the hot loop computed it (its end,
     # continuous extension and event samples), so that the service locates the event on it
@@ -182,7 +182,7 @@ class _Out(NamedTuple):
     fc_tzero: Float[Array, "M c"]
     fc_y1: Float[Array, "M c d"]
     fc_coef: Float[Array, "M c 4 d"]
-    fc_vals: Float[Array, "M c K n"]
+    fc_vals: Float[Array, "M c K"]
 
 
 _RECORD = _Out._fields
@@ -560,7 +560,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             fc_tzero=jnp.full((K_, nc), jnp.nan, dtype),
             fc_y1=jnp.zeros((K_, nc, d if store else 0), dtype),
             fc_coef=jnp.zeros((K_, nc, n_coef, d), dtype),
-            fc_vals=jnp.zeros((K_, nc, K if store else 0, n), dtype),
+            fc_vals=jnp.zeros((K_, nc, K if store else 0), dtype),
         )
 
     def init(y0s, aux0s, valid, bargs):
@@ -818,6 +818,15 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             kept = (jnp.zeros((0, y.shape[0]), y.dtype), jnp.zeros((0, vals.shape[1]), y.dtype))
         return (y1, k7, en, sc.fired, sc.sign, sc.count, sc.t_zero, sc.nonfinite, h_next) + kept
 
+    def own_vals(vals):
+        # (L, K, n) -> (L, nc, K): each crossing event's own samples, all that its first
+        # crossing's search reads (_finish masks the other events out). A lane keeps nc K
+        # numbers for them instead of nc K n: the shot's lane 732 -> 508 numbers, which the
+        # fused kernels load and store whole (docs/fused.md)
+        if not nc:
+            return jnp.zeros(vals.shape[:1] + (0, vals.shape[1]), vals.dtype)
+        return jnp.stack([vals[:, :, e] for e in _crossings(events)], axis=1)
+
     def step_lanes(ln: _Lanes) -> _Lanes:
         # one attempted step of every live lane (any number of lanes)
         live = ln.live
@@ -887,7 +896,7 @@ def _machine(pb: _KernelProblem, lanes: int, sargs: tuple, sc: _Scalars):
             fc_tzero=jnp.where(first, ln.t_zero[:, cross], ln.fc_tzero),
             fc_y1=jnp.where(fk, y1[:, None, : ln.fc_y1.shape[2]], ln.fc_y1),
             fc_coef=jnp.where(fk[..., None], coef[:, None], ln.fc_coef),
-            fc_vals=jnp.where(fk[..., None], vals[:, None, : ln.fc_vals.shape[2]], ln.fc_vals),
+            fc_vals=jnp.where(fk, own_vals(vals[:, : ln.fc_vals.shape[2]]), ln.fc_vals),
             hit_y1=jnp.where(hit[:, None], y1[:, : ln.hit_y1.shape[1]], ln.hit_y1),
             hit_coef=jnp.where(hit[:, None, None], coef, ln.hit_coef),
             hit_vals=jnp.where(hit[:, None, None], vals, ln.hit_vals),
@@ -1046,6 +1055,14 @@ def _locate(
     return loc, _dense_at(t, h, y1, at, loc.t)
 
 
+def _own_column(vals: Float[Array, " K"], e: int, n: int) -> Float[Array, "K n"]:
+    """The samples ``(K, n)`` of a first crossing's search from its own event's ``vals`` (the
+    lanes keep no others: step_lanes' ``own_vals``): the other events, masked out of the
+    search, read zeros."""
+    zero = jnp.zeros_like(vals)
+    return jnp.stack([vals if i == e else zero for i in range(n)], axis=1)
+
+
 def _blocked(fn, mask: Bool[Array, " M"], block: int, inputs, outputs, batched: bool = False):
     """Apply ``fn`` (vmapped) only to the entries selected by ``mask``, ``block`` at a time.
 
@@ -1169,7 +1186,7 @@ def _finish(
                 jnp.where(only, tzero_e, jnp.nan),
                 targets=only.astype(jnp.int32),
                 event_mask=only & sel,
-                stored=(y1, coef, vals) if stored else None,
+                stored=(y1, coef, _own_column(vals, e, n)) if stored else None,
             )
             return (jnp.where(loc.found, loc.t, jnp.nan),)
 
