@@ -205,7 +205,7 @@ elif [ "$what" = issue62 ]; then
   #     the code after once more under cProfile (--profile);
   # (2) the device's view of the map (profile_fused.py: kernels against the wall time);
   # (3) the shot: first call (the four kernels' compile) and warm 360 x 240 map against the
-  #     CPU's reference (runs/stop72/shot_ref.npz, made with this physics);
+  #     CPU's reference (runs/stop72/shot_ref.npz, made with this physics), after and before;
   # (4) conformance of every system on the GPU, in the background from the start (it shares
   #     the GPU with (1)-(3): their times are the device's while it runs, so (1) goes first
   #     and (4) waits 20 s for the first compile of (1) to start)
@@ -217,6 +217,9 @@ elif [ "$what" = issue62 ]; then
   step 80 python3 benchmarks/gpu/host_path.py --grid 1000 1000 --repeat 3 --profile --json "$OUT/host_profile.json"
   step 70 python3 benchmarks/gpu/profile_fused.py --grid 1000 1000 --json "$OUT/profile_noslip.json"
   step 200 python3 benchmarks/gpu/shot_gpu.py --backend fused --repeat 3 --ref benchmarks/gpu/runs/stop72/shot_ref.npz --json "$OUT/shot_fused.json"
+  if [ -d .base/src ]; then  # the shot's kernels before stop 72's pruning (CPU Triton: 748 -> 485 s)
+    step 150 env PYTHONPATH=.base/src python3 benchmarks/gpu/shot_gpu.py --backend fused --repeat 1 --ref benchmarks/gpu/runs/stop72/shot_ref.npz --json "$OUT/shot_fused_before.json"
+  fi
   wait
   cat "$OUT/conformance.log"
   rm -f "$OUT/pip.log"
