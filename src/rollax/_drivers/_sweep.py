@@ -484,7 +484,7 @@ def sweep(
         # the fused path's results stay on the device through the classification, and come
         # back in one transfer of what the sweep keeps (benchmarks/RESULTS.md, stop 36)
         # (imported here: a ContextVar in the closure could not be sent to a Dask worker)
-        from rollax._integrate._ensemble import _ON_DEVICE, solve_ensemble
+        from rollax._integrate._ensemble import _IN_SWEEP, solve_ensemble
 
         warm = None
         if not warmed and not on_device and not keep_events:
@@ -498,13 +498,13 @@ def sweep(
                 daemon=True,
             )
             warm.start()
-        token = _ON_DEVICE.set(True)
+        token = _IN_SWEEP.set(True)
         try:
             sol = solve_ensemble(
                 sys_b, ys, t0, t1, mode=mode, valid=valid, progress=report, **solver_options
             )
         finally:
-            _ON_DEVICE.reset(token)
+            _IN_SWEEP.reset(token)
         if warm is not None:  # (not on an interrupt: that stops at once, within a second)
             warm.join()
         out = {f: getattr(sol, f) for f in _FIELDS} if keep_solution else {}

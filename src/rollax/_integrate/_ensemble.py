@@ -260,7 +260,7 @@ def solve_ensemble(
     with a leading axis N. Not differentiable (use :func:`rollax.solve` for derivatives).
     """
     _announce.start()  # a compile of more than 1.5 s is said (rollax._core._announce)
-    on_device = _ON_DEVICE.get()
+    in_sweep = _IN_SWEEP.get()
     if not isinstance(system, AbstractSystem):
         raise TypeError(f"system must be a rollax.AbstractSystem, got {type(system).__name__}")
     backend, n_samples, solver, dt_max = check_settings(
@@ -335,7 +335,7 @@ def solve_ensemble(
         )
     bar = None
     if progress is None:
-        progress = N >= BAR_MIN and not on_device  # (a sweep passes its own reports)
+        progress = N >= BAR_MIN and not in_sweep  # (a sweep passes its own reports)
     if progress is True or progress is False:
         n_valid = N if valid is None else int(np.sum(np.asarray(valid, bool)))
         bar = _bar(n_valid, type(system).__name__) if progress else None
@@ -573,8 +573,8 @@ OPTIONS = tuple(
 )
 
 # set by rollax.sweep around its solves, which report their own progress (no bar here)
-_ON_DEVICE: contextvars.ContextVar = contextvars.ContextVar(
-    "rollax_ensemble_on_device", default=False
+_IN_SWEEP: contextvars.ContextVar = contextvars.ContextVar(
+    "rollax_ensemble_in_sweep", default=False
 )
 
 # a scoped replacement of the fused path's runner (fused_program lowers instead of running)
