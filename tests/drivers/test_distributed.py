@@ -43,7 +43,18 @@ def _cluster():
 
 @pytest.fixture(scope="module")
 def client():
-    with _cluster() as cluster, distributed.Client(cluster) as c:
+    # The tests kill workers. 15 s (`lost-worker-timeout`) after a worker is lost, the cluster
+    # closes its nanny when no worker of that name is registered at that instant. A second
+    # kill of a same-named worker about 15 s after the first then lost the nanny and its
+    # replacement (CI, stop 76). Reproduced without rollax: kill name 0, and kill it again
+    # at 14.8 s. A long timeout leaves the replacement to the nanny.
+    import dask
+
+    with (
+        dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"}),
+        _cluster() as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 
