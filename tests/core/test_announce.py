@@ -25,6 +25,14 @@ def quick(monkeypatch):
     monkeypatch.delenv("ROLLAX_ANNOUNCE", raising=False)  # (the suite's conftest turns it off)
     _announce.start()
     time.sleep(0.1)  # the watcher's current sleep (at most the old PERIOD) ends
+    yield
+    # stopped again: left running, it went on announcing the rest of the worker's tests
+    # (merged into one "compiled ... in 84.7 s" printed after the suite's summary)
+    _announce._stop.set()
+    if _announce._thread is not None:
+        _announce._thread.join(timeout=5.0)
+    _announce._thread = None
+    _announce._stop.clear()
 
 
 class Slow(rollax.AbstractSystem):
