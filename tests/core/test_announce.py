@@ -28,9 +28,7 @@ def quick(monkeypatch):
     yield
     # stopped again: left running, it went on announcing the rest of the worker's tests
     # (merged into one "compiled ... in 84.7 s" printed after the suite's summary)
-    _announce._stop.set()
-    if _announce._thread is not None:
-        _announce._thread.join(timeout=5.0)
+    _announce._shut()  # (what the exit handler does: stop and join it)
     _announce._thread = None
     _announce._stop.clear()
 
